@@ -1,0 +1,12 @@
+# Every package comes from Debian's apt (scripts/install-deps.sh).
+find_package(Threads REQUIRED)
+find_package(OpenMP REQUIRED)
+find_package(absl CONFIG REQUIRED)
+find_package(fmt CONFIG REQUIRED)
+find_package(spdlog CONFIG REQUIRED)
+find_package(nlohmann_json 3.11 CONFIG REQUIRED)
+find_package(CLI11 CONFIG REQUIRED)
+find_package(dnnl CONFIG REQUIRED)
+find_package(GTest CONFIG REQUIRED)
+find_package(benchmark CONFIG REQUIRED)
+include(GoogleTest)
