@@ -129,7 +129,7 @@ class PosixEnv final : public Env {
   absl::Status CreateDirs(const std::string& path) override {
     std::error_code ec;
     std::filesystem::create_directories(path, ec);
-    if (ec) return absl::InternalError(absl::StrCat("create directory ", path, ": ", ec.message()));
+    if (ec) return PosixError("create directory", path, ec.value());
     return absl::OkStatus();
   }
   absl::StatusOr<std::vector<std::string>> ListDir(const std::string& path) override {
@@ -151,7 +151,7 @@ class PosixEnv final : public Env {
   absl::Status DeleteRecursively(const std::string& path) override {
     std::error_code ec;
     std::filesystem::remove_all(path, ec);
-    if (ec) return absl::InternalError(absl::StrCat("delete ", path, ": ", ec.message()));
+    if (ec) return PosixError("delete", path, ec.value());
     return absl::OkStatus();
   }
   absl::Status RenameFile(const std::string& from, const std::string& to) override {

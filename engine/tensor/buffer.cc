@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -15,6 +16,10 @@ absl::StatusOr<Buffer> Buffer::Allocate(size_t bytes, MemoryPool pool, MemoryCat
   b.category_ = category;
   b.ledger_ = ledger != nullptr ? ledger : MemoryLedger::Default();
   if (bytes == 0) return b;
+  // Rounding up must not wrap, and the ledger counts in int64_t.
+  if (bytes > static_cast<size_t>(std::numeric_limits<int64_t>::max()) - kAlignment) {
+    return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", bytes, " bytes"));
+  }
   size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   b.data_ = std::aligned_alloc(kAlignment, rounded);
   if (b.data_ == nullptr) {

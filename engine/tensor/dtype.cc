@@ -65,7 +65,8 @@ uint16_t FloatToF16(float value) {
   uint32_t u = Bits(value);
   uint32_t sign = (u >> 16) & 0x8000u;
   uint32_t abs = u & 0x7fffffffu;
-  if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // NaN
+  // NaN: quiet it and keep the top payload bits, as F16C's vcvtps2ph does.
+  if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u | ((abs >> 13) & 0x3ffu));
   if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> inf
   if (abs < 0x38800000u) {
     // Result is subnormal (or zero): scale into the subnormal grid with one rounding, using the
@@ -83,7 +84,10 @@ float F16ToFloat(uint16_t bits) {
   uint32_t sign = static_cast<uint32_t>(bits & 0x8000u) << 16;
   uint32_t exp = (bits >> 10) & 0x1fu;
   uint32_t mant = bits & 0x3ffu;
-  if (exp == 0x1f) return FromBits(sign | 0x7f800000u | (mant << 13));  // inf / NaN
+  if (exp == 0x1f) {
+    // inf, or NaN quietened with its payload kept, as F16C's vcvtph2ps does.
+    return FromBits(sign | 0x7f800000u | (mant != 0 ? 0x00400000u : 0u) | (mant << 13));
+  }
   if (exp == 0) {
     // zero or subnormal: value = mant * 2^-24
     float f = static_cast<float>(mant) * 5.9604644775390625e-8f;
@@ -95,9 +99,19 @@ float F16ToFloat(uint16_t bits) {
 void FloatToBf16(const float* src, uint16_t* dst, size_t n) {
   size_t i = 0;
 #if defined(__AVX512BF16__)
-  // vcvtneps2bf16 rounds to nearest even and quiets NaNs, matching the scalar path.
+  // vcvtneps2bf16 rounds to nearest even and quiets NaNs like the scalar path, but it treats
+  // f32 subnormal inputs as zero (the scalar path rounds them, as PyTorch does); a chunk that
+  // holds one goes through the scalar path.
+  const __m512i exp_mask = _mm512_set1_epi32(0x7f800000);
+  const __m512i mant_mask = _mm512_set1_epi32(0x007fffff);
   for (; i + 16 <= n; i += 16) {
-    __m256bh r = _mm512_cvtneps_pbh(_mm512_loadu_ps(src + i));
+    __m512 v = _mm512_loadu_ps(src + i);
+    __m512i u = _mm512_castps_si512(v);
+    if ((_mm512_testn_epi32_mask(u, exp_mask) & _mm512_test_epi32_mask(u, mant_mask)) != 0) {
+      for (size_t j = i; j < i + 16; ++j) dst[j] = FloatToBf16(src[j]);
+      continue;
+    }
+    __m256bh r = _mm512_cvtneps_pbh(v);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), reinterpret_cast<__m256i&>(r));
   }
 #endif
@@ -131,6 +145,7 @@ void F16ToFloat(const uint16_t* src, float* dst, size_t n) {
 }
 
 void ConvertDType(const void* src, DType src_dtype, void* dst, DType dst_dtype, size_t n) {
+  if (n == 0) return;  // src and dst may be null; memcpy must not see a null pointer
   if (src_dtype == dst_dtype) {
     std::memcpy(dst, src, n * DTypeSize(src_dtype));
     return;

@@ -1,8 +1,9 @@
 // Element types and conversions between them.
 //
 // bf16 and f16 are stored as raw uint16_t bits. Conversions from f32 round to nearest, ties to
-// even (what PyTorch's .to(torch.bfloat16) does); NaN stays NaN (quiet), infinities stay
-// infinite, and f16 overflow becomes infinity. The array conversions are vectorised (AVX-512
+// even (what PyTorch's .to(torch.bfloat16) does); f32 subnormals are rounded, not flushed; NaN
+// stays NaN (quietened, sign and top payload bits kept, as the hardware converts do),
+// infinities stay infinite, and f16 overflow becomes infinity. The array conversions are vectorised (AVX-512
 // BF16 / F16C when the build targets them, otherwise loops the compiler vectorises) and agree
 // bit for bit with the scalar ones.
 #pragma once
