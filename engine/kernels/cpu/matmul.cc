@@ -1,0 +1,125 @@
+// Fast matmul: oneDNN's dnnl_sgemm (row-major, OpenMP-threaded) for the GEMMs, plus OpenMP
+// vector loops for the bias add and the bias gradient.
+//
+// dnnl_sgemm rather than a cached dnnl::matmul primitive: at the GPT-2 124M shapes it was as
+// fast or faster at 1 and 2 threads on this host (figures in bench/kernels_bench.cc's header),
+// needs no primitive cache keyed by shape and thread count, and has no creation latency.
+#include <oneapi/dnnl/dnnl.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+
+#include "engine/kernels/matmul.h"
+
+namespace accel::kernels {
+namespace {
+
+// Below this many output elements the elementwise loops stay on one thread: a parallel region
+// costs a few microseconds, more than the loop itself.
+constexpr int64_t kParallelMinElems = int64_t{1} << 15;
+// Columns per dbias task: small enough to balance 768 columns over a few threads, wide enough
+// for whole cache lines and a vector loop.
+constexpr int64_t kBiasColumnBlock = 64;
+
+// Kernels return void, so a contract violation is a caller bug: report it and stop rather than
+// let oneDNN read out of bounds.
+[[noreturn]] void Die(const char* what, int64_t a, int64_t b) {
+  std::fprintf(stderr, "accel::kernels::Gemm: %s (%lld vs %lld)\n", what,
+               static_cast<long long>(a), static_cast<long long>(b));
+  std::abort();
+}
+
+void ValidateGemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A,
+                  int64_t lda, const float* B, int64_t ldb, const float* C, int64_t ldc) {
+  if (M < 0 || N < 0 || K < 0) Die("negative dimension M/N", M, N);
+  if (C == nullptr) Die("C is null", M, N);
+  if (ldc < std::max<int64_t>(1, N)) Die("ldc < N", ldc, N);
+  if (K == 0) return;
+  if (A == nullptr || B == nullptr) Die("A or B is null", M, N);
+  const int64_t a_cols = trans_a ? M : K;
+  const int64_t b_cols = trans_b ? K : N;
+  if (lda < std::max<int64_t>(1, a_cols)) Die("lda smaller than op(A)'s stored row", lda, a_cols);
+  if (ldb < std::max<int64_t>(1, b_cols)) Die("ldb smaller than op(B)'s stored row", ldb, b_cols);
+}
+
+// C = beta * C for the K == 0 case (an empty sum), which oneDNN is not asked to handle.
+void ScaleC(int64_t M, int64_t N, float beta, float* C, int64_t ldc) {
+#pragma omp parallel for schedule(static) if (M * N >= kParallelMinElems)
+  for (int64_t i = 0; i < M; ++i) {
+    float* row = C + i * ldc;
+    if (beta == 0.0f) {
+#pragma omp simd
+      for (int64_t j = 0; j < N; ++j) row[j] = 0.0f;
+    } else {
+#pragma omp simd
+      for (int64_t j = 0; j < N; ++j) row[j] *= beta;
+    }
+  }
+}
+
+}  // namespace
+
+void Gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+          const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
+          int64_t ldc) {
+  if (M == 0 || N == 0) return;
+  ValidateGemm(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc);
+  if (K == 0) {
+    ScaleC(M, N, beta, C, ldc);
+    return;
+  }
+  dnnl_status_t st = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', M, N, K, alpha, A, lda,
+                                B, ldb, beta, C, ldc);
+  if (st != dnnl_success) {
+    std::fprintf(stderr, "accel::kernels::Gemm: dnnl_sgemm failed with status %d (M=%lld N=%lld "
+                 "K=%lld lda=%lld ldb=%lld ldc=%lld)\n", static_cast<int>(st),
+                 static_cast<long long>(M), static_cast<long long>(N), static_cast<long long>(K),
+                 static_cast<long long>(lda), static_cast<long long>(ldb),
+                 static_cast<long long>(ldc));
+    std::abort();
+  }
+}
+
+void MatmulForward(float* out, const float* inp, const float* weight, const float* bias,
+                   int64_t N, int64_t IC, int64_t OC) {
+  if (N == 0 || OC == 0) return;
+  Gemm(false, false, N, OC, IC, 1.0f, inp, IC, weight, OC, 0.0f, out, OC);
+  if (bias == nullptr) return;
+#pragma omp parallel for schedule(static) if (N * OC >= kParallelMinElems)
+  for (int64_t n = 0; n < N; ++n) {
+    float* row = out + n * OC;
+#pragma omp simd
+    for (int64_t o = 0; o < OC; ++o) row[o] += bias[o];
+  }
+}
+
+void MatmulBackward(float* dinp, float* dweight, float* dbias, const float* dout,
+                    const float* inp, const float* weight, int64_t N, int64_t IC, int64_t OC) {
+  if (dinp != nullptr) {
+    // (N, IC) += (N, OC) · (IC, OC)ᵀ
+    Gemm(false, true, N, IC, OC, 1.0f, dout, OC, weight, OC, 1.0f, dinp, IC);
+  }
+  if (dweight != nullptr) {
+    // (IC, OC) += (N, IC)ᵀ · (N, OC)
+    Gemm(true, false, IC, OC, N, 1.0f, inp, IC, dout, OC, 1.0f, dweight, OC);
+  }
+  if (dbias != nullptr && N > 0 && OC > 0) {
+    const int64_t blocks = (OC + kBiasColumnBlock - 1) / kBiasColumnBlock;
+#pragma omp parallel for schedule(static) if (N * OC >= kParallelMinElems)
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t o0 = b * kBiasColumnBlock;
+      const int64_t width = std::min(kBiasColumnBlock, OC - o0);
+      float acc[kBiasColumnBlock] = {};
+      for (int64_t n = 0; n < N; ++n) {
+        const float* row = dout + n * OC + o0;
+#pragma omp simd
+        for (int64_t j = 0; j < width; ++j) acc[j] += row[j];
+      }
+      for (int64_t j = 0; j < width; ++j) dbias[o0 + j] += acc[j];
+    }
+  }
+}
+
+}  // namespace accel::kernels
