@@ -1,0 +1,418 @@
+#include "engine/checkpoint/safetensors.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <tuple>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "engine/base/status_macros.h"
+#include "nlohmann/json.hpp"
+
+namespace accel::checkpoint {
+namespace {
+
+// The format stores little-endian data; we copy bytes straight into host arrays.
+static_assert(std::endian::native == std::endian::little, "safetensors I/O assumes little-endian");
+
+// Same limit as the reference implementation: a header beyond this is a corrupt length field.
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+// Elements converted per chunk when reading or writing a 16-bit tensor as f32.
+constexpr int64_t kConvertChunk = int64_t{1} << 20;
+
+struct DTypeEntry {
+  std::string_view name;
+  size_t item_size;
+  std::optional<DType> dtype;
+};
+
+constexpr DTypeEntry kDTypes[] = {
+    {"F32", 4, DType::kF32},   {"BF16", 2, DType::kBF16},    {"F16", 2, DType::kF16},
+    {"F64", 8, std::nullopt},  {"I64", 8, std::nullopt},     {"I32", 4, std::nullopt},
+    {"I16", 2, std::nullopt},  {"I8", 1, std::nullopt},      {"U64", 8, std::nullopt},
+    {"U32", 4, std::nullopt},  {"U16", 2, std::nullopt},     {"U8", 1, std::nullopt},
+    {"BOOL", 1, std::nullopt}, {"F8_E4M3", 1, std::nullopt}, {"F8_E5M2", 1, std::nullopt},
+};
+
+const DTypeEntry* LookupDType(std::string_view name) {
+  for (const DTypeEntry& e : kDTypes) {
+    if (e.name == name) return &e;
+  }
+  return nullptr;
+}
+
+// Parses a JSON non-negative integer; false for anything else (negative, float, string).
+bool AsNonNegative(const nlohmann::json& v, uint64_t* out) {
+  if (v.is_number_unsigned()) {
+    *out = v.get<uint64_t>();
+    return true;
+  }
+  if (v.is_number_integer() && v.get<int64_t>() >= 0) {
+    *out = static_cast<uint64_t>(v.get<int64_t>());
+    return true;
+  }
+  return false;
+}
+
+// numel of a shape, or nullopt on int64 overflow.
+std::optional<int64_t> CheckedNumel(std::span<const int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return std::nullopt;
+  }
+  return n;
+}
+
+}  // namespace
+
+std::string ShapeToString(std::span<const int64_t> shape) {
+  return absl::StrCat("[", absl::StrJoin(shape.begin(), shape.end(), ", "), "]");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reader
+
+absl::StatusOr<std::unique_ptr<SafetensorsReader>> SafetensorsReader::Open(
+    Env* env, const std::string& path) {
+  ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, env->NewRandomAccessFile(path));
+  const uint64_t size = file->Size();
+  if (size < 8) {
+    return absl::DataLossError(absl::StrCat(path, ": ", size,
+                                            " bytes is too short for a safetensors file (needs "
+                                            "an 8-byte header length at offset 0)"));
+  }
+  unsigned char len_bytes[8];
+  ACCEL_RETURN_IF_ERROR(file->Read(0, 8, reinterpret_cast<char*>(len_bytes)));
+  uint64_t header_len = 0;
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | len_bytes[i];
+  if (header_len > kMaxHeaderBytes) {
+    return absl::DataLossError(absl::StrCat(path, ": header length ", header_len,
+                                            " at offset 0 exceeds the limit of ", kMaxHeaderBytes,
+                                            " bytes"));
+  }
+  if (8 + header_len > size) {
+    return absl::DataLossError(absl::StrCat(path, ": header length ", header_len,
+                                            " at offset 0 runs past the end of the file (", size,
+                                            " bytes)"));
+  }
+  std::string header(header_len, '\0');
+  ACCEL_RETURN_IF_ERROR(file->Read(8, header_len, header.data()));
+
+  std::unique_ptr<SafetensorsReader> reader(new SafetensorsReader(std::move(file)));
+  reader->data_begin_ = 8 + header_len;
+  ACCEL_RETURN_IF_ERROR(reader->ParseHeader(header));
+  return reader;
+}
+
+absl::Status SafetensorsReader::ParseHeader(std::string_view text) {
+  const std::string& path = file_->Path();
+  const uint64_t data_size = file_->Size() - data_begin_;
+  auto corrupt = [&](auto&&... parts) {
+    return absl::DataLossError(absl::StrCat(path, ": ", parts...));
+  };
+  nlohmann::json root;
+  try {
+    root = nlohmann::json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::parse_error& e) {
+    return corrupt("invalid header JSON near file offset ", 8 + e.byte, ": ", e.what());
+  }
+  if (!root.is_object()) return corrupt("header at offset 8 is not a JSON object");
+
+  try {
+    for (const auto& [key, value] : root.items()) {
+      if (key == "__metadata__") {
+        if (!value.is_object()) return corrupt("__metadata__ is not a JSON object");
+        for (const auto& [mk, mv] : value.items()) {
+          if (!mv.is_string())
+            return corrupt("__metadata__ value for \"", mk, "\" is not a string");
+          metadata_[mk] = mv.get<std::string>();
+        }
+        continue;
+      }
+      auto bad = [&](auto&&... parts) { return corrupt("tensor \"", key, "\" ", parts...); };
+      if (!value.is_object()) return bad("entry is not a JSON object");
+      TensorInfo info;
+      info.name = key;
+
+      auto dt = value.find("dtype");
+      if (dt == value.end() || !dt->is_string()) return bad("has no string \"dtype\"");
+      info.dtype_name = dt->get<std::string>();
+      const DTypeEntry* entry = LookupDType(info.dtype_name);
+      if (entry == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            path, ": tensor \"", key, "\" has unknown dtype \"", info.dtype_name, "\""));
+      }
+      info.dtype = entry->dtype;
+      info.item_size = entry->item_size;
+
+      auto sh = value.find("shape");
+      if (sh == value.end() || !sh->is_array()) return bad("has no \"shape\" array");
+      for (const auto& d : *sh) {
+        uint64_t dim;
+        if (!AsNonNegative(d, &dim) || dim > static_cast<uint64_t>(INT64_MAX)) {
+          return bad("has a shape entry that is not a non-negative integer: ", d.dump());
+        }
+        info.shape.push_back(static_cast<int64_t>(dim));
+      }
+      std::optional<int64_t> numel = CheckedNumel(info.shape);
+      uint64_t expected_bytes;
+      if (!numel ||
+          __builtin_mul_overflow(static_cast<uint64_t>(*numel), info.item_size, &expected_bytes)) {
+        return bad("has shape ", ShapeToString(info.shape), " whose size overflows");
+      }
+      info.numel = *numel;
+
+      auto off = value.find("data_offsets");
+      uint64_t begin, end;
+      if (off == value.end() || !off->is_array() || off->size() != 2 ||
+          !AsNonNegative((*off)[0], &begin) || !AsNonNegative((*off)[1], &end)) {
+        return bad("has no \"data_offsets\" pair of non-negative integers");
+      }
+      if (begin > end || end > data_size) {
+        return bad("has data_offsets [", begin, ", ", end, "] outside the data block (", data_size,
+                   " bytes from file offset ", data_begin_, ")");
+      }
+      if (end - begin != expected_bytes) {
+        return bad("has shape ", ShapeToString(info.shape), " of dtype ", info.dtype_name, " (",
+                   expected_bytes, " bytes) but data_offsets [", begin, ", ", end, "] span ",
+                   end - begin, " bytes (at file offset ", data_begin_ + begin, ")");
+      }
+      info.offset = data_begin_ + begin;
+      info.nbytes = expected_bytes;
+      tensors_.push_back(std::move(info));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    // The checks above should make this unreachable; a malformed header must still not throw.
+    return corrupt("malformed header: ", e.what());
+  }
+
+  std::sort(tensors_.begin(), tensors_.end(), [](const TensorInfo& a, const TensorInfo& b) {
+    return std::tie(a.offset, a.nbytes, a.name) < std::tie(b.offset, b.nbytes, b.name);
+  });
+  // Sorted by begin, a tensor overlaps an earlier one iff it starts before the furthest end seen.
+  // Empty tensors occupy no bytes and overlap nothing.
+  const TensorInfo* furthest = nullptr;
+  for (const TensorInfo& t : tensors_) {
+    if (t.nbytes == 0) continue;
+    if (furthest != nullptr && t.offset < furthest->offset + furthest->nbytes) {
+      return corrupt("tensors \"", furthest->name, "\" (file bytes [", furthest->offset, ", ",
+                     furthest->offset + furthest->nbytes, ")) and \"", t.name, "\" (file bytes [",
+                     t.offset, ", ", t.offset + t.nbytes, ")) overlap at file offset ", t.offset);
+    }
+    if (furthest == nullptr || t.offset + t.nbytes > furthest->offset + furthest->nbytes) {
+      furthest = &t;
+    }
+  }
+  for (size_t i = 0; i < tensors_.size(); ++i) index_.emplace(tensors_[i].name, i);
+  return absl::OkStatus();
+}
+
+std::vector<std::string> SafetensorsReader::names() const {
+  std::vector<std::string> out;
+  out.reserve(tensors_.size());
+  for (const TensorInfo& t : tensors_) out.push_back(t.name);
+  return out;
+}
+
+const TensorInfo* SafetensorsReader::Find(std::string_view name) const {
+  auto it = index_.find(name);
+  return it == index_.end() ? nullptr : &tensors_[it->second];
+}
+
+absl::StatusOr<const TensorInfo*> SafetensorsReader::Get(std::string_view name) const {
+  const TensorInfo* info = Find(name);
+  if (info == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("tensor \"", std::string(name), "\" not found in ", path()));
+  }
+  return info;
+}
+
+absl::Status SafetensorsReader::ReadRaw(std::string_view name, void* dst, size_t dst_bytes) const {
+  ACCEL_ASSIGN_OR_RETURN(const TensorInfo* info, Get(name));
+  if (dst_bytes != info->nbytes) {
+    return absl::InvalidArgumentError(absl::StrCat(path(), ": tensor \"", info->name, "\" has ",
+                                                   info->nbytes, " bytes, buffer has ", dst_bytes));
+  }
+  if (info->nbytes == 0) return absl::OkStatus();
+  return Annotate(file_->Read(info->offset, info->nbytes, static_cast<char*>(dst)),
+                  absl::StrCat("reading tensor \"", info->name, "\""));
+}
+
+absl::Status SafetensorsReader::ReadFloat(std::string_view name, float* dst, int64_t numel) const {
+  ACCEL_ASSIGN_OR_RETURN(const TensorInfo* info, Get(name));
+  if (numel != info->numel) {
+    return absl::InvalidArgumentError(absl::StrCat(path(), ": tensor \"", info->name, "\" has ",
+                                                   info->numel, " elements, caller expects ",
+                                                   numel));
+  }
+  return ReadRange(name, 0, numel, dst);
+}
+
+absl::Status SafetensorsReader::ReadRange(std::string_view name, int64_t elem_begin,
+                                          int64_t elem_count, float* dst) const {
+  ACCEL_ASSIGN_OR_RETURN(const TensorInfo* info, Get(name));
+  if (!info->dtype.has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat(path(), ": tensor \"", info->name,
+                                                   "\" has dtype ", info->dtype_name,
+                                                   ", which cannot be read as float"));
+  }
+  if (elem_begin < 0 || elem_count < 0 || elem_begin > info->numel ||
+      elem_count > info->numel - elem_begin) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path(), ": elements [", elem_begin, ", ", elem_begin + elem_count,
+        ") are out of range for tensor \"", info->name, "\" with ", info->numel, " elements"));
+  }
+  const std::string context = absl::StrCat("reading tensor \"", info->name, "\"");
+  const DType dtype = *info->dtype;
+  const uint64_t first = info->offset + static_cast<uint64_t>(elem_begin) * info->item_size;
+  if (dtype == DType::kF32) {
+    if (elem_count == 0) return absl::OkStatus();
+    return Annotate(
+        file_->Read(first, static_cast<size_t>(elem_count) * 4, reinterpret_cast<char*>(dst)),
+        context);
+  }
+  std::vector<uint16_t> scratch(static_cast<size_t>(std::min(elem_count, kConvertChunk)));
+  for (int64_t done = 0; done < elem_count;) {
+    const int64_t n = std::min(elem_count - done, kConvertChunk);
+    ACCEL_RETURN_IF_ERROR(
+        Annotate(file_->Read(first + static_cast<uint64_t>(done) * 2, static_cast<size_t>(n) * 2,
+                             reinterpret_cast<char*>(scratch.data())),
+                 context));
+    ConvertDType(scratch.data(), dtype, dst + done, DType::kF32, static_cast<size_t>(n));
+    done += n;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SafetensorsReader::ExpectShape(std::string_view name,
+                                            std::span<const int64_t> shape) const {
+  ACCEL_ASSIGN_OR_RETURN(const TensorInfo* info, Get(name));
+  if (!std::equal(info->shape.begin(), info->shape.end(), shape.begin(), shape.end())) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor \"", info->name, "\" has shape ",
+                                                   ShapeToString(info->shape), " in ", path(),
+                                                   ", expected ", ShapeToString(shape)));
+  }
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writer
+
+absl::Status SafetensorsWriter::Add(std::string name, DType dtype, std::vector<int64_t> shape,
+                                    const void* data) {
+  return AddEntry(std::move(name), std::move(shape), data, dtype, dtype);
+}
+
+absl::Status SafetensorsWriter::AddConverted(std::string name, std::vector<int64_t> shape,
+                                             const float* data, DType file_dtype) {
+  return AddEntry(std::move(name), std::move(shape), data, DType::kF32, file_dtype);
+}
+
+void SafetensorsWriter::SetMetadata(std::string key, std::string value) {
+  metadata_[std::move(key)] = std::move(value);
+}
+
+absl::Status SafetensorsWriter::AddEntry(std::string name, std::vector<int64_t> shape,
+                                         const void* data, DType src_dtype, DType file_dtype) {
+  if (name.empty() || name == "__metadata__") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("safetensors: invalid tensor name \"", name, "\""));
+  }
+  for (const Entry& e : entries_) {
+    if (e.name == name) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("safetensors: tensor \"", name, "\" added twice"));
+    }
+  }
+  std::optional<int64_t> numel = CheckedNumel(shape);
+  if (!numel || *numel > INT64_MAX / 8) {
+    return absl::InvalidArgumentError(absl::StrCat("safetensors: tensor \"", name,
+                                                   "\" has invalid shape ", ShapeToString(shape)));
+  }
+  if (*numel > 0 && data == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("safetensors: tensor \"", name, "\" has no data"));
+  }
+  entries_.push_back(Entry{std::move(name), std::move(shape), *numel, data, src_dtype, file_dtype});
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> SafetensorsWriter::BuildHeader() const {
+  std::string json;
+  try {
+    nlohmann::ordered_json header = nlohmann::ordered_json::object();
+    if (!metadata_.empty()) {
+      nlohmann::ordered_json meta = nlohmann::ordered_json::object();
+      for (const auto& [k, v] : metadata_) meta[k] = v;
+      header["__metadata__"] = std::move(meta);
+    }
+    uint64_t offset = 0;
+    for (const Entry& e : entries_) {
+      const uint64_t nbytes = static_cast<uint64_t>(e.numel) * DTypeSize(e.file_dtype);
+      nlohmann::ordered_json t;
+      t["dtype"] = std::string(SafetensorsDTypeName(e.file_dtype));
+      t["shape"] = e.shape;
+      t["data_offsets"] = {offset, offset + nbytes};
+      header[e.name] = std::move(t);
+      offset += nbytes;
+    }
+    json = header.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::strict);
+  } catch (const nlohmann::json::exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("safetensors: cannot encode header (names must be UTF-8): ", e.what()));
+  }
+  // Pad with spaces (allowed by the format) so the data block, at 8 + N, is 8-byte aligned.
+  json.append((8 - json.size() % 8) % 8, ' ');
+  std::string out(8, '\0');
+  const uint64_t n = json.size();
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((n >> (8 * i)) & 0xff);
+  out += json;
+  return out;
+}
+
+absl::Status SafetensorsWriter::WriteTo(WritableFile* file, const std::string& header) const {
+  ACCEL_RETURN_IF_ERROR(file->Append(header));
+  std::vector<char> scratch;
+  for (const Entry& e : entries_) {
+    const size_t out_size = DTypeSize(e.file_dtype);
+    if (e.src_dtype == e.file_dtype) {
+      const size_t nbytes = static_cast<size_t>(e.numel) * out_size;
+      if (nbytes > 0) {
+        ACCEL_RETURN_IF_ERROR(
+            file->Append(std::string_view(static_cast<const char*>(e.data), nbytes)));
+      }
+      continue;
+    }
+    const size_t in_size = DTypeSize(e.src_dtype);
+    const char* src = static_cast<const char*>(e.data);
+    for (int64_t done = 0; done < e.numel;) {
+      const int64_t n = std::min(e.numel - done, kConvertChunk);
+      scratch.resize(static_cast<size_t>(n) * out_size);
+      ConvertDType(src + static_cast<size_t>(done) * in_size, e.src_dtype, scratch.data(),
+                   e.file_dtype, static_cast<size_t>(n));
+      ACCEL_RETURN_IF_ERROR(file->Append(std::string_view(scratch.data(), scratch.size())));
+      done += n;
+    }
+  }
+  ACCEL_RETURN_IF_ERROR(file->Sync());
+  return file->Close();
+}
+
+absl::Status SafetensorsWriter::Write(Env* env, const std::string& path) const {
+  ACCEL_ASSIGN_OR_RETURN(std::string header, BuildHeader());
+  const std::string tmp = path + ".tmp";
+  ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, env->NewWritableFile(tmp));
+  absl::Status s = WriteTo(file.get(), header);
+  file.reset();
+  if (s.ok()) s = env->RenameFile(tmp, path);
+  if (!s.ok()) {
+    env->DeleteFile(tmp).IgnoreError();  // best effort: the error we return is the first one
+    return s;
+  }
+  return env->SyncDir(DirName(path));
+}
+
+}  // namespace accel::checkpoint

@@ -1,0 +1,164 @@
+#include "engine/data/token_source.h"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace accel::data {
+namespace {
+
+using ::testing::HasSubstr;
+
+class TokenSourceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = JoinPath(::testing::TempDir(),
+                    absl::StrCat("token_source_test_", ::getpid(), "_", info->name()));
+    ASSERT_TRUE(env_->CreateDirs(dir_).ok());
+  }
+  void TearDown() override { env_->DeleteRecursively(dir_).IgnoreError(); }
+
+  std::string WriteBytes(std::string_view name, const std::string& bytes) {
+    std::string path = JoinPath(dir_, name);
+    EXPECT_TRUE(WriteFileAtomic(env_, path, bytes).ok());
+    return path;
+  }
+
+  // An llm.c shard: 256 int32 header fields then uint16 tokens. `count` defaults to the number
+  // of tokens written.
+  std::string WriteShard(std::string_view name, const std::vector<uint16_t>& tokens,
+                         int32_t magic = kTokenShardMagic, int32_t version = kTokenShardVersion,
+                         std::optional<int32_t> count = std::nullopt) {
+    std::vector<int32_t> header(256, 0);
+    header[0] = magic;
+    header[1] = version;
+    header[2] = count.value_or(static_cast<int32_t>(tokens.size()));
+    std::string bytes(reinterpret_cast<const char*>(header.data()), 1024);
+    bytes.append(reinterpret_cast<const char*>(tokens.data()), tokens.size() * 2);
+    return WriteBytes(name, bytes);
+  }
+
+  Env* env_ = Env::Default();
+  std::string dir_;
+};
+
+TEST_F(TokenSourceTest, ShardRoundTrip) {
+  const std::vector<uint16_t> tokens = {0, 5, 50256, 7, 65535, 3};
+  const std::string path = WriteShard("a.bin", tokens);
+  for (bool via_open : {false, true}) {
+    auto src = via_open ? TokenSource::Open(env_, path) : TokenSource::OpenTokenShard(env_, path);
+    ASSERT_TRUE(src.ok()) << src.status();
+    EXPECT_EQ((*src)->kind(), TokenSourceKind::kTokenShard);
+    EXPECT_EQ((*src)->path(), path);
+    ASSERT_EQ((*src)->size(), 6);
+    for (int i = 0; i < 6; ++i) EXPECT_EQ((*src)->token(i), tokens[i]) << i;
+    EXPECT_EQ((*src)->max_token(), 65535);
+    EXPECT_EQ((*src)->vocab_hint(), 65536);
+  }
+}
+
+TEST_F(TokenSourceTest, BadMagic) {
+  const std::string path = WriteShard("m.bin", {1, 2}, /*magic=*/123);
+  auto src = TokenSource::OpenTokenShard(env_, path);
+  EXPECT_EQ(src.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(src.status().message(),
+            absl::StrCat("file ", path,
+                         ": bad magic 123 at offset 0, expected 20240520 (llm.c "
+                         "token shard)"));
+}
+
+TEST_F(TokenSourceTest, BadVersion) {
+  const std::string path = WriteShard("v.bin", {1, 2}, kTokenShardMagic, /*version=*/2);
+  auto src = TokenSource::Open(env_, path);  // Open sees the magic, so errors are the shard's
+  EXPECT_EQ(src.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(src.status().message(), HasSubstr(path));
+  EXPECT_THAT(src.status().message(), HasSubstr("version 2 at offset 4, expected 1"));
+}
+
+TEST_F(TokenSourceTest, NonPositiveCount) {
+  for (int32_t count : {0, -3}) {
+    const std::string path = WriteShard("c.bin", {}, kTokenShardMagic, 1, count);
+    auto src = TokenSource::OpenTokenShard(env_, path);
+    EXPECT_EQ(src.status().code(), absl::StatusCode::kDataLoss);
+    EXPECT_THAT(src.status().message(),
+                HasSubstr(absl::StrCat("token count ", count, " at offset 8 must be positive")));
+  }
+}
+
+TEST_F(TokenSourceTest, TruncatedOrOversizedShard) {
+  // Header says 10 tokens; 8 are present.
+  std::string path = WriteShard("t.bin", std::vector<uint16_t>(8, 1), kTokenShardMagic, 1, 10);
+  auto src = TokenSource::OpenTokenShard(env_, path);
+  EXPECT_EQ(src.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(src.status().message(), HasSubstr(path));
+  EXPECT_THAT(src.status().message(), HasSubstr("truncated: 1040 bytes, expected 1044"));
+
+  path = WriteShard("o.bin", std::vector<uint16_t>(12, 1), kTokenShardMagic, 1, 10);
+  src = TokenSource::OpenTokenShard(env_, path);
+  EXPECT_EQ(src.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(src.status().message(), HasSubstr("1048 bytes, expected 1044"));
+
+  // Shorter than the header itself.
+  path = WriteBytes("h.bin", std::string(100, '\0'));
+  src = TokenSource::OpenTokenShard(env_, path);
+  EXPECT_EQ(src.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(src.status().message(), HasSubstr("100 bytes, shorter than the 1024-byte header"));
+}
+
+TEST_F(TokenSourceTest, TextBytes) {
+  const std::string path = WriteBytes("t.txt", "hi\xff\n");
+  for (bool via_open : {false, true}) {
+    auto src = via_open ? TokenSource::Open(env_, path) : TokenSource::OpenTextBytes(env_, path);
+    ASSERT_TRUE(src.ok()) << src.status();
+    EXPECT_EQ((*src)->kind(), TokenSourceKind::kTextBytes);
+    ASSERT_EQ((*src)->size(), 4);
+    EXPECT_EQ((*src)->token(0), 'h');
+    EXPECT_EQ((*src)->token(1), 'i');
+    EXPECT_EQ((*src)->token(2), 255);  // bytes are unsigned tokens
+    EXPECT_EQ((*src)->token(3), '\n');
+    EXPECT_EQ((*src)->max_token(), 255);
+    EXPECT_EQ((*src)->vocab_hint(), 256);
+  }
+  // Three bytes cannot hold the shard magic: read as text.
+  auto tiny = TokenSource::Open(env_, WriteBytes("tiny", "abc"));
+  ASSERT_TRUE(tiny.ok());
+  EXPECT_EQ((*tiny)->vocab_hint(), 256);
+}
+
+TEST_F(TokenSourceTest, EmptyAndMissingFiles) {
+  const std::string path = WriteBytes("empty.txt", "");
+  auto src = TokenSource::Open(env_, path);
+  EXPECT_EQ(src.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(src.status().message(), HasSubstr(path));
+  EXPECT_EQ(TokenSource::Open(env_, JoinPath(dir_, "absent")).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST(TokenSourceKjvTest, BundledCorpusOpensAsText) {
+  // engine/data/token_source_test.cc -> repository root -> data/kjv.txt
+  std::string root = DirName(DirName(DirName(__FILE__)));
+  const std::string path = JoinPath(root, "data/kjv.txt");
+  auto src = TokenSource::Open(Env::Default(), path);
+  ASSERT_TRUE(src.ok()) << src.status();
+  EXPECT_EQ((*src)->kind(), TokenSourceKind::kTextBytes);
+  EXPECT_EQ((*src)->vocab_hint(), 256);
+  auto bytes = ReadFileToString(Env::Default(), path);
+  ASSERT_TRUE(bytes.ok());
+  ASSERT_EQ((*src)->size(), static_cast<int64_t>(bytes->size()));
+  EXPECT_GT((*src)->size(), 1'000'000);  // spans several 1 MB read chunks
+  int64_t mismatches = 0;
+  for (size_t i = 0; i < bytes->size(); ++i) {
+    mismatches += (*src)->token(i) != static_cast<unsigned char>((*bytes)[i]);
+  }
+  EXPECT_EQ(mismatches, 0);
+}
+
+}  // namespace
+}  // namespace accel::data

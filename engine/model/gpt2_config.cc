@@ -1,0 +1,126 @@
+#include "engine/model/gpt2_config.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "engine/base/status_macros.h"
+#include "nlohmann/json.hpp"
+
+namespace accel::model {
+namespace {
+
+struct Preset {
+  const char* name;
+  int64_t n_layer, n_head, n_embd, vocab_size, n_positions;
+};
+
+constexpr Preset kPresets[] = {
+    {"gpt2-tiny", 2, 4, 64, 256, 256},     {"gpt2-mini", 4, 4, 128, 256, 256},
+    {"gpt2", 12, 12, 768, 50257, 1024},    {"gpt2-medium", 24, 16, 1024, 50257, 1024},
+    {"gpt2-large", 36, 20, 1280, 50257, 1024}, {"gpt2-xl", 48, 25, 1600, 50257, 1024},
+};
+
+}  // namespace
+
+absl::Status Gpt2Config::Validate() const {
+  const std::pair<const char*, int64_t> fields[] = {{"n_layer", n_layer},
+                                                    {"n_head", n_head},
+                                                    {"n_embd", n_embd},
+                                                    {"vocab_size", vocab_size},
+                                                    {"n_positions", n_positions}};
+  for (const auto& [field, value] : fields) {
+    if (value <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("model config ", name, ": ", field, " must be positive, got ", value));
+    }
+  }
+  if (n_embd % n_head != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("model config ", name, ": n_embd (", n_embd,
+                                                   ") is not divisible by n_head (", n_head, ")"));
+  }
+  return absl::OkStatus();
+}
+
+int64_t Gpt2Config::NumParams() const {
+  const int64_t C = n_embd;
+  return vocab_size * C + n_positions * C + n_layer * (12 * C * C + 13 * C) + 2 * C;
+}
+
+double Gpt2Config::TrainFlopsPerToken(int64_t T) const {
+  return 6.0 * static_cast<double>(NumParams()) +
+         6.0 * static_cast<double>(n_layer * n_embd * T);
+}
+
+std::vector<std::string> Gpt2PresetNames() {
+  std::vector<std::string> names;
+  for (const Preset& p : kPresets) names.push_back(p.name);
+  return names;
+}
+
+absl::StatusOr<Gpt2Config> Gpt2Preset(std::string_view name) {
+  for (const Preset& p : kPresets) {
+    if (name == p.name) {
+      Gpt2Config c{p.name, p.n_layer, p.n_head, p.n_embd, p.vocab_size, p.n_positions};
+      ACCEL_RETURN_IF_ERROR(c.Validate());
+      return c;
+    }
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown model preset '", std::string(name),
+                                                 "' (known: ",
+                                                 absl::StrJoin(Gpt2PresetNames(), ", "), ")"));
+}
+
+absl::StatusOr<Gpt2Config> Gpt2ConfigFromJson(std::string_view json_text, std::string_view source) {
+  const std::string src(source);
+  nlohmann::json j = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(src, ": not a JSON object"));
+  }
+  if (j.contains("model_type") && j["model_type"] != "gpt2") {
+    return absl::InvalidArgumentError(absl::StrCat(src, ": model_type is ", j["model_type"].dump(),
+                                                   ", only \"gpt2\" is supported"));
+  }
+  Gpt2Config c;
+  c.name = src;
+  auto read = [&](const char* key, const char* fallback, int64_t* out) -> absl::Status {
+    const char* k = key;
+    if (!j.contains(k) && fallback != nullptr && j.contains(fallback)) k = fallback;
+    if (!j.contains(k)) return absl::InvalidArgumentError(absl::StrCat(src, ": missing key ", key));
+    if (!j[k].is_number_integer()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(src, ": key ", k, " must be an integer, got ", j[k].dump()));
+    }
+    *out = j[k].get<int64_t>();
+    return absl::OkStatus();
+  };
+  ACCEL_RETURN_IF_ERROR(read("n_layer", nullptr, &c.n_layer));
+  ACCEL_RETURN_IF_ERROR(read("n_head", nullptr, &c.n_head));
+  ACCEL_RETURN_IF_ERROR(read("n_embd", nullptr, &c.n_embd));
+  ACCEL_RETURN_IF_ERROR(read("vocab_size", nullptr, &c.vocab_size));
+  ACCEL_RETURN_IF_ERROR(read("n_positions", "n_ctx", &c.n_positions));
+  ACCEL_RETURN_IF_ERROR(c.Validate());
+  return c;
+}
+
+absl::StatusOr<Gpt2Config> LoadGpt2Config(Env* env, const std::string& path) {
+  ACCEL_ASSIGN_OR_RETURN(std::string text, ReadFileToString(env, path));
+  return Gpt2ConfigFromJson(text, path);
+}
+
+std::string Gpt2ConfigToJson(const Gpt2Config& c) {
+  nlohmann::ordered_json j;
+  j["architectures"] = {"GPT2LMHeadModel"};
+  j["model_type"] = "gpt2";
+  j["n_layer"] = c.n_layer;
+  j["n_head"] = c.n_head;
+  j["n_embd"] = c.n_embd;
+  j["vocab_size"] = c.vocab_size;
+  j["n_positions"] = c.n_positions;
+  j["n_ctx"] = c.n_positions;
+  j["activation_function"] = "gelu_new";
+  j["layer_norm_epsilon"] = 1e-5;
+  j["tie_word_embeddings"] = true;
+  j["torch_dtype"] = "float32";
+  return j.dump(2) + "\n";
+}
+
+}  // namespace accel::model

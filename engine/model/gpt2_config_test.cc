@@ -1,0 +1,77 @@
+#include "engine/model/gpt2_config.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace accel::model {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(Gpt2ConfigTest, PresetsHaveHuggingFaceShapes) {
+  auto gpt2 = Gpt2Preset("gpt2");
+  ASSERT_TRUE(gpt2.ok());
+  EXPECT_EQ(gpt2->n_layer, 12);
+  EXPECT_EQ(gpt2->n_embd, 768);
+  EXPECT_EQ(gpt2->vocab_size, 50257);
+  // The well-known 124M count (tied lm_head, unpadded vocabulary).
+  EXPECT_EQ(gpt2->NumParams(), 124439808);
+  auto xl = Gpt2Preset("gpt2-xl");
+  ASSERT_TRUE(xl.ok());
+  EXPECT_EQ(xl->n_head, 25);
+  EXPECT_EQ(xl->NumParams(), 1557611200);
+  for (const std::string& name : Gpt2PresetNames()) EXPECT_TRUE(Gpt2Preset(name).ok()) << name;
+}
+
+TEST(Gpt2ConfigTest, UnknownPresetListsTheKnownOnes) {
+  auto c = Gpt2Preset("gpt3");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(c.status().message(), HasSubstr("gpt3"));
+  EXPECT_THAT(c.status().message(), HasSubstr("gpt2-medium"));
+}
+
+TEST(Gpt2ConfigTest, ParsesHuggingFaceConfigJson) {
+  auto c = Gpt2ConfigFromJson(
+      R"({"model_type": "gpt2", "n_layer": 3, "n_head": 2, "n_embd": 16, "vocab_size": 100,
+          "n_ctx": 32, "activation_function": "gelu_new"})",
+      "cfg.json");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->n_layer, 3);
+  EXPECT_EQ(c->n_positions, 32);  // from n_ctx
+  EXPECT_EQ(c->head_size(), 8);
+}
+
+TEST(Gpt2ConfigTest, RoundTripsThroughJson) {
+  Gpt2Config c{"x", 2, 4, 64, 300, 128};
+  auto back = Gpt2ConfigFromJson(Gpt2ConfigToJson(c), "rt");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->n_layer, 2);
+  EXPECT_EQ(back->n_head, 4);
+  EXPECT_EQ(back->n_embd, 64);
+  EXPECT_EQ(back->vocab_size, 300);
+  EXPECT_EQ(back->n_positions, 128);
+}
+
+TEST(Gpt2ConfigTest, BadConfigsNameTheKey) {
+  auto missing = Gpt2ConfigFromJson(R"({"n_layer": 1, "n_head": 1, "n_embd": 4, "vocab_size": 9})",
+                                    "a.json");
+  EXPECT_THAT(missing.status().message(), HasSubstr("n_positions"));
+  EXPECT_THAT(missing.status().message(), HasSubstr("a.json"));
+  auto wrong_type = Gpt2ConfigFromJson(
+      R"({"n_layer": "2", "n_head": 1, "n_embd": 4, "vocab_size": 9, "n_positions": 4})", "b.json");
+  EXPECT_THAT(wrong_type.status().message(), HasSubstr("n_layer"));
+  auto indivisible = Gpt2ConfigFromJson(
+      R"({"n_layer": 1, "n_head": 3, "n_embd": 4, "vocab_size": 9, "n_positions": 4})", "c.json");
+  EXPECT_THAT(indivisible.status().message(), HasSubstr("divisible"));
+  auto other_model = Gpt2ConfigFromJson(R"({"model_type": "llama"})", "d.json");
+  EXPECT_THAT(other_model.status().message(), HasSubstr("llama"));
+  auto not_json = Gpt2ConfigFromJson("{oops", "e.json");
+  EXPECT_EQ(not_json.status().code(), absl::StatusCode::kInvalidArgument);
+  auto zero = Gpt2ConfigFromJson(
+      R"({"n_layer": 0, "n_head": 1, "n_embd": 4, "vocab_size": 9, "n_positions": 4})", "f.json");
+  EXPECT_THAT(zero.status().message(), HasSubstr("n_layer must be positive"));
+}
+
+}  // namespace
+}  // namespace accel::model

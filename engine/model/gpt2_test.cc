@@ -1,0 +1,155 @@
+#include "engine/model/gpt2.h"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "engine/testing/random.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace accel::model {
+namespace {
+
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
+
+// Records the order in which the model reaches units (the sharding engine's contract).
+class RecordingAccess : public ParamAccess {
+ public:
+  RecordingAccess(const Gpt2Layout* layout, const float* p, float* g) : flat_(layout, p, g) {}
+  absl::StatusOr<const float*> Params(int unit, Pass pass) override {
+    log.push_back(std::string(pass == Pass::kForward ? "F" : "B") + "P" + std::to_string(unit));
+    return flat_.Params(unit, pass);
+  }
+  absl::Status Release(int unit, Pass pass) override {
+    log.push_back(std::string(pass == Pass::kForward ? "F" : "B") + "R" + std::to_string(unit));
+    return absl::OkStatus();
+  }
+  absl::StatusOr<float*> Grads(int unit) override {
+    log.push_back("G" + std::to_string(unit));
+    return flat_.Grads(unit);
+  }
+  absl::Status GradsReady(int unit) override {
+    log.push_back("D" + std::to_string(unit));
+    return absl::OkStatus();
+  }
+  std::vector<std::string> log;
+
+ private:
+  FlatParamAccess flat_;
+};
+
+class Gpt2Test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto layout = Gpt2Layout::Create({"t", 2, 2, 16, 31, 12});
+    ASSERT_TRUE(layout.ok());
+    layout_ = std::make_unique<Gpt2Layout>(std::move(*layout));
+    params_.resize(layout_->num_params());
+    grads_.assign(layout_->num_params(), 0.f);
+    InitGpt2Params(*layout_, 3, params_.data());
+    testing::TestRng rng(5);
+    x_ = rng.IntVector(B * T, 0, 31);
+    y_ = rng.IntVector(B * T, 0, 31);
+  }
+  static constexpr int64_t B = 2, T = 6;
+  std::unique_ptr<Gpt2Layout> layout_;
+  std::vector<float> params_, grads_;
+  std::vector<int32_t> x_, y_;
+};
+
+TEST_F(Gpt2Test, ReachesUnitsInTheDocumentedOrder) {
+  Gpt2 gpt(layout_.get());
+  auto acts = Gpt2Activations::Create(layout_->config(), B, T, MemoryPool::kHost);
+  ASSERT_TRUE(acts.ok());
+  RecordingAccess access(layout_.get(), params_.data(), grads_.data());
+  ASSERT_TRUE(gpt.Forward(access, x_.data(), y_.data(), *acts).ok());
+  ASSERT_TRUE(gpt.Backward(access, x_.data(), y_.data(), *acts).ok());
+  EXPECT_THAT(access.log, ElementsAreArray({"FP0", "FP1", "FR1", "FP2", "FR2", "FR0",  //
+                                            "BP0", "G0", "BP2", "G2", "BR2", "D2", "BP1", "G1",
+                                            "BR1", "D1", "BR0", "D0"}));
+}
+
+TEST_F(Gpt2Test, InitialLossIsNearUniform) {
+  Gpt2 gpt(layout_.get());
+  auto acts = Gpt2Activations::Create(layout_->config(), B, T, MemoryPool::kHost);
+  FlatParamAccess access(layout_.get(), params_.data(), grads_.data());
+  auto loss = gpt.Forward(access, x_.data(), y_.data(), *acts);
+  ASSERT_TRUE(loss.ok());
+  EXPECT_NEAR(*loss, std::log(31.0), 0.1);
+  // Without targets the forward still produces logits and reports no loss.
+  auto no_loss = gpt.Forward(access, x_.data(), nullptr, *acts);
+  ASSERT_TRUE(no_loss.ok());
+  EXPECT_EQ(*no_loss, 0.0f);
+}
+
+TEST_F(Gpt2Test, BackwardAccumulatesAndScalesWithDloss) {
+  Gpt2 gpt(layout_.get());
+  auto acts = Gpt2Activations::Create(layout_->config(), B, T, MemoryPool::kHost);
+  FlatParamAccess access(layout_.get(), params_.data(), grads_.data());
+  ASSERT_TRUE(gpt.Forward(access, x_.data(), y_.data(), *acts).ok());
+  ASSERT_TRUE(gpt.Backward(access, x_.data(), y_.data(), *acts).ok());
+  std::vector<float> once = grads_;
+  ASSERT_TRUE(gpt.Forward(access, x_.data(), y_.data(), *acts).ok());
+  ASSERT_TRUE(gpt.Backward(access, x_.data(), y_.data(), *acts, 0.5f).ok());
+  for (size_t i = 0; i < once.size(); ++i) {
+    ASSERT_NEAR(grads_[i], 1.5f * once[i], 1e-6f + 1e-5f * std::fabs(once[i])) << i;
+  }
+}
+
+TEST_F(Gpt2Test, GradientMatchesFiniteDifferences) {
+  Gpt2 gpt(layout_.get());
+  auto acts = Gpt2Activations::Create(layout_->config(), B, T, MemoryPool::kHost);
+  FlatParamAccess access(layout_.get(), params_.data(), grads_.data());
+  ASSERT_TRUE(gpt.Forward(access, x_.data(), y_.data(), *acts).ok());
+  ASSERT_TRUE(gpt.Backward(access, x_.data(), y_.data(), *acts).ok());
+  // A few parameters from every unit and kind; central differences in fp32 with h = 1e-2.
+  for (const char* name : {"wte.weight", "wpe.weight", "h.0.attn.c_attn.weight",
+                           "h.1.mlp.c_proj.bias", "h.0.ln_1.weight", "ln_f.bias"}) {
+    const LayoutEntry* e = layout_->flat().Find(name);
+    for (int64_t i : {int64_t{0}, e->numel / 2, e->numel - 1}) {
+      float& p = params_[e->offset + i];
+      const float saved = p, h = 1e-2f;
+      p = saved + h;
+      float up = *gpt.Forward(access, x_.data(), y_.data(), *acts);
+      p = saved - h;
+      float down = *gpt.Forward(access, x_.data(), y_.data(), *acts);
+      p = saved;
+      double numeric = (double(up) - down) / (2.0 * h);
+      EXPECT_NEAR(grads_[e->offset + i], numeric, 2e-3 + 2e-2 * std::fabs(numeric))
+          << name << "[" << i << "]";
+    }
+  }
+}
+
+TEST_F(Gpt2Test, RejectsBadTokensAndShapes) {
+  Gpt2 gpt(layout_.get());
+  auto acts = Gpt2Activations::Create(layout_->config(), B, T, MemoryPool::kHost);
+  FlatParamAccess access(layout_.get(), params_.data(), grads_.data());
+  x_[7] = 31;
+  auto bad = gpt.Forward(access, x_.data(), y_.data(), *acts);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("position 7"));
+  x_[7] = 0;
+  y_[3] = -1;
+  EXPECT_THAT(gpt.Forward(access, x_.data(), y_.data(), *acts).status().message(),
+              HasSubstr("target token -1"));
+  auto too_long = Gpt2Activations::Create(layout_->config(), 1, 13, MemoryPool::kHost);
+  EXPECT_THAT(too_long.status().message(), HasSubstr("exceeds the model's 12 positions"));
+}
+
+TEST_F(Gpt2Test, ActivationsAreChargedToTheLedger) {
+  MemoryLedger ledger;
+  {
+    auto acts = Gpt2Activations::Create(layout_->config(), B, T, MemoryPool::kDevice, &ledger);
+    ASSERT_TRUE(acts.ok());
+    EXPECT_EQ(ledger.Get(MemoryPool::kDevice, MemoryCategory::kActivations).current, acts->bytes());
+    EXPECT_GT(acts->bytes(), 0);
+  }
+  EXPECT_EQ(ledger.Get(MemoryPool::kDevice, MemoryCategory::kActivations).current, 0);
+}
+
+}  // namespace
+}  // namespace accel::model

@@ -1,0 +1,70 @@
+#include "engine/optim/adamw.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "engine/base/status_macros.h"
+#include "engine/kernels/adamw.h"
+
+namespace accel::optim {
+
+absl::StatusOr<AdamW> AdamW::Create(const model::Gpt2Layout& layout, int64_t begin, int64_t end,
+                                    const AdamWConfig& config, MemoryPool pool,
+                                    MemoryLedger* ledger) {
+  if (begin < 0 || end < begin) {
+    return absl::InvalidArgumentError(absl::StrCat("AdamW range [", begin, ", ", end, ") is invalid"));
+  }
+  if (!(config.beta1 >= 0 && config.beta1 < 1) || !(config.beta2 >= 0 && config.beta2 < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("AdamW betas must lie in [0, 1), got (",
+                                                   config.beta1, ", ", config.beta2, ")"));
+  }
+  if (!(config.eps > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("AdamW eps must be positive, got ", config.eps));
+  }
+  if (!(config.weight_decay >= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("AdamW weight_decay must be >= 0, got ", config.weight_decay));
+  }
+  AdamW opt;
+  opt.config_ = config;
+  opt.begin_ = begin;
+  opt.end_ = end;
+  const auto& entries = layout.flat().entries();
+  for (size_t i = 0; i < entries.size(); ++i) {
+    int64_t lo = std::max(begin, entries[i].offset);
+    int64_t hi = std::min(end, entries[i].offset + entries[i].numel);
+    if (lo >= hi) continue;
+    bool decay = layout.specs()[i].weight_decay;
+    if (!opt.ranges_.empty() && opt.ranges_.back().decay == decay &&
+        opt.ranges_.back().end == lo - begin) {
+      opt.ranges_.back().end = hi - begin;
+    } else {
+      opt.ranges_.push_back({lo - begin, hi - begin, decay});
+    }
+  }
+  ACCEL_ASSIGN_OR_RETURN(opt.m_, AllocateFloats(end - begin, pool, MemoryCategory::kOptimizerState,
+                                                ledger));
+  ACCEL_ASSIGN_OR_RETURN(opt.v_, AllocateFloats(end - begin, pool, MemoryCategory::kOptimizerState,
+                                                ledger));
+  return opt;
+}
+
+void AdamW::Step(float* params, const float* grads, float lr, float grad_scale) {
+  ++step_;
+  kernels::AdamWHyper hyper;
+  hyper.lr = lr;
+  hyper.beta1 = config_.beta1;
+  hyper.beta2 = config_.beta2;
+  hyper.eps = config_.eps;
+  hyper.step = step_;
+  hyper.grad_scale = grad_scale;
+  float* m = m_.as<float>();
+  float* v = v_.as<float>();
+  for (const DecayRange& r : ranges_) {
+    hyper.weight_decay = r.decay ? config_.weight_decay : 0.0f;
+    kernels::AdamWUpdate(params + r.begin, m + r.begin, v + r.begin, grads + r.begin,
+                         r.end - r.begin, hyper);
+  }
+}
+
+}  // namespace accel::optim

@@ -1,0 +1,61 @@
+// AdamW over one contiguous range [begin, end) of the flat parameter buffer: the whole model in
+// one process, or the rank's own shard under ZeRO/FSDP. Owns the first and second moments
+// (charged as optimizer state). Weight decay applies only to parameters whose ParamSpec says so
+// (rank >= 2: embeddings and linear weights), PyTorch's torch.optim.AdamW arithmetic otherwise
+// (engine/kernels/adamw.h). Elements past the end of the layout (shard padding) are never
+// updated. Not thread-safe; the kernels inside use the OpenMP pool.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/base/memory_ledger.h"
+#include "engine/model/param_specs.h"
+#include "engine/tensor/buffer.h"
+
+namespace accel::optim {
+
+struct AdamWConfig {
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float eps = 1e-8f;
+  float weight_decay = 0.0f;
+};
+
+class AdamW {
+ public:
+  // InvalidArgument if the range is empty-negative or a hyperparameter is out of its domain
+  // (betas in [0, 1), eps > 0, weight_decay >= 0).
+  [[nodiscard]] static absl::StatusOr<AdamW> Create(const model::Gpt2Layout& layout, int64_t begin,
+                                                    int64_t end, const AdamWConfig& config,
+                                                    MemoryPool pool = MemoryPool::kHost,
+                                                    MemoryLedger* ledger = nullptr);
+
+  // One update. params and grads point at element `begin` of their flat buffers and hold
+  // end - begin elements. grad_scale multiplies every gradient (clipping, loss-scale undo).
+  // Advances the step count first (so the first update uses step 1).
+  void Step(float* params, const float* grads, float lr, float grad_scale = 1.0f);
+
+  int64_t step() const { return step_; }
+  void set_step(int64_t step) { step_ = step; }
+  int64_t begin() const { return begin_; }
+  int64_t end() const { return end_; }
+  const AdamWConfig& config() const { return config_; }
+  Buffer& exp_avg() { return m_; }
+  Buffer& exp_avg_sq() { return v_; }
+
+  struct DecayRange {
+    int64_t begin, end;  // relative to the optimizer's begin
+    bool decay;
+  };
+  const std::vector<DecayRange>& ranges() const { return ranges_; }
+
+ private:
+  AdamWConfig config_;
+  int64_t begin_ = 0, end_ = 0, step_ = 0;
+  std::vector<DecayRange> ranges_;
+  Buffer m_, v_;
+};
+
+}  // namespace accel::optim
