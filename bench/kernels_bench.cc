@@ -1,0 +1,198 @@
+// Fast-path CPU kernel throughput at the GPT-2 124M shapes with N = 256 tokens per step:
+// the linear layers forward and backward (GFLOP/s), the tied lm_head GEMMs, and AdamW over all
+// 124M parameters (params/s), each at 1 and 2 threads. The measured FMA peak is printed first
+// (and stored in the JSON context) as the yardstick.
+//   accel_bench_kernels [--benchmark_filter=Lm] [--benchmark_min_time=0.1]
+#include <benchmark/benchmark.h>
+#include <oneapi/dnnl/dnnl.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "bench/fma_peak.h"
+#include "engine/kernels/adamw.h"
+#include "engine/kernels/matmul.h"
+#include "engine/kernels/threading.h"
+
+namespace accel::bench {
+namespace {
+
+constexpr int64_t kTokens = 256;          // N = B * T per step
+constexpr int64_t kChannels = 768;        // C
+constexpr int64_t kVocab = 50257;         // V
+constexpr int64_t kGpt2Params = 124439808;  // GPT-2 124M with the tied wte
+
+struct FreeDeleter {
+  void operator()(float* p) const { std::free(p); }
+};
+
+// A 64-byte-aligned array of n floats, filled once with small deterministic values and kept
+// for the whole run (lm_head and AdamW buffers are hundreds of MB; refilling them per
+// benchmark invocation would dominate the run time). `slot` distinguishes operands.
+float* Buffer(int slot, int64_t n) {
+  static auto* buffers = new std::map<std::pair<int, int64_t>, std::unique_ptr<float, FreeDeleter>>;
+  auto& b = (*buffers)[{slot, n}];
+  if (b == nullptr) {
+    const size_t bytes = (static_cast<size_t>(n) * sizeof(float) + 63) / 64 * 64;
+    b.reset(static_cast<float*>(std::aligned_alloc(64, bytes > 0 ? bytes : 64)));
+    uint32_t x = 0x9E3779B9u * (slot + 1);
+    for (int64_t i = 0; i < n; ++i) {
+      x = x * 1664525u + 1013904223u;
+      b.get()[i] = (static_cast<float>(x >> 8) * 0x1.0p-24f - 0.5f) * 0.02f;
+    }
+  }
+  return b.get();
+}
+
+void SetFlopRate(benchmark::State& state, double flops_per_iter) {
+  state.counters["GFLOP"] = benchmark::Counter(
+      flops_per_iter * static_cast<double>(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+}
+
+// Args: IC, OC, threads. out (N, OC) = inp (N, IC) · weight (IC, OC) + bias.
+void BM_MatmulForward(benchmark::State& state) {
+  const int64_t IC = state.range(0), OC = state.range(1);
+  kernels::SetNumThreads(static_cast<int>(state.range(2)));
+  float* out = Buffer(0, kTokens * OC);
+  const float* inp = Buffer(1, kTokens * IC);
+  const float* w = Buffer(2, IC * OC);
+  const float* bias = Buffer(3, OC);
+  kernels::MatmulForward(out, inp, w, bias, kTokens, IC, OC);  // warm-up
+  for (auto _ : state) {
+    kernels::MatmulForward(out, inp, w, bias, kTokens, IC, OC);
+    benchmark::ClobberMemory();
+  }
+  SetFlopRate(state, 2.0 * kTokens * IC * OC);
+}
+
+// Args: IC, OC, threads. dinp, dweight and dbias together (two GEMMs of the forward's size).
+void BM_MatmulBackward(benchmark::State& state) {
+  const int64_t IC = state.range(0), OC = state.range(1);
+  kernels::SetNumThreads(static_cast<int>(state.range(2)));
+  float* dinp = Buffer(4, kTokens * IC);
+  float* dw = Buffer(5, IC * OC);
+  float* db = Buffer(6, OC);
+  const float* dout = Buffer(7, kTokens * OC);
+  const float* inp = Buffer(1, kTokens * IC);
+  const float* w = Buffer(2, IC * OC);
+  kernels::MatmulBackward(dinp, dw, db, dout, inp, w, kTokens, IC, OC);
+  for (auto _ : state) {
+    kernels::MatmulBackward(dinp, dw, db, dout, inp, w, kTokens, IC, OC);
+    benchmark::ClobberMemory();
+  }
+  SetFlopRate(state, 4.0 * kTokens * IC * OC);
+}
+
+// Args: threads. logits (N, V) = x (N, C) · wteᵀ, wte (V, C).
+void BM_LmHeadForward(benchmark::State& state) {
+  kernels::SetNumThreads(static_cast<int>(state.range(0)));
+  float* logits = Buffer(8, kTokens * kVocab);
+  const float* x = Buffer(1, kTokens * kChannels);
+  const float* wte = Buffer(9, kVocab * kChannels);
+  for (auto _ : state) {
+    kernels::Gemm(false, true, kTokens, kVocab, kChannels, 1.0f, x, kChannels, wte, kChannels,
+                  0.0f, logits, kVocab);
+    benchmark::ClobberMemory();
+  }
+  SetFlopRate(state, 2.0 * kTokens * kVocab * kChannels);
+}
+
+// Args: threads. dx (N, C) += dlogits · wte; dwte (V, C) += dlogitsᵀ · x.
+void BM_LmHeadBackward(benchmark::State& state) {
+  kernels::SetNumThreads(static_cast<int>(state.range(0)));
+  const float* dlogits = Buffer(10, kTokens * kVocab);
+  const float* x = Buffer(1, kTokens * kChannels);
+  const float* wte = Buffer(9, kVocab * kChannels);
+  float* dx = Buffer(11, kTokens * kChannels);
+  float* dwte = Buffer(12, kVocab * kChannels);
+  for (auto _ : state) {
+    kernels::Gemm(false, false, kTokens, kChannels, kVocab, 1.0f, dlogits, kVocab, wte,
+                  kChannels, 1.0f, dx, kChannels);
+    kernels::Gemm(true, false, kVocab, kChannels, kTokens, 1.0f, dlogits, kVocab, x, kChannels,
+                  1.0f, dwte, kChannels);
+    benchmark::ClobberMemory();
+  }
+  SetFlopRate(state, 4.0 * kTokens * kVocab * kChannels);
+}
+
+// Args: threads. One optimizer step over all GPT-2 124M parameters (reads p, m, v, g; writes
+// p, m, v: 28 bytes per parameter).
+void BM_AdamW(benchmark::State& state) {
+  kernels::SetNumThreads(static_cast<int>(state.range(0)));
+  const int64_t n = kGpt2Params;
+  float* p = Buffer(20, n);
+  float* m = Buffer(21, n);
+  float* v = Buffer(22, n);
+  const float* g = Buffer(23, n);
+  kernels::AdamWHyper h;
+  h.lr = 6e-4f;
+  h.weight_decay = 0.1f;
+  for (auto _ : state) {
+    kernels::AdamWUpdate(p, m, v, g, n, h);
+    ++h.step;
+    benchmark::ClobberMemory();
+  }
+  const double iters = static_cast<double>(state.iterations());
+  state.counters["params"] = benchmark::Counter(n * iters, benchmark::Counter::kIsRate);
+  state.counters["GB"] = benchmark::Counter(28.0 * n * iters / 1e9, benchmark::Counter::kIsRate);
+}
+
+// Args: threads. The global-norm pass over all gradients.
+void BM_SquaredL2Norm(benchmark::State& state) {
+  kernels::SetNumThreads(static_cast<int>(state.range(0)));
+  const float* g = Buffer(23, kGpt2Params);
+  for (auto _ : state) benchmark::DoNotOptimize(kernels::SquaredL2Norm(g, kGpt2Params));
+  state.counters["params"] = benchmark::Counter(
+      static_cast<double>(kGpt2Params) * state.iterations(), benchmark::Counter::kIsRate);
+}
+
+// The GPT-2 block's four linear layers: qkv, attention proj, fc, fc proj.
+void LinearArgs(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"IC", "OC", "threads"});
+  for (int threads : {1, 2}) {
+    for (auto [ic, oc] : {std::pair<int64_t, int64_t>{768, 2304}, {768, 768}, {768, 3072},
+                          {3072, 768}}) {
+      b->Args({ic, oc, threads});
+    }
+  }
+  b->MinTime(0.2)->UseRealTime()->Unit(benchmark::kMillisecond);
+}
+
+void BigArgs(benchmark::internal::Benchmark* b) {
+  b->ArgName("threads")->Arg(1)->Arg(2)->Iterations(3)->UseRealTime()->Unit(
+      benchmark::kMillisecond);
+}
+
+BENCHMARK(BM_MatmulForward)->Apply(LinearArgs);
+BENCHMARK(BM_MatmulBackward)->Apply(LinearArgs);
+BENCHMARK(BM_LmHeadForward)->Apply(BigArgs);
+BENCHMARK(BM_LmHeadBackward)->Apply(BigArgs);
+BENCHMARK(BM_AdamW)->Apply(BigArgs);
+BENCHMARK(BM_SquaredL2Norm)->Apply(BigArgs);
+
+}  // namespace
+}  // namespace accel::bench
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  const dnnl_version_t* ver = dnnl_version();
+  std::string onednn = std::to_string(ver->major) + "." + std::to_string(ver->minor) + "." +
+                       std::to_string(ver->patch);
+  benchmark::AddCustomContext("onednn", onednn);
+  for (int threads : {1, 2}) {
+    const double peak = accel::bench::MeasureFmaPeakGflops(threads, 0.25);
+    std::printf("fp32 FMA peak, %d thread(s): %.1f GFLOP/s\n", threads, peak);
+    benchmark::AddCustomContext("fma_peak_gflops_" + std::to_string(threads) + "t",
+                                std::to_string(peak));
+  }
+  std::fflush(stdout);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

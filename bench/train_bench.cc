@@ -1,0 +1,121 @@
+// Training throughput: tokens/s of full optimizer steps (forward, backward, clipping, AdamW) for
+// GPT-2 shapes at B=4, T=64 on 1 and 2 threads, with achieved GFLOP/s (6·N·tokens + attention)
+// beside this machine's FMA peak measured in the same run (the baseline: fraction of peak).
+//
+//   accel_bench_train [--models gpt2,small] [--threads 1,2] [--steps 5] [--warmup 1]
+//                     [--batch 4] [--seq 64] [--output text|json]
+// "small" is L=4, C=256, NH=4, V=50257 (the llm.c comparison shape). Data: the bundled text.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_split.h"
+#include "bench/fma_peak.h"
+#include "engine/kernels/threading.h"
+#include "engine/model/gpt2_config.h"
+#include "engine/train/trainer.h"
+#include "nlohmann/json.hpp"
+
+namespace {
+
+using accel::model::Gpt2Config;
+
+absl::StatusOr<Gpt2Config> ModelFor(const std::string& name) {
+  if (name == "small") return Gpt2Config{"small", 4, 4, 256, 50257, 1024};
+  return accel::model::Gpt2Preset(name);
+}
+
+double PeakRssMiB() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"accel training throughput benchmark"};
+  std::string models = "small,gpt2", threads_list = "1,2", output = "text";
+  std::string data = ACCEL_DEFAULT_DATA, scratch = "/tmp";
+  int64_t steps = 5, warmup = 1, batch = 4, seq = 64;
+  app.add_option("--models", models)->capture_default_str();
+  app.add_option("--threads", threads_list)->capture_default_str();
+  app.add_option("--steps", steps, "timed steps (median reported)")->capture_default_str();
+  app.add_option("--warmup", warmup, "untimed steps first")->capture_default_str();
+  app.add_option("--batch", batch)->capture_default_str();
+  app.add_option("--seq", seq)->capture_default_str();
+  app.add_option("--data", data)->capture_default_str();
+  app.add_option("--scratch", scratch, "directory for the temporary config.json")->capture_default_str();
+  app.add_option("--output", output, "text | json")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  const bool json = output == "json";
+
+  nlohmann::json results = nlohmann::json::array();
+  if (!json) {
+    std::printf("%-6s %3s %10s %10s %10s %10s %8s %9s\n", "model", "thr", "step ms", "tok/s",
+                "GFLOP/s", "FMA peak", "of peak", "RSS MiB");
+  }
+  for (const std::string& threads_s : std::vector<std::string>(absl::StrSplit(threads_list, ','))) {
+    const int threads = std::stoi(threads_s);
+    accel::kernels::SetNumThreads(threads);
+    const double peak = accel::bench::MeasureFmaPeakGflops(threads, 0.5);
+    for (const std::string& name : std::vector<std::string>(absl::StrSplit(models, ','))) {
+      auto config = ModelFor(name);
+      if (!config.ok()) {
+        std::fprintf(stderr, "error: %s\n", std::string(config.status().message()).c_str());
+        return 1;
+      }
+      const std::string cfg_path = scratch + "/accel_bench_" + name + "_config.json";
+      if (!accel::WriteFileAtomic(accel::Env::Default(), cfg_path,
+                                  accel::model::Gpt2ConfigToJson(*config)).ok()) {
+        std::fprintf(stderr, "error: cannot write %s\n", cfg_path.c_str());
+        return 1;
+      }
+      accel::train::TrainOptions o;
+      o.model_config = cfg_path;
+      o.data = data;
+      o.batch = batch;
+      o.seq = seq;
+      o.steps = warmup + steps;
+      o.schedule.base_lr = 1e-4f;
+      o.adamw.weight_decay = 0.1f;
+      auto trainer = accel::train::Trainer::Create(o);
+      if (!trainer.ok()) {
+        std::fprintf(stderr, "error: %s\n", std::string(trainer.status().message()).c_str());
+        return 1;
+      }
+      std::vector<double> times;
+      for (int64_t s = 0; s < warmup + steps; ++s) {
+        auto m = (*trainer)->TrainStep();
+        if (!m.ok()) {
+          std::fprintf(stderr, "error: %s\n", std::string(m.status().message()).c_str());
+          return 1;
+        }
+        if (s >= warmup) times.push_back(m->step_seconds);
+      }
+      std::sort(times.begin(), times.end());
+      const double median = times[times.size() / 2];
+      const double tok_s = static_cast<double>(batch * seq) / median;
+      const double gflops = config->TrainFlopsPerToken(seq) * tok_s * 1e-9;
+      nlohmann::json r = {{"model", name},         {"params", config->NumParams()},
+                          {"threads", threads},    {"batch", batch},
+                          {"seq", seq},            {"step_ms_median", median * 1e3},
+                          {"step_ms_min", times.front() * 1e3},
+                          {"tokens_per_s", tok_s}, {"gflops", gflops},
+                          {"fma_peak_gflops", peak}, {"fraction_of_peak", gflops / peak},
+                          {"peak_rss_mib", PeakRssMiB()}};
+      results.push_back(r);
+      if (!json) {
+        std::printf("%-6s %3d %10.1f %10.1f %10.1f %10.1f %7.1f%% %9.0f\n", name.c_str(), threads,
+                    median * 1e3, tok_s, gflops, peak, 100.0 * gflops / peak, PeakRssMiB());
+        std::fflush(stdout);
+      }
+    }
+  }
+  if (json) std::printf("%s\n", results.dump(2).c_str());
+  return 0;
+}

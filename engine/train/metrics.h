@@ -1,0 +1,48 @@
+// Per-step training metrics, their JSON-lines form, and the writer of --metrics-out.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "engine/base/env.h"
+
+namespace accel::train {
+
+struct StepMetrics {
+  int64_t step = 0;          // 0-based index of the optimizer step just taken
+  int64_t total_steps = 0;
+  float loss = 0;            // mean over the step's micro-batches
+  float lr = 0;
+  double grad_norm = 0;      // global L2 norm before clipping
+  float clip_scale = 1;      // factor applied to the gradients (1 = not clipped)
+  int64_t tokens = 0;        // tokens processed in this step (all micro-batches)
+  double step_seconds = 0;
+  double tokens_per_s = 0;
+  double elapsed_seconds = 0;
+  double eta_seconds = 0;    // remaining steps at the mean step time so far
+  bool skipped = false;      // non-finite loss or gradient: update skipped
+};
+
+// One JSON object, no trailing newline: {"step":..,"loss":..,"lr":..,"grad_norm":..,
+// "tokens_per_s":..,...}.
+std::string StepMetricsToJson(const StepMetrics& m);
+
+// Appends one JSON line per step to a file. Each line is written with one append and flushed by
+// Sync() every `sync_every` lines and on Close, so a crash loses at most those lines.
+class MetricsWriter {
+ public:
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<MetricsWriter>> Open(Env* env,
+                                                                           const std::string& path);
+  [[nodiscard]] absl::Status Write(const StepMetrics& m);
+  [[nodiscard]] absl::Status Close();
+
+ private:
+  explicit MetricsWriter(std::unique_ptr<WritableFile> file) : file_(std::move(file)) {}
+  std::unique_ptr<WritableFile> file_;
+  int64_t lines_ = 0;
+};
+
+}  // namespace accel::train

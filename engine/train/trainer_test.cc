@@ -1,0 +1,144 @@
+#include "engine/train/trainer.h"
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "engine/checkpoint/safetensors.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace accel::train {
+namespace {
+
+using ::testing::HasSubstr;
+
+class TrainerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/trainer_test_" + std::to_string(::getpid());
+    ASSERT_TRUE(Env::Default()->CreateDirs(dir_).ok());
+    std::string text;
+    for (int i = 0; i < 400; ++i) text += "the quick brown fox jumps over the lazy dog. ";
+    data_ = dir_ + "/text.txt";
+    ASSERT_TRUE(WriteFileAtomic(Env::Default(), data_, text).ok());
+  }
+  void TearDown() override { (void)Env::Default()->DeleteRecursively(dir_); }
+
+  TrainOptions Options() {
+    TrainOptions o;
+    o.model = "gpt2-tiny";
+    o.data = data_;
+    o.batch = 4;
+    o.seq = 32;
+    o.steps = 30;
+    o.schedule.base_lr = 3e-3f;
+    o.grad_clip = 1.0f;
+    return o;
+  }
+  std::string dir_, data_;
+};
+
+TEST_F(TrainerTest, LossFallsOnRepetitiveText) {
+  auto trainer = Trainer::Create(Options());
+  ASSERT_TRUE(trainer.ok()) << trainer.status();
+  std::vector<StepMetrics> seen;
+  ASSERT_TRUE((*trainer)->Train([&](const StepMetrics& m) {
+    seen.push_back(m);
+    return absl::OkStatus();
+  }).ok());
+  ASSERT_EQ(seen.size(), 30u);
+  EXPECT_NEAR(seen.front().loss, std::log(256.0), 0.3);
+  EXPECT_LT(seen.back().loss, seen.front().loss - 1.5);
+  for (const StepMetrics& m : seen) {
+    EXPECT_TRUE(std::isfinite(m.grad_norm));
+    EXPECT_EQ(m.tokens, 4 * 32);
+    EXPECT_GT(m.tokens_per_s, 0);
+    EXPECT_FALSE(m.skipped);
+  }
+  EXPECT_EQ(seen.back().step, 29);
+  EXPECT_EQ(seen.back().eta_seconds, 0);
+}
+
+TEST_F(TrainerTest, AccumulationMatchesOneLargerBatch) {
+  // B=2 x 2 micro-batches reads exactly the rows of one B=4 batch (llm.c's window order), so the
+  // updates agree to rounding.
+  TrainOptions big = Options(), small = Options();
+  big.steps = small.steps = 3;
+  small.batch = 2;
+  small.grad_accum = 2;
+  auto a = Trainer::Create(big);
+  auto b = Trainer::Create(small);
+  ASSERT_TRUE(a.ok() && b.ok());
+  for (int s = 0; s < 3; ++s) {
+    auto ma = (*a)->TrainStep();
+    auto mb = (*b)->TrainStep();
+    ASSERT_TRUE(ma.ok() && mb.ok());
+    EXPECT_NEAR(ma->loss, mb->loss, 1e-5);
+    EXPECT_NEAR(ma->grad_norm, mb->grad_norm, 1e-4 * ma->grad_norm);
+  }
+  const int64_t n = (*a)->layout().num_params();
+  double max_diff = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    max_diff = std::max(max_diff, double(std::fabs((*a)->params()[i] - (*b)->params()[i])));
+  }
+  EXPECT_LT(max_diff, 1e-5);
+}
+
+TEST_F(TrainerTest, SavedWeightsReloadExactly) {
+  TrainOptions o = Options();
+  o.steps = 2;
+  auto trainer = Trainer::Create(o);
+  ASSERT_TRUE(trainer.ok());
+  ASSERT_TRUE((*trainer)->Train(nullptr).ok());
+  const std::string path = dir_ + "/model.safetensors";
+  ASSERT_TRUE((*trainer)->SaveWeights(path).ok());
+  EXPECT_TRUE(Env::Default()->FileExists(dir_ + "/config.json"));
+
+  TrainOptions reload = Options();
+  reload.init_weights = path;
+  reload.model_config = dir_ + "/config.json";
+  auto again = Trainer::Create(reload);
+  ASSERT_TRUE(again.ok()) << again.status();
+  const int64_t n = (*trainer)->layout().num_params();
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ((*trainer)->params()[i], (*again)->params()[i]) << i;
+
+  auto reader = checkpoint::SafetensorsReader::Open(Env::Default(), path);
+  ASSERT_TRUE(reader.ok());
+  ASSERT_NE((*reader)->Find("h.1.mlp.c_fc.weight"), nullptr);
+  EXPECT_EQ((*reader)->Find("h.1.mlp.c_fc.weight")->shape, (std::vector<int64_t>{64, 256}));
+}
+
+TEST_F(TrainerTest, BadInputNamesTheCulprit) {
+  TrainOptions missing = Options();
+  missing.data = dir_ + "/nope.bin";
+  auto a = Trainer::Create(missing);
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(a.status().message(), HasSubstr("nope.bin"));
+
+  TrainOptions too_long = Options();
+  too_long.seq = 1000;
+  EXPECT_THAT(Trainer::Create(too_long).status().message(), HasSubstr("exceeds"));
+
+  TrainOptions bad_batch = Options();
+  bad_batch.batch = 0;
+  EXPECT_THAT(Trainer::Create(bad_batch).status().message(), HasSubstr("--batch"));
+
+  // A checkpoint for another shape is refused, naming the tensor.
+  TrainOptions o = Options();
+  o.steps = 0;
+  auto small = Trainer::Create(o);
+  ASSERT_TRUE(small.ok());
+  ASSERT_TRUE((*small)->SaveWeights(dir_ + "/tiny.safetensors").ok());
+  TrainOptions mini = Options();
+  mini.model = "gpt2-mini";
+  mini.init_weights = dir_ + "/tiny.safetensors";
+  auto mismatch = Trainer::Create(mini);
+  ASSERT_FALSE(mismatch.ok());
+  EXPECT_THAT(mismatch.status().message(), HasSubstr("wte.weight"));
+}
+
+}  // namespace
+}  // namespace accel::train

@@ -1,0 +1,36 @@
+// accel-worker: one training rank. `--standalone` trains in this process without a coordinator.
+// (Daemon mode — register with acceld, rendezvous, report events — arrives with the control plane.)
+#include <cstdio>
+
+#include "CLI/CLI.hpp"
+#include "engine/base/logging.h"
+#include "worker/standalone.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"accel-worker: one accel training rank"};
+  bool standalone = false;
+  std::string log_level = "info";
+  accel::worker::StandaloneFlags flags;
+  flags.train.data = ACCEL_DEFAULT_DATA;
+  app.add_flag("--standalone", standalone, "train in this process, without acceld");
+  app.add_option("--log-level", log_level, "trace | debug | info | warn | error")
+      ->capture_default_str();
+  accel::worker::AddStandaloneFlags(app, flags);
+  CLI11_PARSE(app, argc, argv);
+  if (!accel::SetLogLevel(log_level)) {
+    std::fprintf(stderr, "accel-worker: unknown --log-level %s\n", log_level.c_str());
+    return 2;
+  }
+  if (!standalone) {
+    std::fprintf(stderr,
+                 "accel-worker: only --standalone is available in this build "
+                 "(daemon mode comes with acceld)\n");
+    return 2;
+  }
+  absl::Status status = accel::worker::RunStandalone(flags);
+  if (!status.ok()) {
+    std::fprintf(stderr, "accel-worker: error: %s\n", std::string(status.message()).c_str());
+    return 1;
+  }
+  return 0;
+}

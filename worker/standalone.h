@@ -1,0 +1,31 @@
+// `accel-worker --standalone`: trains in this one process, printing progress to the terminal
+// (or JSON lines with --output json) and optionally writing metrics and the final weights.
+#pragma once
+
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "absl/status/status.h"
+#include "engine/train/trainer.h"
+
+namespace accel::worker {
+
+struct StandaloneFlags {
+  train::TrainOptions train;
+  std::string schedule = "cosine";
+  int threads = 0;  // 0 = all cores
+  int64_t log_every = 10;
+  std::string metrics_out;
+  std::string save_final;
+  std::string save_dtype = "f32";
+  std::string output = "text";  // text | json
+  int64_t shuffle = -1;         // < 0: no shuffling
+};
+
+// Registers the standalone flags on `app`, writing into `flags`.
+void AddStandaloneFlags(CLI::App& app, StandaloneFlags& flags);
+
+// Runs training; returns the first error (already formatted to name what is wrong).
+[[nodiscard]] absl::Status RunStandalone(StandaloneFlags flags);
+
+}  // namespace accel::worker
