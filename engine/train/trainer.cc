@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
 #include "engine/checkpoint/hf_gpt2.h"
+#include "engine/comm/self_communicator.h"
 #include "engine/data/token_source.h"
 #include "engine/kernels/adamw.h"
 #include "engine/optim/clip.h"
@@ -37,7 +38,8 @@ absl::Status ValidateOptions(const TrainOptions& o) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& options, Env* env,
+absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& options,
+                                                         shard::ProcessGroups groups, Env* env,
                                                          MemoryLedger* ledger) {
   ACCEL_RETURN_IF_ERROR(ValidateOptions(options));
   std::unique_ptr<Trainer> t(new Trainer());
@@ -45,6 +47,12 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
   t->options_.schedule.total_steps = options.steps;
   t->env_ = env;
   t->ledger_ = ledger != nullptr ? ledger : MemoryLedger::Default();
+  if (groups.world == nullptr) {
+    t->self_comm_ = comm::CreateSelfCommunicator();
+    groups = {t->self_comm_.get(), t->self_comm_.get(), nullptr};
+  }
+  t->groups_ = groups;
+  const int rank = groups.world->rank(), world = groups.world->size();
 
   model::Gpt2Config config;
   if (!options.model_config.empty()) {
@@ -56,24 +64,39 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
   t->layout_ = std::make_unique<model::Gpt2Layout>(std::move(layout));
   t->model_ = std::make_unique<model::Gpt2>(t->layout_.get());
 
-  const int64_t n = t->layout_->num_params();
-  ACCEL_ASSIGN_OR_RETURN(t->params_,
-                         AllocateFloats(n, MemoryPool::kDevice, MemoryCategory::kParams, t->ledger_));
-  ACCEL_ASSIGN_OR_RETURN(t->grads_,
-                         AllocateFloats(n, MemoryPool::kDevice, MemoryCategory::kGrads, t->ledger_));
-  if (options.init_weights.empty()) {
-    model::InitGpt2Params(*t->layout_, options.seed, t->params_.as<float>());
-  } else {
-    ACCEL_RETURN_IF_ERROR(checkpoint::LoadHfGpt2Weights(env, options.init_weights, *t->layout_,
-                                                        t->params_.as<float>()));
+  // Shapes first: the plan is validated before any model memory exists.
+  ACCEL_ASSIGN_OR_RETURN(shard::ShardPlan plan,
+                         shard::ShardPlan::Create(*t->layout_, world, rank, options.shard));
+  ACCEL_ASSIGN_OR_RETURN(t->sharded_,
+                         shard::ShardedModel::Create(t->layout_.get(), std::move(plan), groups,
+                                                     absl::Seconds(300), t->ledger_));
+  {
+    // The full initial vector exists only during setup, as "other" host memory.
+    const int64_t n = t->layout_->num_params();
+    ACCEL_ASSIGN_OR_RETURN(Buffer full, AllocateFloats(n, MemoryPool::kHost,
+                                                       MemoryCategory::kOther, t->ledger_));
+    const bool read_here = !options.sync_module_states || rank == 0;
+    if (read_here && options.init_weights.empty()) {
+      model::InitGpt2Params(*t->layout_, options.seed, full.as<float>());
+    } else if (read_here) {
+      ACCEL_RETURN_IF_ERROR(checkpoint::LoadHfGpt2Weights(env, options.init_weights, *t->layout_,
+                                                          full.as<float>()));
+    }
+    if (options.sync_module_states) {
+      ACCEL_RETURN_IF_ERROR(t->sharded_->BroadcastFull(full.as<float>(), 0));
+    }
+    ACCEL_RETURN_IF_ERROR(t->sharded_->LoadFull(full.as<float>()));
+  }
+  for (const shard::OwnedRange& r : t->sharded_->OwnedRanges()) {
+    ACCEL_ASSIGN_OR_RETURN(optim::AdamW opt,
+                           optim::AdamW::Create(*t->layout_, r.flat_begin, r.flat_end,
+                                                options.adamw, MemoryPool::kDevice, t->ledger_));
+    t->optimizers_.push_back(std::move(opt));
   }
   ACCEL_ASSIGN_OR_RETURN(auto acts, model::Gpt2Activations::Create(config, options.batch,
                                                                    options.seq, MemoryPool::kDevice,
                                                                    t->ledger_));
   t->acts_.emplace(std::move(acts));
-  ACCEL_ASSIGN_OR_RETURN(auto opt, optim::AdamW::Create(*t->layout_, 0, n, options.adamw,
-                                                        MemoryPool::kDevice, t->ledger_));
-  t->optimizer_.emplace(std::move(opt));
 
   ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<data::TokenSource> opened,
                          data::TokenSource::Open(env, options.data));
@@ -86,8 +109,8 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
   data::BatchLoaderOptions lo;
   lo.batch_size = options.batch;
   lo.seq_len = options.seq;
-  lo.rank = options.rank;
-  lo.world = options.world;
+  lo.rank = rank;
+  lo.world = world;
   lo.shuffle_seed = options.shuffle_seed;
   ACCEL_ASSIGN_OR_RETURN(t->loader_, data::BatchLoader::Create(source, lo));
   t->inputs_.resize(options.batch * options.seq);
@@ -97,31 +120,40 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
 
 absl::StatusOr<StepMetrics> Trainer::TrainStep() {
   const int64_t start = env_->NowMicros();
-  const int64_t accum = options_.grad_accum;
-  model::FlatParamAccess access(layout_.get(), params_.as<float>(), grads_.as<float>());
-  grads_.Zero();
+  const int accum = static_cast<int>(options_.grad_accum);
+  shard::ShardedModel& sharded = *sharded_;
+  sharded.ZeroGrads();
   double loss_sum = 0;
-  for (int64_t micro = 0; micro < accum; ++micro) {
+  for (int micro = 0; micro < accum; ++micro) {
+    sharded.BeginMicroStep(micro, accum);
     loader_->Fill(step_ * accum + micro, inputs_.data(), targets_.data());
     ACCEL_ASSIGN_OR_RETURN(float loss,
-                           model_->Forward(access, inputs_.data(), targets_.data(), *acts_));
-    ACCEL_RETURN_IF_ERROR(model_->Backward(access, inputs_.data(), targets_.data(), *acts_,
-                                           1.0f / static_cast<float>(accum)));
+                           model_->Forward(sharded, inputs_.data(), targets_.data(), *acts_));
+    ACCEL_RETURN_IF_ERROR(model_->Backward(sharded, inputs_.data(), targets_.data(), *acts_,
+                                           sharded.GradScale(accum)));
+    ACCEL_RETURN_IF_ERROR(sharded.EndMicroStep(micro, accum));
     loss_sum += loss;
   }
   StepMetrics m;
   m.step = step_;
   m.total_steps = options_.steps;
-  m.loss = static_cast<float>(loss_sum / static_cast<double>(accum));
+  // Agreed on every rank: the mean loss and the global norm are all-gathered values.
+  ACCEL_ASSIGN_OR_RETURN(double mean_loss, sharded.MeanOverRanks(loss_sum / accum));
+  ACCEL_ASSIGN_OR_RETURN(double norm_squared, sharded.GradNormSquared());
+  m.loss = static_cast<float>(mean_loss);
   m.lr = options_.schedule.LrAt(step_);
-  m.grad_norm = std::sqrt(kernels::SquaredL2Norm(grads_.as<float>(), layout_->num_params()));
+  m.grad_norm = std::sqrt(norm_squared);
   m.skipped = !std::isfinite(m.loss) || !std::isfinite(m.grad_norm);
   if (!m.skipped) {
     m.clip_scale = optim::ClipScale(m.grad_norm, options_.grad_clip);
-    optimizer_->Step(params_.as<float>(), grads_.as<float>(), m.lr, m.clip_scale);
+    std::vector<shard::OwnedRange> ranges = sharded.OwnedRanges();
+    for (size_t i = 0; i < ranges.size(); ++i) {
+      optimizers_[i].Step(ranges[i].params, ranges[i].grads, m.lr, m.clip_scale);
+    }
   }
+  ACCEL_RETURN_IF_ERROR(sharded.FinishStep());
   ++step_;
-  m.tokens = accum * options_.batch * options_.seq;
+  m.tokens = static_cast<int64_t>(accum) * options_.batch * options_.seq * world();
   m.step_seconds = static_cast<double>(env_->NowMicros() - start) * 1e-6;
   m.tokens_per_s = m.step_seconds > 0 ? static_cast<double>(m.tokens) / m.step_seconds : 0;
   elapsed_seconds_ += m.step_seconds;
@@ -139,8 +171,16 @@ absl::Status Trainer::Train(const std::function<absl::Status(const StepMetrics&)
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<float>> Trainer::GatherParams() {
+  std::vector<float> full(layout_->num_params());
+  ACCEL_RETURN_IF_ERROR(sharded_->GatherFull(full.data()));
+  return full;
+}
+
 absl::Status Trainer::SaveWeights(const std::string& path, DType dtype) {
-  return checkpoint::SaveHfGpt2Weights(env_, path, *layout_, params_.as<float>(), dtype);
+  ACCEL_ASSIGN_OR_RETURN(std::vector<float> full, GatherParams());
+  if (rank() != 0) return absl::OkStatus();
+  return checkpoint::SaveHfGpt2Weights(env_, path, *layout_, full.data(), dtype);
 }
 
 }  // namespace accel::train

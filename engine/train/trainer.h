@@ -1,9 +1,12 @@
-// Trainer: single-process GPT-2 training — Train() and TrainStep() read top to bottom.
+// Trainer: GPT-2 training on one rank of a data-parallel gang (or alone) — Train() and
+// TrainStep() read top to bottom, and never branch on the sharding strategy.
 //
-// Owns the model's flat parameters and gradients, the activations, the AdamW state, the data
-// loader and the LR schedule. A step runs grad_accum micro-batches (forward + backward, gradients
-// accumulated with weight 1/grad_accum), takes the global gradient norm, skips the update when
-// the loss or the norm is not finite, clips, and updates.
+// Owns the ShardedModel (this rank's parameters and gradients under the plan), the activations,
+// one AdamW per owned range, the data loader and the LR schedule. A step runs grad_accum
+// micro-batches (forward + backward; rank r's micro-step m of step k reads window
+// (k·accum + m)·world + r), agrees on the mean loss and the global gradient norm across ranks,
+// skips the update on every rank when either is not finite, clips, updates the owned ranges and
+// lets the sharded model re-gather what it keeps full.
 // Memory: parameters, gradients and optimizer state are charged to the "device" pool (the compute
 // pool; host memory on a CPU-only build), activations likewise.
 // Not thread-safe; kernels use the OpenMP pool (kernels::SetNumThreads).
@@ -23,6 +26,7 @@
 #include "engine/model/gpt2.h"
 #include "engine/optim/adamw.h"
 #include "engine/optim/lr_schedule.h"
+#include "engine/shard/sharded_model.h"
 #include "engine/train/metrics.h"
 
 namespace accel::train {
@@ -42,31 +46,38 @@ struct TrainOptions {
   optim::AdamWConfig adamw;
   float grad_clip = 1.0f;  // 0 turns clipping off
   uint64_t seed = 1337;
-  int rank = 0;
-  int world = 1;
+  shard::ShardOptions shard;
+  // Rank 0 initialises (or reads --init-weights) and broadcasts to the others; otherwise every
+  // rank initialises identically from the seed or reads the file itself.
+  bool sync_module_states = false;
 };
 
 class Trainer {
  public:
   // Validates the options, builds the model, loads or initialises the weights and opens the
   // data. Errors name the option, file or tensor at fault.
+  // groups: this rank's communicators; an empty ProcessGroups trains alone (world of one).
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Trainer>> Create(
-      const TrainOptions& options, Env* env = Env::Default(), MemoryLedger* ledger = nullptr);
+      const TrainOptions& options, shard::ProcessGroups groups = {}, Env* env = Env::Default(),
+      MemoryLedger* ledger = nullptr);
 
   // Runs the remaining steps, calling on_step after each.
   [[nodiscard]] absl::Status Train(const std::function<absl::Status(const StepMetrics&)>& on_step);
   // One optimizer step.
   [[nodiscard]] absl::StatusOr<StepMetrics> TrainStep();
 
-  // Writes the parameters as a Hugging Face model.safetensors (+ config.json beside it).
+  // Gathers the full parameters (layout order) on every rank. Collective.
+  [[nodiscard]] absl::StatusOr<std::vector<float>> GatherParams();
+  // Writes the parameters as a Hugging Face model.safetensors (+ config.json beside it) from
+  // rank 0. Collective: every rank must call it.
   [[nodiscard]] absl::Status SaveWeights(const std::string& path, DType dtype = DType::kF32);
 
   const model::Gpt2Layout& layout() const { return *layout_; }
   const TrainOptions& options() const { return options_; }
+  const shard::ShardedModel& sharded() const { return *sharded_; }
+  int rank() const { return groups_.world->rank(); }
+  int world() const { return groups_.world->size(); }
   int64_t step() const { return step_; }
-  const float* params() const { return params_.as<float>(); }
-  float* mutable_params() { return params_.as<float>(); }
-  const float* grads() const { return grads_.as<float>(); }
   MemoryLedger* ledger() const { return ledger_; }
 
  private:
@@ -77,9 +88,11 @@ class Trainer {
   MemoryLedger* ledger_ = nullptr;
   std::unique_ptr<model::Gpt2Layout> layout_;
   std::unique_ptr<model::Gpt2> model_;
-  Buffer params_, grads_;
+  std::unique_ptr<comm::Communicator> self_comm_;  // when training alone
+  shard::ProcessGroups groups_;
+  std::unique_ptr<shard::ShardedModel> sharded_;
   std::optional<model::Gpt2Activations> acts_;
-  std::optional<optim::AdamW> optimizer_;
+  std::vector<optim::AdamW> optimizers_;  // one per owned range
   std::unique_ptr<data::BatchLoader> loader_;
   std::vector<int32_t> inputs_, targets_;
   int64_t step_ = 0;

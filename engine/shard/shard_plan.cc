@@ -1,0 +1,97 @@
+#include "engine/shard/shard_plan.h"
+
+#include <algorithm>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+
+namespace accel::shard {
+
+std::string_view StrategyName(Strategy s) {
+  switch (s) {
+    case Strategy::kNoShard: return "no_shard";
+    case Strategy::kShardOptimizer: return "zero1";
+    case Strategy::kShardGradOp: return "shard_grad_op";
+    case Strategy::kFullShard: return "full_shard";
+    case Strategy::kHybridShard: return "hybrid_shard";
+    case Strategy::kHybridShardZero2: return "hybrid_shard_zero2";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<Strategy> ParseStrategy(std::string_view name) {
+  const std::string n = absl::AsciiStrToLower(absl::string_view(name.data(), name.size()));
+  if (n == "no_shard" || n == "zero0") return Strategy::kNoShard;
+  if (n == "zero1" || n == "shard_optimizer") return Strategy::kShardOptimizer;
+  if (n == "shard_grad_op" || n == "zero2") return Strategy::kShardGradOp;
+  if (n == "full_shard" || n == "zero3") return Strategy::kFullShard;
+  if (n == "hybrid_shard") return Strategy::kHybridShard;
+  if (n == "hybrid_shard_zero2") return Strategy::kHybridShardZero2;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown sharding strategy '", std::string(name),
+      "' (expected no_shard, zero1, shard_grad_op, full_shard, hybrid_shard or hybrid_shard_zero2)"));
+}
+
+bool ShardPlan::hybrid() const {
+  return options_.strategy == Strategy::kHybridShard ||
+         options_.strategy == Strategy::kHybridShardZero2;
+}
+
+bool ShardPlan::params_persistent() const {
+  return options_.strategy != Strategy::kFullShard && options_.strategy != Strategy::kHybridShard;
+}
+
+bool ShardPlan::reduce_per_unit() const {
+  return options_.strategy != Strategy::kNoShard &&
+         options_.strategy != Strategy::kShardOptimizer;
+}
+
+absl::StatusOr<ShardPlan> ShardPlan::Create(const model::Gpt2Layout& layout, int world, int rank,
+                                            const ShardOptions& options) {
+  if (world < 1) return absl::InvalidArgumentError(absl::StrCat("world size ", world, " < 1"));
+  if (rank < 0 || rank >= world) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", rank, " is outside the world of ", world, " ranks"));
+  }
+  if (options.max_inflight_gathers < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("max_inflight_gathers must be >= 1, got ",
+                                                   options.max_inflight_gathers));
+  }
+  ShardPlan p;
+  p.options_ = options;
+  p.world_ = world;
+  p.rank_ = rank;
+  p.shard_size_ = world;
+  if (p.hybrid()) {
+    const int g = options.hybrid_group_size;
+    if (g < 1 || world % g != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          std::string(StrategyName(options.strategy)), " needs a hybrid group size that divides the world (",
+          world, " ranks), got ", g));
+    }
+    p.shard_size_ = g;
+  }
+  const int64_t S = p.shard_size_;
+  const int64_t r = rank % S;
+  for (int u = 0; u < layout.num_units(); ++u) {
+    UnitShard us;
+    us.offset = layout.unit(u).offset;
+    us.numel = layout.unit(u).numel;
+    us.padded_numel = (us.numel + S - 1) / S * S;
+    us.shard_numel = us.padded_numel / S;
+    us.shard_begin = r * us.shard_numel;
+    us.shard_valid = std::clamp<int64_t>(us.numel - us.shard_begin, 0, us.shard_numel);
+    p.total_padded_ += us.padded_numel;
+    p.total_shard_ += us.shard_numel;
+    p.units_.push_back(us);
+  }
+  return p;
+}
+
+std::string ShardPlan::Describe() const {
+  return absl::StrCat(std::string(StrategyName(options_.strategy)), ": ", world_, " ranks, shard group ",
+                      shard_size_, ", ", units_.size(), " units, ", total_shard_,
+                      " elements per shard (", total_padded_, " padded)");
+}
+
+}  // namespace accel::shard

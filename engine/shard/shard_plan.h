@@ -1,0 +1,106 @@
+// ShardPlan: how one rank holds the model — a pure function of (layout, world, rank, options),
+// computed and validated before any memory is allocated (torchtitan's "shapes first").
+//
+// Every unit (Gpt2Layout's units: 0 = root, 1 + l = block l) is one flat range, padded to a
+// multiple of the shard-group size S; rank r of the group owns elements [r·s, (r+1)·s) of the
+// padded unit, s = padded / S. Strategies (DESIGN.md §3.1):
+//   kNoShard          params full, grads all-reduced, optimizer state full       (ZeRO-0)
+//   kShardOptimizer   params full, grads reduced at the boundary, state sharded   (ZeRO-1)
+//   kShardGradOp      params full, grads reduce-scattered per unit, state sharded (ZeRO-2)
+//   kFullShard        params gathered per unit and freed after use, grads and
+//                     state sharded                                               (ZeRO-3)
+//   kHybridShard / kHybridShardZero2: kFullShard / kShardGradOp inside groups of
+//                     hybrid_group_size consecutive ranks, replicated across groups.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/model/param_specs.h"
+
+namespace accel::shard {
+
+enum class Strategy {
+  kNoShard,
+  kShardOptimizer,
+  kShardGradOp,
+  kFullShard,
+  kHybridShard,
+  kHybridShardZero2,
+};
+// no_shard, zero1, shard_grad_op, full_shard, hybrid_shard, hybrid_shard_zero2 (the config
+// contract's names); ParseStrategy also takes FSDP's (NO_SHARD, SHARD_GRAD_OP, ...).
+std::string_view StrategyName(Strategy s);
+[[nodiscard]] absl::StatusOr<Strategy> ParseStrategy(std::string_view name);
+
+enum class BackwardPrefetch { kNone, kBackwardPre, kBackwardPost };
+
+struct ShardOptions {
+  Strategy strategy = Strategy::kNoShard;
+  int hybrid_group_size = 0;          // hybrid only: ranks per shard group (divides world)
+  bool reshard_after_forward = true;  // full_shard: free gathered block params after forward
+  bool forward_prefetch = false;      // gather unit i+1 before unit i's forward
+  BackwardPrefetch backward_prefetch = BackwardPrefetch::kBackwardPre;
+  int max_inflight_gathers = 2;       // bound on prefetched all-gathers not yet used
+  // Units at most this many elements stay gathered for the whole step (DeepSpeed's
+  // stage3_param_persistence_threshold).
+  int64_t param_persistence_threshold = 0;
+  // Reduce gradients after every micro-step (DeepSpeed stage 2) instead of at the
+  // accumulation boundary only.
+  bool reduce_every_micro_step = false;
+};
+
+struct UnitShard {
+  int64_t offset = 0;        // the unit's first element in the flat layout
+  int64_t numel = 0;         // real elements
+  int64_t padded_numel = 0;  // numel rounded up to a multiple of the shard-group size
+  int64_t shard_numel = 0;   // padded_numel / shard-group size
+  int64_t shard_begin = 0;   // this rank's first element, relative to the unit
+  // Real (non-padding) elements of this rank's shard: [shard_begin, shard_begin + valid).
+  int64_t shard_valid = 0;
+};
+
+class ShardPlan {
+ public:
+  // InvalidArgument naming the problem: world < 1, rank out of range, a hybrid group size that
+  // does not divide the world, hybrid without a group size.
+  [[nodiscard]] static absl::StatusOr<ShardPlan> Create(const model::Gpt2Layout& layout, int world,
+                                                        int rank, const ShardOptions& options);
+
+  const ShardOptions& options() const { return options_; }
+  Strategy strategy() const { return options_.strategy; }
+  int world() const { return world_; }
+  int rank() const { return rank_; }
+  int shard_group_size() const { return shard_size_; }
+  int rank_in_shard_group() const { return rank_ % shard_size_; }
+  int shard_group_index() const { return rank_ / shard_size_; }
+  int num_replicas() const { return world_ / shard_size_; }
+  bool hybrid() const;
+
+  // Whether full parameters stay resident between steps (everything but (hybrid) full shard).
+  bool params_persistent() const;
+  // Whether optimizer state covers only this rank's shard (everything but no_shard).
+  bool optimizer_sharded() const { return options_.strategy != Strategy::kNoShard; }
+  // Whether gradients are reduce-scattered per unit as backward produces them (zero2/zero3 and
+  // hybrids) rather than reduced at the end of backward.
+  bool reduce_per_unit() const;
+
+  int num_units() const { return static_cast<int>(units_.size()); }
+  const UnitShard& unit(int u) const { return units_[u]; }
+  int64_t total_padded() const { return total_padded_; }
+  int64_t total_shard() const { return total_shard_; }
+
+  // One line for logs: "full_shard: 4 ranks, shard group 4, 13 units, 3.2 MB shard".
+  std::string Describe() const;
+
+ private:
+  ShardOptions options_;
+  int world_ = 1, rank_ = 0, shard_size_ = 1;
+  std::vector<UnitShard> units_;
+  int64_t total_padded_ = 0, total_shard_ = 0;
+};
+
+}  // namespace accel::shard

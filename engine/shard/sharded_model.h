@@ -1,0 +1,137 @@
+// ShardedModel: applies a ShardPlan — it owns this rank's parameters and gradients, hands the
+// model full parameters unit by unit (ParamAccess), gathers and frees them, prefetches, and
+// reduces gradients, so that the trainer never branches on the strategy.
+//
+// A training step, as the trainer drives it:
+//   ZeroGrads()
+//   for each micro-step m of accum:  BeginMicroStep(m, accum); model Forward/Backward through
+//                                    *this; EndMicroStep(m, accum)
+//   GradNormSquared()                 (global, collective)
+//   optimizer over OwnedRanges()      (AdamW per range; elementwise, so no communication)
+//   FinishStep()                      (all-gather updated shards where params stay full)
+// Every rank must make the same calls in the same order; all collectives have the groups'
+// deadlines, and a failure is returned as the communicator's Status (Unavailable /
+// DeadlineExceeded), never a hang.
+//
+// Reduced gradients are the mean over data-parallel ranks: each rank's backward runs with
+// dloss = 1 / (accum · world) (GradScale()) and the reductions sum.
+// Buffers are charged to the ledger: params / grads categories in the device pool.
+// Not thread-safe (one trainer thread); communication runs on the communicators' threads.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "engine/base/memory_ledger.h"
+#include "engine/comm/communicator.h"
+#include "engine/model/param_access.h"
+#include "engine/shard/shard_plan.h"
+#include "engine/tensor/buffer.h"
+
+namespace accel::shard {
+
+// The communicators of one rank. Non-hybrid: shard == world, replicate == nullptr. Hybrid:
+// shard = this rank's group of hybrid_group_size consecutive ranks, replicate = the ranks with
+// the same position in the other groups. Not owned.
+struct ProcessGroups {
+  comm::Communicator* world = nullptr;
+  comm::Communicator* shard = nullptr;
+  comm::Communicator* replicate = nullptr;
+};
+
+// A range of the flat layout this rank updates: [flat_begin, flat_end), with its parameters and
+// reduced gradients (both flat_end - flat_begin floats).
+struct OwnedRange {
+  int unit;
+  int64_t flat_begin, flat_end;
+  float* params;
+  const float* grads;
+};
+
+class ShardedModel final : public model::ParamAccess {
+ public:
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<ShardedModel>> Create(
+      const model::Gpt2Layout* layout, ShardPlan plan, ProcessGroups groups,
+      absl::Duration timeout, MemoryLedger* ledger = nullptr);
+  ~ShardedModel() override;
+
+  const ShardPlan& plan() const { return plan_; }
+  // The backward's dloss for one micro-step of `accum`: 1 / (accum · world).
+  float GradScale(int accum) const;
+
+  // Takes this rank's pieces of a full parameter vector (layout order, num_params floats); every
+  // rank must pass the same values (same seed, same file, or after BroadcastFull).
+  [[nodiscard]] absl::Status LoadFull(const float* full);
+  // Rank `root`'s full vector to every rank (sync_module_states). In place.
+  [[nodiscard]] absl::Status BroadcastFull(float* full, int root);
+  // Gathers the full parameters (layout order) into `out` on every rank.
+  [[nodiscard]] absl::Status GatherFull(float* out);
+
+  void ZeroGrads();
+  // Before micro-step m's forward: whether its gradients are reduced as backward produces them
+  // (the last micro-step, or every one with reduce_every_micro_step).
+  void BeginMicroStep(int micro, int accum);
+  // After micro-step m's backward: completes or issues the gradient reductions due now.
+  [[nodiscard]] absl::Status EndMicroStep(int micro, int accum);
+  // Σ g² over every element of the reduced gradient, counted once: each rank sums its shard
+  // partition, the partials are all-gathered and added in rank order, so every rank (and every
+  // non-hybrid strategy at one world size) gets the same bits.
+  [[nodiscard]] absl::StatusOr<double> GradNormSquared();
+  // The mean of `value` over all ranks, summed in rank order (loss agreement).
+  [[nodiscard]] absl::StatusOr<double> MeanOverRanks(double value);
+  std::vector<OwnedRange> OwnedRanges();
+  [[nodiscard]] absl::Status FinishStep();
+
+  // ParamAccess, called by the model.
+  absl::StatusOr<const float*> Params(int unit, model::Pass pass) override;
+  absl::Status Release(int unit, model::Pass pass) override;
+  absl::StatusOr<float*> Grads(int unit) override;
+  absl::Status GradsReady(int unit) override;
+
+ private:
+  struct Unit {
+    Buffer full;         // padded_numel: resident (persistent strategies) or while gathered
+    Buffer shard;        // shard_numel: sharded params (full shard only)
+    Buffer full_grads;   // padded_numel: while gradients accumulate unreduced
+    Buffer shard_grads;  // shard_numel: reduced gradient shard (per-unit reducing strategies)
+    std::shared_ptr<comm::Work> gather;  // in-flight all-gather into `full`
+    bool gathered = false;
+    bool keep_for_step = false;  // persistent small unit, or the root during a step
+  };
+  struct PendingReduce {
+    int unit;
+    std::shared_ptr<comm::Work> work;
+    bool accumulate;  // add into shard_grads (else the reduction wrote them directly)
+  };
+
+  ShardedModel(const model::Gpt2Layout* layout, ShardPlan plan, ProcessGroups groups,
+               absl::Duration timeout, MemoryLedger* ledger)
+      : layout_(layout), plan_(std::move(plan)), groups_(groups), timeout_(timeout),
+        ledger_(ledger) {}
+  absl::Status Allocate();
+  absl::Status Wait(const std::shared_ptr<comm::Work>& work);
+  absl::Status IssueGather(int unit);
+  absl::Status EnsureGathered(int unit);
+  void MaybeFree(int unit);
+  absl::Status Prefetch(int unit);
+  int NextInBackward(int unit) const;
+  absl::Status CompleteReduce(const PendingReduce& p);
+  absl::Status DrainReduces(size_t keep);
+  absl::Status ReduceUnitNow(int unit);
+
+  const model::Gpt2Layout* layout_;
+  ShardPlan plan_;
+  ProcessGroups groups_;
+  absl::Duration timeout_;
+  MemoryLedger* ledger_;
+  std::vector<Unit> units_;
+  std::deque<PendingReduce> pending_reduces_;
+  bool reducing_micro_step_ = true;  // whether this micro-step's gradients are reduced now
+  bool accumulate_reduced_ = false;  // whether reduced shards add to earlier micro-steps'
+};
+
+}  // namespace accel::shard
