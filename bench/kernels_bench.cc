@@ -160,7 +160,7 @@ void LinearArgs(benchmark::internal::Benchmark* b) {
       b->Args({ic, oc, threads});
     }
   }
-  b->MinTime(0.2)->UseRealTime()->Unit(benchmark::kMillisecond);
+  b->UseRealTime()->Unit(benchmark::kMillisecond);
 }
 
 void BigArgs(benchmark::internal::Benchmark* b) {
