@@ -5,8 +5,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "engine/base/logging.h"
 #include "engine/base/status_macros.h"
+#include "engine/comm/file_store.h"
 #include "engine/kernels/threading.h"
+#include "engine/shard/process_groups.h"
 
 namespace accel::worker {
 namespace {
@@ -59,7 +62,58 @@ void AddStandaloneFlags(CLI::App& app, StandaloneFlags& f) {
   app.add_option("--save-dtype", f.save_dtype, "dtype of --save-final: f32 | bf16 | f16")
       ->capture_default_str();
   app.add_option("--output", f.output, "text | json (JSON lines on stdout)")->capture_default_str();
+  // Data parallelism and sharding.
+  app.add_option("--rank", f.rank, "this rank (default: $RANK, else 0)");
+  app.add_option("--world-size", f.world_size, "ranks in the gang (default: $WORLD_SIZE, else 1)");
+  app.add_option("--rdzv-dir", f.rdzv_dir, "rendezvous directory shared by all ranks (fresh per run)");
+  app.add_option("--run-id", f.run_id, "names this run's keys in the rendezvous store")
+      ->capture_default_str();
+  app.add_option("--comm-timeout", f.comm_timeout_s, "deadline of every collective, seconds")
+      ->capture_default_str();
+  app.add_option("--strategy", f.strategy,
+                 "no_shard | zero1 | shard_grad_op | full_shard | hybrid_shard | hybrid_shard_zero2")
+      ->capture_default_str();
+  app.add_option("--hybrid-group-size", t.shard.hybrid_group_size, "ranks per shard group (hybrid)");
+  app.add_flag("--forward-prefetch", t.shard.forward_prefetch, "gather unit i+1 before unit i's forward");
+  app.add_option("--backward-prefetch", f.backward_prefetch, "backward_pre | backward_post | none")
+      ->capture_default_str();
+  app.add_flag("!--no-reshard-after-forward", t.shard.reshard_after_forward,
+               "full_shard: keep block parameters gathered from forward to backward");
+  app.add_option("--max-inflight-gathers", t.shard.max_inflight_gathers)->capture_default_str();
+  app.add_option("--param-persistence-threshold", t.shard.param_persistence_threshold,
+                 "units of at most this many elements stay gathered for the step")
+      ->capture_default_str();
+  app.add_flag("--reduce-every-micro-step", t.shard.reduce_every_micro_step,
+               "reduce gradients after every micro-step (DeepSpeed stage 2) instead of at the boundary");
+  app.add_option("--checkpoint-dir", t.checkpoint_dir, "save sharded checkpoints here (DIR/step_N, DIR/latest)");
+  app.add_option("--checkpoint-every", t.checkpoint_every, "save every N steps (0: never)")
+      ->capture_default_str();
+  app.add_option("--keep-last", t.keep_last, "keep the newest K checkpoints (0: all)")
+      ->capture_default_str();
+  app.add_option("--resume", t.resume_dir, "continue from DIR's latest checkpoint (any world size or strategy)");
+  app.add_flag("--sync-module-states", t.sync_module_states,
+               "rank 0 initialises or loads the weights and broadcasts them");
 }
+
+namespace {
+
+int EnvInt(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  return std::atoi(v);
+}
+
+absl::StatusOr<shard::BackwardPrefetch> ParseBackwardPrefetch(const std::string& name) {
+  if (name == "backward_pre" || name == "BACKWARD_PRE") return shard::BackwardPrefetch::kBackwardPre;
+  if (name == "backward_post" || name == "BACKWARD_POST") {
+    return shard::BackwardPrefetch::kBackwardPost;
+  }
+  if (name == "none" || name == "NO_PREFETCH") return shard::BackwardPrefetch::kNone;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--backward-prefetch must be backward_pre, backward_post or none, got ", name));
+}
+
+}  // namespace
 
 absl::Status RunStandalone(StandaloneFlags f) {
   if (f.output != "text" && f.output != "json") {
@@ -71,14 +125,40 @@ absl::Status RunStandalone(StandaloneFlags f) {
   if (f.log_every <= 0) f.log_every = 1;
   const int threads = f.threads > 0 ? f.threads : static_cast<int>(std::thread::hardware_concurrency());
   kernels::SetNumThreads(threads);
+  ACCEL_ASSIGN_OR_RETURN(f.train.shard.strategy, shard::ParseStrategy(f.strategy));
+  ACCEL_ASSIGN_OR_RETURN(f.train.shard.backward_prefetch, ParseBackwardPrefetch(f.backward_prefetch));
+  const int rank = f.rank >= 0 ? f.rank : EnvInt("RANK", 0);
+  const int world = f.world_size >= 0 ? f.world_size : EnvInt("WORLD_SIZE", 1);
+  if (world < 1 || rank < 0 || rank >= world) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", rank, " is outside a world of ", world, " ranks"));
+  }
+  if (world > 1) SetLogTag(absl::StrCat("rank ", rank));
 
-  ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> trainer, train::Trainer::Create(f.train));
+  // Communicators: a gang of `world` ranks meets in the rendezvous directory.
+  std::unique_ptr<comm::Store> store;
+  shard::OwnedProcessGroups groups;
+  if (world > 1) {
+    if (f.rdzv_dir.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a world of ", world, " ranks needs --rdzv-dir (a directory all ranks share)"));
+    }
+    ACCEL_ASSIGN_OR_RETURN(store, comm::FileStore::Open(f.rdzv_dir));
+    comm::GlooOptions gloo;
+    gloo.timeout = absl::Seconds(f.comm_timeout_s);
+    ACCEL_ASSIGN_OR_RETURN(groups, shard::CreateGlooProcessGroups(store.get(), f.run_id, rank,
+                                                                  world, f.train.shard, gloo));
+  }
+  ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> trainer,
+                         train::Trainer::Create(f.train, groups.view()));
   const model::Gpt2Config& config = trainer->layout().config();
   const bool json = f.output == "json";
-  if (!json) {
-    std::printf("accel-worker standalone: model %s (%lld params: L=%lld C=%lld NH=%lld V=%lld), "
+  // Rank 0 speaks for the gang: progress, metrics and the saved model come from it.
+  const bool speaker = rank == 0;
+  if (!json && speaker) {
+    std::printf("accel-worker standalone: %s, model %s (%lld params: L=%lld C=%lld NH=%lld V=%lld), "
                 "data %s, B=%lld T=%lld accum=%lld, %d threads\n",
-                config.name.c_str(), static_cast<long long>(config.NumParams()),
+                trainer->sharded().plan().Describe().c_str(), config.name.c_str(), static_cast<long long>(config.NumParams()),
                 static_cast<long long>(config.n_layer), static_cast<long long>(config.n_embd),
                 static_cast<long long>(config.n_head), static_cast<long long>(config.vocab_size),
                 f.train.data.c_str(), static_cast<long long>(f.train.batch),
@@ -87,12 +167,32 @@ absl::Status RunStandalone(StandaloneFlags f) {
     std::fflush(stdout);
   }
   std::unique_ptr<train::MetricsWriter> metrics;
-  if (!f.metrics_out.empty()) {
+  if (!f.metrics_out.empty() && speaker) {
     ACCEL_ASSIGN_OR_RETURN(metrics, train::MetricsWriter::Open(Env::Default(), f.metrics_out));
+  }
+  auto on_checkpoint = [&](const train::CheckpointEvent& e) -> absl::Status {
+    if (!speaker) return absl::OkStatus();
+    if (json) {
+      std::printf("{\"event\":\"checkpoint\",\"step\":%lld,\"path\":\"%s\",\"kind\":\"%s\","
+                  "\"bytes\":%lld,\"seconds\":%.3f}\n",
+                  static_cast<long long>(e.step), e.path.c_str(), e.kind.c_str(),
+                  static_cast<long long>(e.bytes), e.seconds);
+    } else {
+      std::printf("checkpoint step %lld -> %s (%s, %.1f MB on rank 0, %.2f s)\n",
+                  static_cast<long long>(e.step), e.path.c_str(), e.kind.c_str(), e.bytes / 1e6,
+                  e.seconds);
+    }
+    std::fflush(stdout);
+    return absl::OkStatus();
+  };
+  if (!json && speaker && trainer->step() > 0) {
+    std::printf("resumed at step %lld from %s\n", static_cast<long long>(trainer->step()),
+                f.train.resume_dir.c_str());
   }
   ACCEL_RETURN_IF_ERROR(trainer->Train([&](const train::StepMetrics& m) -> absl::Status {
     if (metrics) ACCEL_RETURN_IF_ERROR(metrics->Write(m));
     const bool last = m.step + 1 == m.total_steps;
+    if (!speaker) return absl::OkStatus();
     if (json) {
       std::printf("%s\n", train::StepMetricsToJson(m).c_str());
     } else if (m.step == 0 || last || (m.step + 1) % f.log_every == 0) {
@@ -100,13 +200,13 @@ absl::Status RunStandalone(StandaloneFlags f) {
     }
     std::fflush(stdout);
     return absl::OkStatus();
-  }));
+  }, on_checkpoint));
   if (metrics) ACCEL_RETURN_IF_ERROR(metrics->Close());
   if (!f.save_final.empty()) {
     ACCEL_RETURN_IF_ERROR(trainer->SaveWeights(f.save_final, save_dtype));
-    if (!json) std::printf("saved %s\n", f.save_final.c_str());
+    if (!json && speaker) std::printf("saved %s\n", f.save_final.c_str());
   }
-  if (!json) {
+  if (!json && speaker) {
     std::printf("memory (bytes): %s\n", trainer->ledger()->ToJson().c_str());
   }
   return absl::OkStatus();

@@ -20,6 +20,14 @@ struct StandaloneFlags {
   std::string save_dtype = "f32";
   std::string output = "text";  // text | json
   int64_t shuffle = -1;         // < 0: no shuffling
+  // Data-parallel gang (torchrun's RANK / WORLD_SIZE when the flags are not given).
+  int rank = -1;
+  int world_size = -1;
+  std::string rdzv_dir;         // FileStore rendezvous directory (shared file system)
+  std::string run_id = "default";
+  double comm_timeout_s = 120;
+  std::string strategy = "no_shard";
+  std::string backward_prefetch = "backward_pre";
 };
 
 // Registers the standalone flags on `app`, writing into `flags`.

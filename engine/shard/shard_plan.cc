@@ -88,6 +88,24 @@ absl::StatusOr<ShardPlan> ShardPlan::Create(const model::Gpt2Layout& layout, int
   return p;
 }
 
+std::vector<std::pair<int64_t, int64_t>> ShardPlan::OwnedFlatRanges() const {
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  for (const UnitShard& us : units_) {
+    if (!optimizer_sharded()) {
+      ranges.emplace_back(us.offset, us.offset + us.numel);
+    } else if (us.shard_valid > 0) {
+      ranges.emplace_back(us.offset + us.shard_begin, us.offset + us.shard_begin + us.shard_valid);
+    }
+  }
+  return ranges;
+}
+
+bool ShardPlan::PrimaryReplica() const {
+  if (options_.strategy == Strategy::kNoShard) return rank_ == 0;
+  if (hybrid()) return shard_group_index() == 0;
+  return true;
+}
+
 std::string ShardPlan::Describe() const {
   return absl::StrCat(std::string(StrategyName(options_.strategy)), ": ", world_, " ranks, shard group ",
                       shard_size_, ", ", units_.size(), " units, ", total_shard_,

@@ -93,6 +93,13 @@ class ShardPlan {
   int64_t total_padded() const { return total_padded_; }
   int64_t total_shard() const { return total_shard_; }
 
+  // The flat ranges [begin, end) this rank updates and keeps optimizer state for: whole units
+  // under no_shard, else the real part of its shard of each unit (empty shards skipped).
+  std::vector<std::pair<int64_t, int64_t>> OwnedFlatRanges() const;
+  // Whether this rank is the first holder of its data (it writes checkpoints): rank 0 under
+  // no_shard, the first shard group under hybrid strategies, every rank otherwise.
+  bool PrimaryReplica() const;
+
   // One line for logs: "full_shard: 4 ranks, shard group 4, 13 units, 3.2 MB shard".
   std::string Describe() const;
 

@@ -318,7 +318,7 @@ std::vector<OwnedRange> ShardedModel::OwnedRanges() {
     ranges.push_back({u, us.offset + us.shard_begin, us.offset + us.shard_begin + us.shard_valid,
                       params, ShardGradPointer(us, unit.full_grads, unit.shard_grads)});
   }
-  return ranges;
+  return ranges;  // the same ranges, in the same order, as ShardPlan::OwnedFlatRanges()
 }
 
 absl::Status ShardedModel::FinishStep() {

@@ -1,0 +1,146 @@
+// accel-worker as a user runs it: real processes, real files, real gloo between processes.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "engine/base/env.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/e2e/process.h"
+
+namespace accel::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+class WorkerE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/worker_e2e_" + std::to_string(::getpid()) + "_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    ASSERT_TRUE(Env::Default()->CreateDirs(dir_).ok());
+  }
+  void TearDown() override { (void)Env::Default()->DeleteRecursively(dir_); }
+
+  std::vector<std::string> Worker(std::vector<std::string> extra) {
+    std::vector<std::string> argv = {ACCEL_WORKER_BIN, "--standalone", "--model", "gpt2-tiny",
+                                     "--data", ACCEL_DATA, "--batch", "2", "--seq", "32",
+                                     "--threads", "1"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return argv;
+  }
+  // Runs to completion; returns {exit code, stderr}.
+  std::pair<int, std::string> Run(std::vector<std::string> extra, const std::string& name = "w") {
+    ChildProcess c = StartProcess(Worker(std::move(extra)), dir_, name);
+    int code = WaitProcess(c, 120);
+    return {code, ReadAll(c.stderr_path)};
+  }
+  std::vector<nlohmann::json> Metrics(const std::string& path) {
+    std::vector<nlohmann::json> lines;
+    std::ifstream f(path);
+    for (std::string line; std::getline(f, line);) lines.push_back(nlohmann::json::parse(line));
+    return lines;
+  }
+  std::string dir_;
+};
+
+TEST_F(WorkerE2eTest, BadInputIsOneLineNamingTheCulpritAndExitOne) {
+  auto expect_error = [&](std::vector<std::string> args, const std::string& needle) {
+    auto [code, err] = Run(args);
+    EXPECT_EQ(code, 1) << err;
+    EXPECT_THAT(err, HasSubstr(needle));
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  };
+  expect_error({"--data", dir_ + "/missing.bin"}, "missing.bin");
+
+  // An llm.c shard cut short: the error names the file and the sizes.
+  std::string shard(1024, '\0');
+  const int32_t header[3] = {20240520, 1, 1000};
+  std::memcpy(shard.data(), header, sizeof(header));
+  shard += std::string(100, '\1');
+  ASSERT_TRUE(WriteFileAtomic(Env::Default(), dir_ + "/short.bin", shard).ok());
+  expect_error({"--data", dir_ + "/short.bin"}, "short.bin");
+
+  std::string bad_magic(2048, '\0');
+  bad_magic[0] = 1;
+  bad_magic[1] = 2;
+  ASSERT_TRUE(WriteFileAtomic(Env::Default(), dir_ + "/magic.safetensors", bad_magic).ok());
+  expect_error({"--init-weights", dir_ + "/magic.safetensors"}, "magic.safetensors");
+
+  expect_error({"--model", "gpt5"}, "gpt5");
+  expect_error({"--world-size", "2", "--rank", "0"}, "--rdzv-dir");
+  expect_error({"--strategy", "zero9"}, "zero9");
+}
+
+TEST_F(WorkerE2eTest, SavedWeightsHaveHuggingFaceNamesAndTrainAgain) {
+  auto [code, err] = Run({"--steps", "3", "--save-final", dir_ + "/m/model.safetensors"});
+  ASSERT_EQ(code, 0) << err;
+  // A model with a different shape refuses them, naming a tensor.
+  auto [code2, err2] = Run({"--model", "gpt2-mini", "--init-weights", dir_ + "/m/model.safetensors",
+                            "--steps", "1"}, "mismatch");
+  EXPECT_EQ(code2, 1);
+  EXPECT_THAT(err2, HasSubstr("wte.weight"));
+  // The same shape continues from them (config.json came along).
+  auto [code3, err3] = Run({"--model-config", dir_ + "/m/config.json", "--init-weights",
+                            dir_ + "/m/model.safetensors", "--steps", "2", "--output", "json"},
+                           "again");
+  EXPECT_EQ(code3, 0) << err3;
+  std::istringstream out(ReadAll(dir_ + "/again.out"));
+  int lines = 0;
+  for (std::string line; std::getline(out, line); ++lines) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << line;
+    EXPECT_TRUE(j.contains("loss") && j.contains("tokens_per_s") && j.contains("grad_norm"));
+  }
+  EXPECT_EQ(lines, 2);
+}
+
+TEST_F(WorkerE2eTest, TwoProcessesMatchOneWithTheGlobalBatch) {
+  auto [code, err] = Run({"--batch", "4", "--steps", "4", "--metrics-out", dir_ + "/one.jsonl"});
+  ASSERT_EQ(code, 0) << err;
+  std::vector<ChildProcess> ranks;
+  for (int r = 0; r < 2; ++r) {
+    ranks.push_back(StartProcess(
+        Worker({"--steps", "4", "--world-size", "2", "--rank", std::to_string(r), "--rdzv-dir",
+                dir_ + "/rdzv", "--strategy", "full_shard", "--metrics-out", dir_ + "/two.jsonl",
+                "--comm-timeout", "30"}),
+        dir_, "rank" + std::to_string(r)));
+  }
+  for (auto& c : ranks) EXPECT_EQ(WaitProcess(c, 120), 0) << ReadAll(c.stderr_path);
+  auto one = Metrics(dir_ + "/one.jsonl"), two = Metrics(dir_ + "/two.jsonl");
+  ASSERT_EQ(one.size(), 4u);
+  ASSERT_EQ(two.size(), 4u);
+  for (int s = 0; s < 4; ++s) {
+    double a = one[s]["loss"], b = two[s]["loss"];
+    EXPECT_NEAR(a, b, 1e-5 * a) << "step " << s;
+  }
+}
+
+TEST_F(WorkerE2eTest, AKilledRankFailsTheOtherWithinTheDeadline) {
+  std::vector<ChildProcess> ranks;
+  for (int r = 0; r < 2; ++r) {
+    ranks.push_back(StartProcess(
+        Worker({"--steps", "100000", "--world-size", "2", "--rank", std::to_string(r),
+                "--rdzv-dir", dir_ + "/rdzv", "--comm-timeout", "5", "--log-every", "1"}),
+        dir_, "rank" + std::to_string(r)));
+  }
+  // Let them train a little, then kill rank 1 without warning.
+  for (int i = 0; i < 200 && ReadAll(ranks[0].stdout_path).find("step") == std::string::npos; ++i) {
+    usleep(50 * 1000);
+  }
+  ASSERT_EQ(kill(ranks[1].pid, SIGKILL), 0);
+  EXPECT_EQ(WaitProcess(ranks[1], 10), 128 + SIGKILL);
+  const int code = WaitProcess(ranks[0], 30);
+  EXPECT_EQ(code, 1) << "rank 0 should fail, not hang";
+  EXPECT_THAT(ReadAll(ranks[0].stderr_path), HasSubstr("error"));
+}
+
+}  // namespace
+}  // namespace accel::testing

@@ -1,0 +1,79 @@
+#include "tests/sharding/gang.h"
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "engine/base/status_macros.h"
+#include "engine/comm/in_memory_store.h"
+#include "engine/shard/process_groups.h"
+
+namespace accel::testing {
+namespace {
+
+void Add(comm::CommStats& into, const comm::CommStats& s) {
+  for (int k = 0; k < comm::kNumOpKinds; ++k) {
+    into.ops[k].calls += s.ops[k].calls;
+    into.ops[k].bytes_sent += s.ops[k].bytes_sent;
+    into.ops[k].bytes_received += s.ops[k].bytes_received;
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<GangResult> RunGang(const train::TrainOptions& options, int world) {
+  static std::atomic<int> gang_id{0};
+  const std::string prefix = absl::StrCat("gang", gang_id++);
+  comm::InMemoryStore store;
+  GangResult result;
+  result.model_state_bytes.resize(world);
+  result.stats.resize(world);
+  std::vector<absl::Status> statuses(world);
+  std::mutex mu;
+  auto run_rank = [&](int rank) -> absl::Status {
+    MemoryLedger ledger;
+    comm::GlooOptions gloo;
+    gloo.timeout = absl::Seconds(30);
+    ACCEL_ASSIGN_OR_RETURN(shard::OwnedProcessGroups groups,
+                           shard::CreateGlooProcessGroups(&store, prefix, rank, world,
+                                                          options.shard, gloo));
+    ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> trainer,
+                           train::Trainer::Create(options, groups.view(), Env::Default(), &ledger));
+    std::vector<float> losses;
+    ACCEL_RETURN_IF_ERROR(trainer->Train([&](const train::StepMetrics& m) {
+      losses.push_back(m.loss);
+      return absl::OkStatus();
+    }));
+    int64_t state = 0;
+    for (MemoryCategory c : {MemoryCategory::kParams, MemoryCategory::kGrads,
+                             MemoryCategory::kOptimizerState}) {
+      state += ledger.Get(MemoryPool::kDevice, c).current;
+    }
+    comm::CommStats stats = groups.world->stats();
+    if (groups.shard) Add(stats, groups.shard->stats());
+    if (groups.replicate) Add(stats, groups.replicate->stats());
+    ACCEL_ASSIGN_OR_RETURN(std::vector<float> params, trainer->GatherParams());
+    std::lock_guard<std::mutex> lock(mu);
+    result.model_state_bytes[rank] = state;
+    result.stats[rank] = stats;
+    if (rank == 0) {
+      result.params = std::move(params);
+      result.losses = std::move(losses);
+      result.num_params = trainer->layout().num_params();
+      result.total_padded = trainer->sharded().plan().total_padded();
+    }
+    return absl::OkStatus();
+  };
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] { statuses[r] = run_rank(r); });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int r = 0; r < world; ++r) {
+    if (!statuses[r].ok()) return Annotate(statuses[r], absl::StrCat("rank ", r));
+  }
+  return result;
+}
+
+}  // namespace accel::testing
