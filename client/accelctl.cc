@@ -1,0 +1,56 @@
+#include "client/accelctl.h"
+
+#include <algorithm>
+#include <ostream>
+
+#include "CLI/CLI.hpp"
+#include "client/ckpt_commands.h"
+#include "client/config_command.h"
+#include "client/job_commands.h"
+
+namespace accel::client {
+
+int RunAccelctl(const std::vector<std::string>& args, const config::EnvMap& env,
+                std::ostream& out, std::ostream& err) {
+  CLI::App app{"accelctl: submit and inspect accel training jobs; check config files"};
+  app.require_subcommand(1);
+  ConfigCommand config;
+  AddConfigCommand(app, &config);
+  CkptCommand ckpt;
+  AddCkptCommands(app, &ckpt);
+  JobCommand jobs;
+  AddJobCommands(app, &jobs);
+
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 pops from the back
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp& e) {
+    out << app.help();
+    return kExitOk;
+  } catch (const CLI::ParseError& e) {
+    // Help of the subcommand that was being parsed, when there is one.
+    const int code = app.exit(e, out, err);
+    return code == 0 ? kExitOk : kExitInvalid;
+  }
+  if (!config.chosen.empty()) return RunParsedConfigCommand(config, env, out, err);
+  if (!ckpt.chosen.empty()) return RunParsedCkptCommand(ckpt, out, err);
+  if (!jobs.chosen.empty()) return RunParsedJobCommand(jobs, out, err);
+  err << "error: no command\n";
+  return kExitInvalid;
+}
+
+config::EnvMap ConfigEnvironment(char** environ_array) {
+  config::EnvMap env;
+  for (char** e = environ_array; e != nullptr && *e != nullptr; ++e) {
+    const std::string entry(*e);
+    const size_t eq = entry.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string name = entry.substr(0, eq);
+    if (name.rfind("FSDP_", 0) == 0 || name.rfind("ACCELERATE_", 0) == 0) {
+      env[name] = entry.substr(eq + 1);
+    }
+  }
+  return env;
+}
+
+}  // namespace accel::client

@@ -1,0 +1,155 @@
+// accelctl config: explain/validate/convert through RunAccelctl, with exit codes.
+#include "client/config_command.h"
+
+#include <sstream>
+
+#include "client/accelctl.h"
+#include "engine/testing/mem_env.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace accel::client {
+namespace {
+
+std::string Src(const std::string& rel) { return std::string(ACCEL_SOURCE_DIR) + "/" + rel; }
+
+struct Outcome {
+  int code;
+  std::string out, err;
+};
+
+Outcome Accelctl(std::vector<std::string> args, config::EnvMap env = {}) {
+  std::ostringstream out, err;
+  const int code = RunAccelctl(args, env, out, err);
+  return {code, out.str(), err.str()};
+}
+
+TEST(AccelctlConfigTest, ExplainJsonHasTheContractKeys) {
+  Outcome r = Accelctl({"config", "explain", Src("configs/ds_zero3_nvme.yaml"), "--output", "json",
+                    "--micro-batch", "4", "--hidden-size", "768", "--num-processes", "8"},
+                   {{"ACCELERATE_MIXED_PRECISION", "bf16"}});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.size(), 29u);
+  EXPECT_EQ(j["strategy"], "full_shard");
+  EXPECT_EQ(j["num_processes"], 8);
+  EXPECT_EQ(j["train_batch_size"], 4 * 8);
+  EXPECT_EQ(j["mixed_precision"]["mode"], "bf16");
+  EXPECT_EQ(j["offload_params"], "nvme");
+  EXPECT_EQ(j["prefetch"]["bucket_size"], 530841);
+}
+
+TEST(AccelctlConfigTest, ExplainTextAndFlags) {
+  Outcome r = Accelctl({"config", "explain", Src("configs/fsdp_full_shard.yaml"),
+                    "--mixed-precision", "fp16", "--grad-accum", "2", "--micro-batch", "1"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("strategy:"), std::string::npos);
+  EXPECT_NE(r.out.find("mode=fp16"), std::string::npos);
+  EXPECT_NE(r.out.find("train_batch_size:               8"), std::string::npos) << r.out;
+
+  r = Accelctl({"config", "explain", Src("configs/fsdp_full_shard.yaml"), "--output", "xml"});
+  EXPECT_EQ(r.code, kExitInvalid);
+  r = Accelctl({"config", "explain", Src("configs/fsdp_full_shard.yaml"),
+                "--mixed-precision", "fp64"});
+  EXPECT_EQ(r.code, kExitInvalid);
+  EXPECT_NE(r.err.find("--mixed-precision: \"fp64\""), std::string::npos);
+}
+
+TEST(AccelctlConfigTest, InvalidInputsExitWithTwoAndNameTheKey) {
+  struct Case {
+    std::vector<std::string> args;
+    const char* expect;
+  };
+  const std::vector<Case> cases = {
+      {{"config", "explain", Src("tests/config/invalid_keys.yaml")}, "invalid_key: unknown key"},
+      {{"config", "explain", Src("tests/config/accelerate_tp_hsdp.yaml")},
+       "parallelism_config.parallelism_config_tp_size"},
+      {{"config", "explain", Src("tests/config/accelerate_ds_zero3_offload_file_doc.yaml")},
+       "mixed_precision: cannot be set"},
+      {{"config", "explain", Src("tests/config/ds_file_mode.yaml"), "--deepspeed-config",
+        Src("tests/config/scenario3_all_auto.json")},
+       ""},  // valid: exit 0 checked below
+      {{"config", "explain", Src("configs/fsdp_full_shard.yaml"), "--deepspeed-config",
+        Src("configs/ds_zero3_nvme.json")},
+       "distributed_type is FSDP, not DEEPSPEED"},
+      {{"config", "explain", "/nonexistent.yaml"}, "/nonexistent.yaml"},
+  };
+  for (const Case& c : cases) {
+    Outcome r = Accelctl(c.args);
+    if (std::string(c.expect).empty()) {
+      EXPECT_EQ(r.code, kExitOk) << r.err;
+      continue;
+    }
+    EXPECT_EQ(r.code, kExitInvalid) << c.args[2];
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << r.err;
+  }
+}
+
+TEST(AccelctlConfigTest, ValidateManyFiles) {
+  Outcome r = Accelctl({"config", "validate", Src("configs/fsdp_full_shard.yaml"),
+                    Src("configs/ds_zero3_nvme.json"), Src("tests/config/0_12_0.yaml")});
+  EXPECT_EQ(r.code, kExitOk) << r.out << r.err;
+  EXPECT_NE(r.out.find("ok: " + Src("configs/ds_zero3_nvme.json") + " (DEEPSPEED, full_shard)"),
+            std::string::npos)
+      << r.out;
+
+  r = Accelctl({"config", "validate", Src("configs/fsdp_full_shard.yaml"),
+                Src("tests/config/invalid_keys.yaml")});
+  EXPECT_EQ(r.code, kExitInvalid);
+  EXPECT_NE(r.out.find("invalid: " + Src("tests/config/invalid_keys.yaml")), std::string::npos);
+  EXPECT_NE(r.out.find("  " + Src("tests/config/invalid_keys.yaml") + ":15:1: invalid_key"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.err.find("1 of 2 file(s) invalid"), std::string::npos);
+}
+
+TEST(AccelctlConfigTest, UsageErrorsExitWithTwo) {
+  EXPECT_EQ(Accelctl({}).code, kExitInvalid);
+  EXPECT_EQ(Accelctl({"config"}).code, kExitInvalid);
+  EXPECT_EQ(Accelctl({"config", "explain"}).code, kExitInvalid);
+  EXPECT_EQ(Accelctl({"config", "explain", "a.yaml", "--num-processes", "x"}).code, kExitInvalid);
+  EXPECT_EQ(Accelctl({"--help"}).code, kExitOk);
+}
+
+TEST(AccelctlConfigTest, ConvertPrintsOrWritesTheOtherBackendsFiles) {
+  Outcome r = Accelctl({"config", "convert", Src("configs/fsdp_full_shard.yaml")});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("distributed_type: DEEPSPEED"), std::string::npos);
+  EXPECT_NE(r.out.find("\"stage\": 3"), std::string::npos);
+  EXPECT_NE(r.err.find("note: "), std::string::npos);
+
+  r = Accelctl({"config", "convert", Src("configs/ds_zero1.yaml"), "--to", "fsdp"});
+  EXPECT_EQ(r.code, kExitInvalid);
+  EXPECT_NE(r.err.find("ZeRO stage 1"), std::string::npos);
+
+  accel::testing::MemEnv fs;
+  ConvertArgs args;
+  args.file = Src("configs/ds_zero3_offload.yaml");
+  std::ostringstream out, err;
+  ASSERT_EQ(ConfigConvert(args, {}, out, err), kExitOk) << err.str();  // real file, stdout
+  args.output_prefix = "/out/fsdp";
+  ASSERT_TRUE(fs.CreateDirs("/out").ok());
+  // The input is read through the same Env, so copy it in first.
+  auto text = ReadFileToString(Env::Default(), args.file);
+  ASSERT_TRUE(text.ok());
+  ASSERT_TRUE(WriteFileAtomic(&fs, "/in.yaml", *text).ok());
+  args.file = "/in.yaml";
+  ASSERT_EQ(ConfigConvert(args, {}, out, err, &fs), kExitOk) << err.str();
+  auto written = ReadFileToString(&fs, "/out/fsdp.yaml");
+  ASSERT_TRUE(written.ok());
+  EXPECT_NE(written->find("fsdp_offload_params: true"), std::string::npos) << *written;
+  EXPECT_FALSE(fs.FileExists("/out/fsdp.json"));
+}
+
+TEST(AccelctlConfigTest, ConfigEnvironmentKeepsOnlyConfigVariables) {
+  char a[] = "FSDP_VERSION=2", b[] = "HOME=/root", c[] = "ACCELERATE_MIXED_PRECISION=bf16",
+       d[] = "BROKEN";
+  char* environ_array[] = {a, b, c, d, nullptr};
+  const config::EnvMap env = ConfigEnvironment(environ_array);
+  EXPECT_EQ(env.size(), 2u);
+  EXPECT_EQ(env.at("FSDP_VERSION"), "2");
+  EXPECT_EQ(env.at("ACCELERATE_MIXED_PRECISION"), "bf16");
+}
+
+}  // namespace
+}  // namespace accel::client

@@ -1,0 +1,63 @@
+// Diagnostics: the errors and warnings found while reading and resolving config files, each
+// naming its file (or "environment"), the key path, and the line and column where known:
+//
+//   configs/fsdp.yaml:7:3: fsdp_config.fsdp_sharding_strategy: "FULL_SHRAD" is not one of ...
+//   ds.json: zero_optimization.offload_param.device: "gpu" is not one of none, cpu, nvme
+//
+// Reading goes on after an error, so one run reports every problem of a file. Not thread-safe.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "nlohmann/json.hpp"
+
+namespace accel::config {
+
+using KeyPath = std::vector<std::string>;
+std::string PathString(const KeyPath& path);  // "zero_optimization.offload_param.device"
+
+struct Mark {
+  int line = 0;    // 1-based; 0 = unknown
+  int column = 0;  // 1-based
+};
+
+// A parsed YAML or JSON file (or the environment) as one JSON tree. For YAML, `marks` records
+// where each key sat in the text, keyed by PathString of the key.
+struct Document {
+  std::string source;
+  nlohmann::json root;
+  std::map<std::string, Mark> marks;
+
+  // Mark of the key at `path` or of its nearest ancestor that has one.
+  Mark MarkOf(const KeyPath& path) const;
+};
+
+class Diagnostics {
+ public:
+  void Error(const Document& doc, const KeyPath& path, std::string_view message);
+  void Warn(const Document& doc, const KeyPath& path, std::string_view message);
+  // For messages not tied to a document key (a path may still be given as text).
+  void Error(std::string_view source, std::string_view path, std::string_view message);
+  void Warn(std::string_view source, std::string_view path, std::string_view message);
+
+  bool ok() const { return errors_.empty(); }
+  const std::vector<std::string>& errors() const { return errors_; }
+  const std::vector<std::string>& warnings() const { return warnings_; }
+  // OK, or InvalidArgument whose message is every error, one per line.
+  [[nodiscard]] absl::Status ToStatus() const;
+
+ private:
+  static std::string Format(std::string_view source, Mark mark, std::string_view path,
+                            std::string_view message);
+  std::vector<std::string> errors_;
+  std::vector<std::string> warnings_;
+};
+
+// `value` as it appears in messages: strings quoted, everything else as compact JSON.
+std::string Quote(const nlohmann::json& value);
+
+}  // namespace accel::config

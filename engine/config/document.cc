@@ -1,0 +1,243 @@
+#include "engine/config/document.h"
+
+#include <exception>
+#include <regex>
+
+#include "absl/strings/str_cat.h"
+#include "yaml-cpp/yaml.h"
+
+namespace accel::config {
+namespace {
+
+using nlohmann::json;
+
+// Rejects flow nesting ("[[[[...", "{{{{") deeper than kMaxDepth before a recursive parser sees
+// it. Block nesting is bounded by the converter below.
+bool FlowNestingTooDeep(std::string_view text) {
+  int depth = 0;
+  for (char c : text) {
+    if (c == '[' || c == '{') {
+      if (++depth > kMaxDepth) return true;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return false;
+}
+
+bool IsYamlInt(const std::string& s) {
+  static const std::regex kInt("[-+]?(0|[1-9][0-9_]*)");
+  return std::regex_match(s, kInt);
+}
+
+bool IsYamlFloat(const std::string& s) {
+  static const std::regex kFloat("[-+]?([0-9][0-9_]*)?\\.[0-9_]*([eE][-+][0-9]+)?");
+  return std::regex_match(s, kFloat);
+}
+
+// PyYAML's implicit resolvers for plain scalars (YAML 1.1), the subset configs use.
+json PlainScalar(const std::string& s) {
+  if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return nullptr;
+  if (s.size() <= 5) {
+    static const char* kTrue[] = {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"};
+    static const char* kFalse[] = {"false", "False", "FALSE", "no",  "No",
+                                   "NO",    "off",   "Off",   "OFF"};
+    for (const char* t : kTrue) {
+      if (s == t) return true;
+    }
+    for (const char* f : kFalse) {
+      if (s == f) return false;
+    }
+  }
+  if (s.size() > 64) return s;
+  if (IsYamlInt(s)) {
+    std::string digits;
+    for (char c : s) {
+      if (c != '_' && c != '+') digits += c;
+    }
+    try {
+      return std::stoll(digits);
+    } catch (const std::exception&) {
+      return s;  // out of range: keep the text, the reader reports it
+    }
+  }
+  if (IsYamlFloat(s) && s != "." && s != "+." && s != "-.") {
+    std::string digits;
+    for (char c : s) {
+      if (c != '_') digits += c;
+    }
+    try {
+      return std::stod(digits);
+    } catch (const std::exception&) {
+      return s;
+    }
+  }
+  return s;
+}
+
+class YamlConverter {
+ public:
+  YamlConverter(Document* doc) : doc_(doc) {}
+
+  // Returns false (with error_ set) when a limit is hit or the YAML has a duplicate key.
+  bool Convert(const YAML::Node& node, KeyPath* path, int depth, json* out) {
+    if (++nodes_ > kMaxNodes) {
+      error_ = absl::StrCat("more than ", kMaxNodes, " YAML nodes (alias expansion?)");
+      return false;
+    }
+    if (depth > kMaxDepth) {
+      error_ = absl::StrCat("nesting deeper than ", kMaxDepth, " levels");
+      return false;
+    }
+    switch (node.Type()) {
+      case YAML::NodeType::Undefined:
+      case YAML::NodeType::Null:
+        *out = nullptr;
+        return true;
+      case YAML::NodeType::Scalar: {
+        const std::string& text = node.Scalar();
+        const std::string& tag = node.Tag();
+        if (tag == "?") {
+          *out = PlainScalar(text);
+        } else {
+          *out = text;  // quoted ("!") or explicitly tagged: keep the text
+        }
+        return true;
+      }
+      case YAML::NodeType::Sequence: {
+        *out = json::array();
+        int index = 0;
+        for (const YAML::Node& item : node) {
+          path->push_back(std::to_string(index++));
+          json value;
+          bool ok = Convert(item, path, depth + 1, &value);
+          path->pop_back();
+          if (!ok) return false;
+          out->push_back(std::move(value));
+        }
+        return true;
+      }
+      case YAML::NodeType::Map: {
+        *out = json::object();
+        for (const auto& kv : node) {
+          std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string("<complex key>");
+          const YAML::Mark m = kv.first.Mark();
+          path->push_back(key);
+          const Mark mark{m.line + 1, m.column + 1};
+          if (out->contains(key)) {
+            error_ = absl::StrCat(PathString(*path), ": key given twice (also at line ",
+                                  doc_->MarkOf(*path).line, ")");
+            error_mark_ = mark;
+            path->pop_back();
+            return false;
+          }
+          doc_->marks.emplace(PathString(*path), mark);
+          json value;
+          bool ok = Convert(kv.second, path, depth + 1, &value);
+          path->pop_back();
+          if (!ok) return false;
+          (*out)[key] = std::move(value);
+        }
+        return true;
+      }
+    }
+    return true;
+  }
+
+  const std::string& error() const { return error_; }
+  Mark error_mark() const { return error_mark_; }
+
+ private:
+  Document* doc_;
+  size_t nodes_ = 0;
+  std::string error_;
+  Mark error_mark_;
+};
+
+std::string Located(std::string_view source, Mark mark) {
+  if (mark.line <= 0) return std::string(source);
+  return absl::StrCat(std::string(source), ":", mark.line, ":", mark.column);
+}
+
+}  // namespace
+
+Mark MarkAtOffset(std::string_view text, size_t offset) {
+  Mark mark{1, 1};
+  for (size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++mark.line;
+      mark.column = 1;
+    } else {
+      ++mark.column;
+    }
+  }
+  return mark;
+}
+
+absl::StatusOr<Document> ParseYamlDocument(std::string_view text, std::string_view source) {
+  Document doc;
+  doc.source = std::string(source);
+  if (text.size() > kMaxConfigBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(doc.source, ": file is larger than ", kMaxConfigBytes, " bytes"));
+  }
+  if (FlowNestingTooDeep(text)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(doc.source, ": YAML nesting deeper than ", kMaxDepth, " levels"));
+  }
+  try {
+    YAML::Node node = YAML::Load(std::string(text));
+    YamlConverter converter(&doc);
+    KeyPath path;
+    if (!converter.Convert(node, &path, 0, &doc.root)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Located(doc.source, converter.error_mark()), ": ", converter.error()));
+    }
+  } catch (const YAML::Exception& e) {
+    const Mark mark{e.mark.line + 1, e.mark.column + 1};
+    return absl::InvalidArgumentError(
+        absl::StrCat(Located(doc.source, e.mark.is_null() ? Mark{} : mark),
+                     ": malformed YAML: ", e.msg));
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(doc.source, ": malformed YAML: ", e.what()));
+  }
+  return doc;
+}
+
+absl::StatusOr<Document> ParseJsonDocument(std::string_view text, std::string_view source) {
+  Document doc;
+  doc.source = std::string(source);
+  if (text.size() > kMaxConfigBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(doc.source, ": file is larger than ", kMaxConfigBytes, " bytes"));
+  }
+  if (FlowNestingTooDeep(text)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(doc.source, ": JSON nesting deeper than ", kMaxDepth, " levels"));
+  }
+  try {
+    doc.root = json::parse(text.begin(), text.end());
+  } catch (const json::parse_error& e) {
+    // e.byte is the 1-based index of the byte where parsing stopped.
+    const Mark mark = MarkAtOffset(text, e.byte > 0 ? e.byte - 1 : 0);
+    std::string reason = e.what();
+    // "[json.exception.parse_error.101] parse error at line 1, column 2: syntax error ..."
+    const size_t colon = reason.find(": ");
+    if (colon != std::string::npos) reason = reason.substr(colon + 2);
+    return absl::InvalidArgumentError(
+        absl::StrCat(Located(doc.source, mark), ": malformed JSON: ", reason));
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(doc.source, ": malformed JSON: ", e.what()));
+  }
+  return doc;
+}
+
+Document EnvironmentDocument(const EnvMap& env) {
+  Document doc;
+  doc.source = "environment";
+  doc.root = json::object();
+  for (const auto& [name, value] : env) doc.root[name] = value;
+  return doc;
+}
+
+}  // namespace accel::config

@@ -1,0 +1,162 @@
+// Text front ends (YAML/JSON → Document), value parsing and "did you mean".
+#include "engine/config/did_you_mean.h"
+#include "engine/config/document.h"
+#include "engine/config/values.h"
+#include "gtest/gtest.h"
+
+namespace accel::config {
+namespace {
+
+using nlohmann::json;
+
+TEST(DidYouMeanTest, EditDistanceCountsSwapsOnceAndIgnoresCaseAndDashes) {
+  EXPECT_EQ(EditDistance("stage", "stage"), 0u);
+  EXPECT_EQ(EditDistance("stgae", "stage"), 1u);  // adjacent swap
+  EXPECT_EQ(EditDistance("Zero-Stage", "zero_stage"), 0u);
+  EXPECT_EQ(EditDistance("", "abc"), 3u);
+  EXPECT_EQ(EditDistance("kitten", "sitting"), 3u);
+}
+
+TEST(DidYouMeanTest, SuggestsOnlyNearMisses) {
+  const std::vector<std::string_view> keys = {"zero_stage", "zero3_init_flag",
+                                              "offload_param_device"};
+  EXPECT_EQ(ClosestName("zero_stag", keys), "zero_stage");
+  EXPECT_EQ(ClosestName("offload_params_device", keys), "offload_param_device");
+  EXPECT_EQ(ClosestName("completely_different", keys), "");
+  EXPECT_EQ(ClosestName("ab", {"cd"}), "");  // 2 edits on 2 letters is not a typo
+  EXPECT_EQ(DidYouMean("zero3_init_flg", keys), " (did you mean \"zero3_init_flag\"?)");
+  EXPECT_EQ(DidYouMean("xyz", keys), "");
+}
+
+TEST(YamlDocumentTest, TypesScalarsLikePyYaml) {
+  auto doc = ParseYamlDocument(
+      "a: yes\nb: 'no'\nc: no\nd: 8\ne: 1e8\nf: 1.0e+8\ng: null\nh: ~\ni: '8'\nj: -3\n"
+      "k: 0.5\nl: [x, 2]\nm: {n: true}\no: Off\n",
+      "t.yaml");
+  ASSERT_TRUE(doc.ok()) << doc.status();
+  const json& r = doc->root;
+  EXPECT_EQ(r["a"], true);
+  EXPECT_EQ(r["b"], "no");
+  EXPECT_EQ(r["c"], false);
+  EXPECT_EQ(r["d"], 8);
+  EXPECT_EQ(r["e"], "1e8");  // YAML 1.1 needs a dot for a float
+  EXPECT_EQ(r["f"], 1e8);
+  EXPECT_TRUE(r["g"].is_null());
+  EXPECT_TRUE(r["h"].is_null());
+  EXPECT_EQ(r["i"], "8");
+  EXPECT_EQ(r["j"], -3);
+  EXPECT_EQ(r["k"], 0.5);
+  EXPECT_EQ(r["l"], json::array({"x", 2}));
+  EXPECT_EQ(r["m"]["n"], true);
+  EXPECT_EQ(r["o"], false);
+}
+
+TEST(YamlDocumentTest, RecordsKeyPositions) {
+  auto doc = ParseYamlDocument("top: 1\nfsdp_config:\n  fsdp_version: 2\n", "t.yaml");
+  ASSERT_TRUE(doc.ok());
+  EXPECT_EQ(doc->MarkOf({"fsdp_config", "fsdp_version"}).line, 3);
+  EXPECT_EQ(doc->MarkOf({"fsdp_config", "fsdp_version"}).column, 3);
+  EXPECT_EQ(doc->MarkOf({"fsdp_config", "missing"}).line, 2);  // nearest ancestor
+}
+
+TEST(YamlDocumentTest, ErrorsNameLineAndColumn) {
+  auto doc = ParseYamlDocument("a: 1\nb: [1, 2\nc: 3\n", "bad.yaml");
+  ASSERT_FALSE(doc.ok());
+  EXPECT_EQ(doc.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(doc.status().message().rfind("bad.yaml:", 0), 0u) << doc.status();
+  EXPECT_NE(doc.status().message().find("malformed YAML"), std::string::npos);
+
+  doc = ParseYamlDocument("a: 1\na: 2\n", "dup.yaml");
+  ASSERT_FALSE(doc.ok());
+  EXPECT_EQ(doc.status().message(), "dup.yaml:2:1: a: key given twice (also at line 1)");
+}
+
+TEST(YamlDocumentTest, LimitsAliasBombsAndNesting) {
+  std::string bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
+  char prev = 'a';
+  for (char name = 'b'; name <= 'h'; ++name) {
+    bomb += std::string(1, name) + ": &" + name + " [";
+    for (int i = 0; i < 10; ++i) bomb += std::string(i ? ", *" : "*") + prev;
+    bomb += "]\n";
+    prev = name;
+  }
+  auto doc = ParseYamlDocument(bomb, "bomb.yaml");
+  ASSERT_FALSE(doc.ok());
+  EXPECT_NE(doc.status().message().find("YAML nodes"), std::string::npos) << doc.status();
+
+  doc = ParseYamlDocument(std::string(1000, '[') + std::string(1000, ']'), "deep.yaml");
+  ASSERT_FALSE(doc.ok());
+  EXPECT_NE(doc.status().message().find("nesting deeper"), std::string::npos);
+}
+
+TEST(JsonDocumentTest, ErrorsNameLineAndColumn) {
+  auto doc = ParseJsonDocument("{\n  \"a\": 1,\n  \"b\": ]\n}", "x.json");
+  ASSERT_FALSE(doc.ok());
+  EXPECT_EQ(doc.status().message().rfind("x.json:3:8: malformed JSON: ", 0), 0u)
+      << doc.status();
+  doc = ParseJsonDocument("", "empty.json");
+  ASSERT_FALSE(doc.ok());
+  EXPECT_NE(doc.status().message().find("empty.json:1:1"), std::string::npos) << doc.status();
+}
+
+TEST(JsonDocumentTest, MarkAtOffset) {
+  EXPECT_EQ(MarkAtOffset("ab\ncd", 0).line, 1);
+  EXPECT_EQ(MarkAtOffset("ab\ncd", 4).line, 2);
+  EXPECT_EQ(MarkAtOffset("ab\ncd", 4).column, 2);
+}
+
+TEST(ValuesTest, StrToBoolAcceptsAccelerateSpellings) {
+  for (const char* t : {"y", "YES", "t", "True", "on", "1"}) EXPECT_EQ(StrToBool(t), true) << t;
+  for (const char* f : {"n", "No", "f", "FALSE", "off", "0"}) EXPECT_EQ(StrToBool(f), false) << f;
+  EXPECT_EQ(StrToBool("maybe"), std::nullopt);
+  EXPECT_EQ(StrToBool(""), std::nullopt);
+}
+
+TEST(ValuesTest, IntegersAcceptIntegralFloatsAndNumericStrings) {
+  int64_t v = 0;
+  std::string error;
+  EXPECT_TRUE(ParseIntValue(json(1e9), &v, &error));
+  EXPECT_EQ(v, 1000000000);
+  EXPECT_TRUE(ParseIntValue(json("1e8"), &v, &error));
+  EXPECT_EQ(v, 100000000);
+  EXPECT_TRUE(ParseIntValue(json("42"), &v, &error));
+  EXPECT_EQ(v, 42);
+  EXPECT_FALSE(ParseIntValue(json(1.5), &v, &error));
+  EXPECT_EQ(error, "1.5 is not an integer");
+  EXPECT_FALSE(ParseIntValue(json("x"), &v, &error));
+  EXPECT_FALSE(ParseIntValue(json(true), &v, &error));
+  EXPECT_FALSE(ParseIntValue(json(1e30), &v, &error));
+}
+
+TEST(ValuesTest, ReaderEnumsTakeNamesAndCodes) {
+  Document doc;
+  doc.source = "s";
+  doc.root = json{{"a", "full_shard"}, {"b", 2}, {"c", "SHARD_GRAD_OPP"}, {"d", "auto"}};
+  Diagnostics diag;
+  Reader r(doc, &diag);
+  EXPECT_EQ(r.Enum({"a"}, FsdpStrategyNames()), Strategy::kFullShard);
+  EXPECT_EQ(r.Enum({"b"}, FsdpStrategyNames()), Strategy::kShardGradOp);
+  EXPECT_EQ(r.Enum({"c"}, FsdpStrategyNames()), std::nullopt);
+  EXPECT_EQ(r.Enum({"d"}, FsdpStrategyNames()), std::nullopt);
+  EXPECT_EQ(r.Enum({"missing"}, FsdpStrategyNames()), std::nullopt);
+  ASSERT_EQ(diag.errors().size(), 2u);
+  EXPECT_NE(diag.errors()[0].find("(did you mean \"SHARD_GRAD_OP\"?)"), std::string::npos);
+  EXPECT_EQ(diag.errors()[0].find("\"1\""), std::string::npos);  // codes are not listed
+  EXPECT_NE(diag.errors()[1].find("s: d: \"auto\" cannot be filled here"), std::string::npos);
+}
+
+TEST(ValuesTest, CheckKeysReportsEveryUnknownKey) {
+  Document doc;
+  doc.source = "s";
+  doc.root = json{{"sec", {{"good", 1}, {"goood", 2}, {"zzz", 3}}}};
+  Diagnostics diag;
+  Reader r(doc, &diag);
+  r.CheckKeys({"sec"}, {"good"});
+  ASSERT_EQ(diag.errors().size(), 2u);
+  EXPECT_EQ(diag.errors()[0], "s: sec.goood: unknown key (did you mean \"good\"?)");
+  EXPECT_EQ(diag.errors()[1], "s: sec.zzz: unknown key");
+  EXPECT_FALSE(diag.ToStatus().ok());
+}
+
+}  // namespace
+}  // namespace accel::config

@@ -1,0 +1,149 @@
+// Accumulation, clipping, batch sizes (the batch rule), optimizer and scheduler.
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "engine/config/resolve_internal.h"
+
+namespace accel::config::internal {
+
+void ResolveTorchTraining(Context& c) {
+  // Accelerator reads ACCELERATE_GRADIENT_ACCUMULATION_STEPS over its own argument (the job).
+  const auto env_ga = c.env.Int({"ACCELERATE_GRADIENT_ACCUMULATION_STEPS"}, 1, 1 << 20);
+  if (env_ga && c.job().gradient_accumulation_steps &&
+      *env_ga != *c.job().gradient_accumulation_steps) {
+    c.diag->Warn("environment", "ACCELERATE_GRADIENT_ACCUMULATION_STEPS",
+                 absl::StrCat(*env_ga, " overrides the job's ",
+                              *c.job().gradient_accumulation_steps));
+  }
+  c.plan.gradient_accumulation_steps =
+      env_ga.value_or(c.job().gradient_accumulation_steps.value_or(1));
+  // With FSDP and DDP clipping is the training loop's; the job file's default is 1.0.
+  c.plan.gradient_clipping = c.job().gradient_clipping.value_or(1.0);
+  ResolveBatch(c, BatchKeys{Autoable<int64_t>::Auto(), Autoable<int64_t>::Auto(), "job"});
+}
+
+void ResolveBatch(Context& c, const BatchKeys& keys) {
+  TrainPlan& p = c.plan;
+  const int64_t ga = p.gradient_accumulation_steps;
+  const int64_t world = std::max(1, p.num_processes);
+  std::optional<int64_t> micro;
+  if (keys.micro.has_value()) {
+    micro = keys.micro.value;
+    if (c.job().micro_batch_size && *c.job().micro_batch_size != *micro) {
+      c.diag->Warn(keys.source, "train_micro_batch_size_per_gpu",
+                   absl::StrCat(*micro, " wins over the job's micro batch size ",
+                                *c.job().micro_batch_size));
+    }
+  } else {
+    micro = c.job().micro_batch_size;  // "auto" or absent: the job's (Accelerate: DataLoader's)
+  }
+  if (keys.total.has_value()) {
+    const int64_t total = keys.total.value;
+    if (!micro.has_value()) {
+      // DeepSpeed derives the micro batch from the total (ga ≤ 2^20 and world ≤ 2^20 here).
+      if (total % (ga * world) != 0) {
+        c.diag->Error(keys.source, "train_batch_size",
+                      absl::StrCat(total, " is not divisible by gradient_accumulation_steps × "
+                                          "world size = ", ga, " × ", world));
+        return;
+      }
+      micro = total / (ga * world);
+    } else if (__int128{*micro} * ga * world != total) {
+      c.diag->Error(keys.source, "train_batch_size",
+                    absl::StrCat("Check batch related parameters. train_batch_size is not equal "
+                                 "to micro_batch_per_gpu * gradient_acc_step * world_size ",
+                                 total, " != ", *micro, " * ", ga, " * ", world));
+      return;
+    }
+  }
+  if (!micro.has_value()) {
+    c.MissingJobValue(keys.source, "train_micro_batch_size_per_gpu", "the job's micro batch");
+    return;
+  }
+  if (*micro < 1) {
+    c.diag->Error("job", "micro_batch_size", "must be at least 1");
+    return;
+  }
+  int64_t total = 0;
+  if (__builtin_mul_overflow(*micro, ga, &total) || __builtin_mul_overflow(total, world, &total)) {
+    c.diag->Error(keys.source, "train_batch_size",
+                  absl::StrCat(*micro, " × ", ga, " × ", world, " is too large"));
+    return;
+  }
+  p.train_micro_batch_size_per_gpu = micro;
+  p.train_batch_size = total;
+}
+
+void ResolveOptimizer(Context& c, const DeepSpeedJson& json) {
+  const JobSettings& job = c.job();
+  const std::string& src = json.source;
+  if (json.optimizer.present && !json.optimizer.type.empty()) {
+    const DsOptimizer& o = json.optimizer;
+    OptimizerPlan plan;
+    plan.type = o.type;
+    plan.adam_w_mode = o.type == "AdamW" || o.adam_w_mode.value_or(true);
+    // Accelerate's DummyOptim defaults: lr 0.001, weight_decay 0.
+    auto fill = [&](const Autoable<double>& v, const std::optional<double>& from_job,
+                    double dummy_default, const char* key) -> std::optional<double> {
+      if (v.has_value()) return v.value;
+      if (v.absent()) return std::nullopt;  // the optimizer's own default
+      if (from_job) return from_job;
+      if (c.inputs.job_complete) return dummy_default;
+      c.MissingJobValue(src, absl::StrCat("optimizer.params.", key),
+                        absl::StrCat("the job's ", key));
+      return std::nullopt;
+    };
+    plan.lr = fill(o.lr, job.lr, 0.001, "lr");
+    plan.weight_decay = fill(o.weight_decay, job.weight_decay, 0.0, "weight_decay");
+    // betas and eps: plain Accelerate cannot fill "auto" here (it fails with "not found in
+    // kwargs"); we take the job's, as the Hugging Face Trainer does.
+    if (o.betas.has_value()) plan.betas = o.betas.value;
+    if (o.betas.is_auto()) {
+      if (job.betas) {
+        plan.betas = job.betas;
+      } else {
+        c.MissingJobValue(src, "optimizer.params.betas", "the job's betas");
+      }
+    }
+    if (o.eps.has_value()) plan.eps = o.eps.value;
+    if (o.eps.is_auto()) {
+      if (job.eps) {
+        plan.eps = job.eps;
+      } else {
+        c.MissingJobValue(src, "optimizer.params.eps", "the job's eps");
+      }
+    }
+    c.plan.optimizer = plan;
+  }
+  if (!json.scheduler.present || json.scheduler.type.empty()) return;
+  const DsScheduler& s = json.scheduler;
+  SchedulerPlan plan;
+  plan.type = s.type;
+  std::optional<double> lr = c.plan.optimizer ? c.plan.optimizer->lr : job.lr;
+  if (!lr && c.inputs.job_complete) lr = 0.001;
+  if (s.warmup_min_lr.has_value()) plan.warmup_min_lr = s.warmup_min_lr.value;
+  if (s.warmup_min_lr.is_auto()) plan.warmup_min_lr = 0.0;
+  if (s.warmup_max_lr.has_value()) plan.warmup_max_lr = s.warmup_max_lr.value;
+  if (s.warmup_max_lr.is_auto()) {
+    plan.warmup_max_lr = lr;
+    if (!lr) c.MissingJobValue(src, "scheduler.params.warmup_max_lr", "the job's lr");
+  }
+  if (s.warmup_num_steps.has_value()) plan.warmup_num_steps = s.warmup_num_steps.value;
+  if (s.warmup_num_steps.is_auto()) plan.warmup_num_steps = job.warmup_steps.value_or(0);
+  if (s.total_num_steps.has_value()) plan.total_num_steps = s.total_num_steps.value;
+  if (s.total_num_steps.is_auto()) {
+    // Accelerate divides the DummyScheduler's total by num_processes because users count
+    // steps on the unsharded DataLoader; the job's steps are already optimizer steps.
+    plan.total_num_steps = job.steps;
+    if (!job.steps) {
+      c.MissingJobValue(src, "scheduler.params.total_num_steps",
+                        "the job's step count");
+    }
+  }
+  if (s.type != "WarmupLR" && s.total_num_steps.absent()) {
+    c.diag->Error(src, "scheduler.params.total_num_steps", absl::StrCat("required by ", s.type));
+  }
+  c.plan.scheduler = plan;
+}
+
+}  // namespace accel::config::internal
