@@ -115,6 +115,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
   ACCEL_ASSIGN_OR_RETURN(t->loader_, data::BatchLoader::Create(source, lo));
   t->inputs_.resize(options.batch * options.seq);
   t->targets_.resize(options.batch * options.seq);
+  if (!options.resume_dir.empty()) ACCEL_RETURN_IF_ERROR(t->Resume(options.resume_dir));
   return t;
 }
 
@@ -163,10 +164,18 @@ absl::StatusOr<StepMetrics> Trainer::TrainStep() {
   return m;
 }
 
-absl::Status Trainer::Train(const std::function<absl::Status(const StepMetrics&)>& on_step) {
+absl::Status Trainer::Train(
+    const std::function<absl::Status(const StepMetrics&)>& on_step,
+    const std::function<absl::Status(const CheckpointEvent&)>& on_checkpoint) {
   while (step_ < options_.steps) {
     ACCEL_ASSIGN_OR_RETURN(StepMetrics m, TrainStep());
     if (on_step) ACCEL_RETURN_IF_ERROR(on_step(m));
+    if (options_.checkpoint_every > 0 && !options_.checkpoint_dir.empty() &&
+        step_ % options_.checkpoint_every == 0) {
+      ACCEL_ASSIGN_OR_RETURN(CheckpointEvent e,
+                             SaveCheckpoint(options_.checkpoint_dir, options_.keep_last));
+      if (on_checkpoint) ACCEL_RETURN_IF_ERROR(on_checkpoint(e));
+    }
   }
   return absl::OkStatus();
 }
@@ -180,6 +189,7 @@ absl::StatusOr<std::vector<float>> Trainer::GatherParams() {
 absl::Status Trainer::SaveWeights(const std::string& path, DType dtype) {
   ACCEL_ASSIGN_OR_RETURN(std::vector<float> full, GatherParams());
   if (rank() != 0) return absl::OkStatus();
+  ACCEL_RETURN_IF_ERROR(env_->CreateDirs(DirName(path)));
   return checkpoint::SaveHfGpt2Weights(env_, path, *layout_, full.data(), dtype);
 }
 

@@ -50,6 +50,22 @@ struct TrainOptions {
   // Rank 0 initialises (or reads --init-weights) and broadcasts to the others; otherwise every
   // rank initialises identically from the seed or reads the file itself.
   bool sync_module_states = false;
+  // Sharded checkpoints (engine/checkpoint/sharded_checkpoint.h): saved into checkpoint_dir every
+  // checkpoint_every steps (0: never), keeping the newest keep_last (0: all). resume_dir: continue
+  // from its `latest` checkpoint (any world size or strategy).
+  std::string checkpoint_dir;
+  int64_t checkpoint_every = 0;
+  int keep_last = 0;
+  std::string resume_dir;
+};
+
+// What a checkpoint save did, for the metrics stream and acceld.
+struct CheckpointEvent {
+  int64_t step = 0;
+  std::string path;
+  std::string kind;      // "sharded"
+  int64_t bytes = 0;     // this rank's file
+  double seconds = 0;
 };
 
 class Trainer {
@@ -61,10 +77,20 @@ class Trainer {
       const TrainOptions& options, shard::ProcessGroups groups = {}, Env* env = Env::Default(),
       MemoryLedger* ledger = nullptr);
 
-  // Runs the remaining steps, calling on_step after each.
-  [[nodiscard]] absl::Status Train(const std::function<absl::Status(const StepMetrics&)>& on_step);
+  // Runs the remaining steps, calling on_step after each and on_checkpoint after each save.
+  [[nodiscard]] absl::Status Train(
+      const std::function<absl::Status(const StepMetrics&)>& on_step,
+      const std::function<absl::Status(const CheckpointEvent&)>& on_checkpoint = nullptr);
   // One optimizer step.
   [[nodiscard]] absl::StatusOr<StepMetrics> TrainStep();
+
+  // Saves a sharded checkpoint of the current step into `dir` (DIR/step_N, DIR/latest).
+  // Collective: every rank writes its own ranges; rank 0 commits.
+  [[nodiscard]] absl::StatusOr<CheckpointEvent> SaveCheckpoint(const std::string& dir,
+                                                               int keep_last);
+  // Loads DIR's latest checkpoint into this rank's ranges and continues from its step.
+  // Collective.
+  [[nodiscard]] absl::Status Resume(const std::string& dir);
 
   // Gathers the full parameters (layout order) on every rank. Collective.
   [[nodiscard]] absl::StatusOr<std::vector<float>> GatherParams();

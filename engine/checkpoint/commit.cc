@@ -1,0 +1,189 @@
+// WriteMetadataAndCommit: the step becomes visible only through a rename and then the `latest`
+// pointer, each made durable before the next, so a crash at any point leaves `latest` naming a
+// complete step (the old one or the new one). See docs/checkpoint_format.md, "Crash safety".
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "engine/base/logging.h"
+#include "engine/base/status_macros.h"
+#include "engine/checkpoint/checkpoint_metadata.h"
+#include "engine/checkpoint/rank_file.h"
+#include "engine/checkpoint/sharded_checkpoint.h"
+#include "engine/model/gpt2_config.h"
+
+namespace accel::checkpoint {
+namespace {
+
+// The step of a directory entry named "step_<N>" (or "step_<N>.tmp" when tmp), or -1.
+int64_t ParseStepName(const std::string& name, bool tmp) {
+  absl::string_view s = name;
+  if (!absl::ConsumePrefix(&s, "step_")) return -1;
+  if (tmp != absl::ConsumeSuffix(&s, ".tmp")) return -1;
+  int64_t step = -1;
+  if (!absl::SimpleAtoi(s, &step) || step < 0 || absl::StrCat(step) != s) return -1;
+  return step;
+}
+
+// Checks rank r's file against what rank 0 was told, and records its size and checksum.
+absl::StatusOr<RankFileRecord> ExamineRankFile(
+    Env* env, const std::string& tmp, int64_t step, int rank,
+    const std::vector<std::pair<int64_t, int64_t>>& want) {
+  const std::string path = JoinPath(tmp, RankFileName(rank));
+  if (!env->FileExists(path)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("committing step ", step, ": rank ", rank, " has not written ", path,
+                     " (every rank must call WriteRankFile before rank 0 commits)"));
+  }
+  ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<RankFileReader> file, RankFileReader::Open(env, path));
+  ACCEL_RETURN_IF_ERROR(file->ExpectIdentity(step, rank));
+  std::vector<std::pair<int64_t, int64_t>> have;
+  for (const RankFileRange& r : file->ranges()) have.emplace_back(r.flat_begin, r.flat_end);
+  if (have != want) {
+    return absl::DataLossError(absl::StrCat(path, ": the ranges in its header (offset 56) are ",
+                                            "not the ones rank 0 was given for rank ", rank));
+  }
+  RankFileRecord rec;
+  rec.rank = rank;
+  rec.file = RankFileName(rank);
+  rec.ranges = std::move(have);
+  rec.bytes = file->file_size();
+  rec.crc32c = file->file_crc();
+  return rec;
+}
+
+// The highest complete step below `step` in dir, or -1.
+int64_t PreviousStep(Env* env, const std::string& dir, int64_t step) {
+  absl::StatusOr<std::vector<std::string>> names = env->ListDir(dir);
+  int64_t best = -1;
+  if (!names.ok()) return best;
+  for (const std::string& name : *names) {
+    const int64_t n = ParseStepName(name, /*tmp=*/false);
+    if (n >= 0 && n < step && env->FileExists(JoinPath(JoinPath(dir, name), kMetadataFileName))) {
+      best = std::max(best, n);
+    }
+  }
+  return best;
+}
+
+// Makes room for the rename when step_<N> already exists (a run resumed from an earlier step
+// reached N again). If `latest` names it, `latest` first moves back to the previous complete
+// step (or goes), so no crash leaves it naming a half-replaced directory.
+absl::Status RemoveExistingStep(Env* env, const std::string& dir, int64_t step) {
+  const std::string final_dir = StepDir(dir, step);
+  if (!env->FileExists(final_dir)) return absl::OkStatus();
+  absl::StatusOr<std::string> latest = LatestStepDir(env, dir);
+  if (latest.ok() && *latest == final_dir) {
+    const int64_t previous = PreviousStep(env, dir, step);
+    const std::string latest_path = JoinPath(dir, kLatestFileName);
+    if (previous >= 0) {
+      ACCEL_RETURN_IF_ERROR(
+          WriteFileAtomic(env, latest_path, absl::StrCat("step_", previous, "\n")));
+    } else {
+      ACCEL_RETURN_IF_ERROR(env->DeleteFile(latest_path));
+      ACCEL_RETURN_IF_ERROR(env->SyncDir(dir));
+    }
+  }
+  ACCEL_LOG(warn, "checkpoint: replacing existing {}", final_dir);
+  ACCEL_RETURN_IF_ERROR(env->DeleteRecursively(final_dir));
+  return env->SyncDir(dir);
+}
+
+// Deletes abandoned step_<N>.tmp directories and, with keep_last > 0, complete steps beyond the
+// newest keep_last at or below `step` and any above it (the future of a run that was resumed
+// from an earlier step). Runs only after `latest` names `step`; failures are logged, not
+// returned, since the new checkpoint is already committed.
+void Prune(Env* env, const std::string& dir, int64_t step, int keep_last) {
+  absl::StatusOr<std::vector<std::string>> names = env->ListDir(dir);
+  if (!names.ok()) {
+    ACCEL_LOG(warn, "checkpoint: cannot list {} to prune: {}", dir, names.status().ToString());
+    return;
+  }
+  std::vector<std::string> doomed;
+  std::vector<int64_t> kept;
+  for (const std::string& name : *names) {
+    const int64_t tmp_step = ParseStepName(name, /*tmp=*/true);
+    if (tmp_step >= 0) doomed.push_back(name);
+    const int64_t n = ParseStepName(name, /*tmp=*/false);
+    if (n < 0 || keep_last <= 0) continue;
+    if (n > step) {
+      doomed.push_back(name);
+    } else {
+      kept.push_back(n);
+    }
+  }
+  std::sort(kept.begin(), kept.end(), std::greater<>());
+  for (size_t i = static_cast<size_t>(std::max(keep_last, 0)); i < kept.size(); ++i) {
+    doomed.push_back(absl::StrCat("step_", kept[i]));
+  }
+  if (doomed.empty()) return;
+  for (const std::string& name : doomed) {
+    absl::Status s = env->DeleteRecursively(JoinPath(dir, name));
+    if (!s.ok()) ACCEL_LOG(warn, "checkpoint: cannot prune {}: {}", name, s.ToString());
+  }
+  absl::Status s = env->SyncDir(dir);
+  if (!s.ok()) ACCEL_LOG(warn, "checkpoint: cannot sync {} after pruning: {}", dir, s.ToString());
+}
+
+}  // namespace
+
+absl::Status WriteMetadataAndCommit(Env* env, const std::string& dir, const CheckpointMeta& meta,
+                                    const model::Gpt2Layout& layout, int keep_last) {
+  const std::string context = absl::StrCat("committing checkpoint step ", meta.step, " in ", dir);
+  if (meta.step < 0 || meta.world_size < 1 ||
+      static_cast<int>(meta.ranges_by_rank.size()) != meta.world_size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(context, ": needs step >= 0 and one range list per rank (world_size ",
+                     meta.world_size, ", ", meta.ranges_by_rank.size(), " lists)"));
+  }
+  ACCEL_RETURN_IF_ERROR(CheckRangesTile(meta.ranges_by_rank, layout.num_params(),
+                                        absl::StatusCode::kInvalidArgument, context));
+  StepMetadata m;
+  m.meta = meta;
+  if (m.meta.model_config_json.empty()) {
+    m.meta.model_config_json = model::Gpt2ConfigToJson(layout.config());
+  }
+  SetLayoutTable(layout, &m);
+
+  const std::string tmp = StepTmpDir(dir, meta.step);
+  std::set<std::string> expected = {std::string(kMetadataFileName)};
+  for (int r = 0; r < meta.world_size; ++r) {
+    ACCEL_ASSIGN_OR_RETURN(RankFileRecord rec,
+                           ExamineRankFile(env, tmp, meta.step, r, meta.ranges_by_rank[r]));
+    expected.insert(rec.file);
+    m.files.push_back(std::move(rec));
+  }
+  // Files left by an earlier attempt at this step with more ranks would otherwise be renamed
+  // into the committed directory.
+  ACCEL_ASSIGN_OR_RETURN(std::vector<std::string> present, env->ListDir(tmp));
+  for (const std::string& name : present) {
+    if (!expected.contains(name)) {
+      ACCEL_RETURN_IF_ERROR(env->DeleteRecursively(JoinPath(tmp, name)));
+    }
+  }
+
+  {
+    ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file,
+                           env->NewWritableFile(JoinPath(tmp, kMetadataFileName)));
+    ACCEL_RETURN_IF_ERROR(file->Append(StepMetadataToJson(m)));
+    ACCEL_RETURN_IF_ERROR(file->Sync());
+    ACCEL_RETURN_IF_ERROR(file->Close());
+  }
+  // Every rank file and metadata.json are durable entries of tmp before tmp becomes the step.
+  ACCEL_RETURN_IF_ERROR(env->SyncDir(tmp));
+  ACCEL_RETURN_IF_ERROR(RemoveExistingStep(env, dir, meta.step));
+  ACCEL_RETURN_IF_ERROR(env->RenameFile(tmp, StepDir(dir, meta.step)));
+  ACCEL_RETURN_IF_ERROR(env->SyncDir(dir));
+  // The checkpoint directory itself may be new (first save).
+  ACCEL_RETURN_IF_ERROR(env->SyncDir(DirName(dir)));
+  ACCEL_RETURN_IF_ERROR(
+      WriteFileAtomic(env, JoinPath(dir, kLatestFileName), absl::StrCat("step_", meta.step, "\n")));
+  Prune(env, dir, meta.step, keep_last);
+  return absl::OkStatus();
+}
+
+}  // namespace accel::checkpoint

@@ -1,0 +1,107 @@
+// SHARDED_STATE_DICT checkpoints: DIR/step_<N>/ holds metadata.json (format version, layout
+// table, world size, strategy, step, data position, optimizer step, the resolved config, and
+// which flat ranges each rank's file holds) and one rank_<R>.bin per rank with its pieces of the
+// fp32 master parameters and the AdamW moments, each section checksummed. DIR/latest names the
+// newest complete step. Nothing is gathered: every rank writes only its own ranges, and every
+// element of the model is written exactly once (replicas other than the first write nothing).
+//
+// Loading intersects what each rank needs (its owned ranges under the NEW plan, which may have
+// another world size or strategy) with the ranges saved, and reads only those byte ranges.
+//
+// The protocol (the trainer drives it; this module does no communication):
+//   every rank:  WriteRankFile(env, dir, step, rank, ranges)      -> DIR/step_N.tmp/rank_R.bin
+//   barrier
+//   rank 0:      WriteMetadataAndCommit(env, dir, meta, keep_last) -> metadata.json, fsyncs,
+//                rename step_N.tmp -> step_N, fsync DIR, write DIR/latest atomically, prune
+// Errors: DataLoss naming the file and byte offset for a truncated, corrupted or mismatched file;
+// NotFound for a missing checkpoint; InvalidArgument when the checkpoint's layout does not fit
+// the model. Format: docs/checkpoint_format.md. Offline tools: consolidate.h, inspect.h.
+// Thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "engine/base/env.h"
+#include "engine/model/param_specs.h"
+
+namespace accel::checkpoint {
+
+// A range of the flat layout with this rank's data for it: each pointer holds
+// flat_end - flat_begin floats.
+struct SaveRange {
+  int64_t flat_begin = 0, flat_end = 0;
+  const float* params = nullptr;
+  const float* exp_avg = nullptr;
+  const float* exp_avg_sq = nullptr;
+};
+// Null pointers skip that section.
+struct LoadRange {
+  int64_t flat_begin = 0, flat_end = 0;
+  float* params = nullptr;
+  float* exp_avg = nullptr;
+  float* exp_avg_sq = nullptr;
+};
+
+struct CheckpointMeta {
+  int64_t step = 0;            // optimizer steps completed
+  int64_t data_position = 0;   // micro-batches consumed per rank (the loader's position)
+  int64_t optimizer_step = 0;  // AdamW's step count
+  int world_size = 1;
+  std::string strategy;  // shard::StrategyName
+  // Stored in metadata.json as JSON objects when they are JSON (read back compact), else strings.
+  std::string model_config_json;  // model::Gpt2ConfigToJson
+  std::string train_config_json;  // the resolved training options, for inspection
+  // ranges_by_rank[r] = the flat ranges rank r's file holds, in file order.
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> ranges_by_rank;
+};
+
+// How a rank file is cut into checksummed blocks. A partial read verifies (and so reads) whole
+// blocks: smaller blocks make partial loads read less, larger ones make the table smaller.
+struct RankFileOptions {
+  uint32_t block_bytes = uint32_t{1} << 20;  // >= 64 and a multiple of 4
+};
+
+// DIR/step_<step>; a save in progress writes DIR/step_<step>.tmp (StepTmpDir).
+std::string StepDir(const std::string& dir, int64_t step);
+std::string StepTmpDir(const std::string& dir, int64_t step);
+
+// Writes DIR/step_<step>.tmp/rank_<rank>.bin (creating the directories), fsyncs and closes it;
+// the directory entry is made durable by rank 0's commit. `ranges` may be empty (a replica that
+// is not the first writes an empty file). A file left by an earlier attempt is overwritten.
+// InvalidArgument for a negative step or rank, a non-empty range with a null pointer, or
+// overlapping ranges.
+[[nodiscard]] absl::Status WriteRankFile(Env* env, const std::string& dir, int64_t step, int rank,
+                                         const std::vector<SaveRange>& ranges,
+                                         const RankFileOptions& options = {});
+// Rank 0, after every rank's WriteRankFile returned. Checks each rank file against
+// meta.ranges_by_rank (FailedPrecondition if one is missing, DataLoss if one holds other ranges
+// or another step) and that the ranges of all ranks tile the layout exactly once
+// (InvalidArgument); an empty meta.model_config_json is filled from layout.config().
+// keep_last <= 0 keeps everything; otherwise, after `latest` points at the new step, the
+// newest keep_last steps at or below it stay and the rest go, together with steps above it (the
+// abandoned future of a run resumed from an earlier step) and stale step_*.tmp directories.
+// A pruning failure is logged, not returned: the checkpoint is already committed.
+// Saving a step that already exists replaces it; if `latest` named it, `latest` first moves
+// back to the previous complete step, so a crash meanwhile leaves that one.
+[[nodiscard]] absl::Status WriteMetadataAndCommit(Env* env, const std::string& dir,
+                                                  const CheckpointMeta& meta,
+                                                  const model::Gpt2Layout& layout, int keep_last);
+
+// The step directory DIR/latest points at; NotFound if there is none, DataLoss if `latest` is
+// malformed or names a step without metadata.json.
+[[nodiscard]] absl::StatusOr<std::string> LatestStepDir(Env* env, const std::string& dir);
+[[nodiscard]] absl::StatusOr<CheckpointMeta> ReadMetadata(Env* env, const std::string& step_dir);
+// Fills every LoadRange from the checkpoint, reading only the needed byte ranges (whole
+// checksummed blocks around them), verifying checksums of what it reads. A null pointer skips
+// that section (e.g. params only, for inference or a fresh optimizer). InvalidArgument if the
+// checkpoint's layout table differs from `layout` (names, shapes, offsets) or a range lies
+// outside it.
+[[nodiscard]] absl::Status LoadRanges(Env* env, const std::string& step_dir,
+                                      const model::Gpt2Layout& layout,
+                                      const std::vector<LoadRange>& ranges);
+
+}  // namespace accel::checkpoint
