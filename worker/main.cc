@@ -1,13 +1,17 @@
-// accel-worker: one training rank. `--standalone` trains in this process without a coordinator.
-// (Daemon mode — register with acceld, rendezvous, report events — arrives with the control plane.)
+// accel-worker: one training rank. `--standalone` trains in this process without a coordinator;
+// without it the worker runs under acceld (worker/daemon.h): register, rendezvous through the
+// coordinator, train, stream events.
 #include <cstdio>
 
 #include "CLI/CLI.hpp"
 #include "engine/base/logging.h"
+#include "worker/daemon.h"
 #include "worker/standalone.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"accel-worker: one accel training rank"};
+  // A flag given twice takes the last value (scripts append overrides to a default line).
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   bool standalone = false;
   std::string log_level = "info";
   accel::worker::StandaloneFlags flags;
@@ -22,10 +26,18 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (!standalone) {
-    std::fprintf(stderr,
-                 "accel-worker: only --standalone is available in this build "
-                 "(daemon mode comes with acceld)\n");
-    return 2;
+    // Daemon mode: started by acceld with the job's environment (ACCEL_COORDINATOR, RANK, ...).
+    absl::StatusOr<accel::worker::DaemonEnv> env = accel::worker::DaemonEnvFromEnvironment();
+    if (!env.ok()) {
+      std::fprintf(stderr, "accel-worker: %s\n", std::string(env.status().message()).c_str());
+      return 2;
+    }
+    absl::Status status = accel::worker::RunDaemonWorker(*env);
+    if (!status.ok()) {
+      std::fprintf(stderr, "accel-worker: error: %s\n", std::string(status.message()).c_str());
+      return 1;
+    }
+    return 0;
   }
   absl::Status status = accel::worker::RunStandalone(flags);
   if (!status.ok()) {

@@ -1,0 +1,443 @@
+#include "client/job_commands.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <ostream>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "accel/v1/coordinator.grpc.pb.h"
+#include "rpc/channel.h"
+#include "rpc/job_file.h"
+#include "rpc/status.h"
+
+namespace accel::client {
+namespace {
+
+namespace v1 = accel::v1;
+
+constexpr int kOk = 0;
+constexpr int kFailure = 1;
+constexpr int kInvalid = 2;
+
+std::string Json(const google::protobuf::Message& m) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions opts;
+  opts.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(m, &out, opts);
+  return out;
+}
+
+std::string StateName(v1::JobState s) {
+  std::string n = v1::JobState_Name(s);
+  return n.empty() ? "UNKNOWN" : n;
+}
+
+std::string Duration(double seconds) {
+  const int64_t s = static_cast<int64_t>(seconds + 0.5);
+  if (s >= 3600) return absl::StrFormat("%d:%02d:%02d", s / 3600, (s / 60) % 60, s % 60);
+  return absl::StrFormat("%d:%02d", s / 60, s % 60);
+}
+
+std::string Bytes(int64_t b) {
+  if (b >= (int64_t{1} << 30)) return absl::StrFormat("%.2f GiB", b / double(1 << 30));
+  if (b >= (1 << 20)) return absl::StrFormat("%.1f MiB", b / double(1 << 20));
+  if (b >= (1 << 10)) return absl::StrFormat("%.1f KiB", b / 1024.0);
+  return absl::StrCat(b, " B");
+}
+
+std::string Time(int64_t us) {
+  if (us <= 0) return "-";
+  return absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixMicros(us), absl::LocalTimeZone());
+}
+
+std::string ProgressBar(int64_t done, int64_t total, int width = 20) {
+  const int filled = total > 0 ? static_cast<int>(width * done / total) : 0;
+  return absl::StrCat("[", std::string(filled, '#'), std::string(width - filled, '.'), "]");
+}
+
+// One line per event (text output).
+std::string EventLine(const v1::Event& e) {
+  const std::string who = e.rank() >= 0 ? absl::StrCat("rank ", e.rank()) : "job";
+  switch (e.body_case()) {
+    case v1::Event::kState:
+      return absl::StrCat("#", e.seq(), " ", StateName(e.state().state()),
+                          e.state().message().empty() ? "" : ": ", e.state().message());
+    case v1::Event::kMetrics: {
+      const v1::MetricsEvent& m = e.metrics();
+      const int64_t done = m.step() + 1;
+      return absl::StrFormat(
+          "#%d step %d/%d %s %3d%% | loss %.4f | lr %.2e | grad norm %.3f | %.0f tok/s | "
+          "%.0f ms/step | ETA %s%s",
+          e.seq(), done, m.total_steps(), ProgressBar(done, m.total_steps()),
+          m.total_steps() > 0 ? 100 * done / m.total_steps() : 0, m.loss(), m.lr(), m.grad_norm(),
+          m.tokens_per_s(), m.step_seconds() * 1e3, Duration(m.eta_seconds()),
+          m.skipped() ? " (skipped: non-finite)" : "");
+    }
+    case v1::Event::kMemory: {
+      const v1::MemoryEvent& m = e.memory();
+      return absl::StrCat("#", e.seq(), " memory ", who,
+                          m.step() < 0 ? " after setup" : absl::StrCat(" at step ", m.step() + 1),
+                          ": device ", Bytes(m.device_current()), " (peak ",
+                          Bytes(m.device_peak()), "), host ", Bytes(m.host_current()), " (peak ",
+                          Bytes(m.host_peak()), ")");
+    }
+    case v1::Event::kCheckpoint: {
+      const v1::CheckpointEvent& c = e.checkpoint();
+      return absl::StrFormat("#%d checkpoint step %d: %s (%s, %s, %.2f s)", e.seq(), c.step(),
+                             c.path(), c.kind(), Bytes(c.bytes()), c.seconds());
+    }
+    case v1::Event::kLog:
+      return absl::StrCat("#", e.seq(), " [", who, "] ", e.log().line());
+    case v1::Event::BODY_NOT_SET:
+      break;
+  }
+  return absl::StrCat("#", e.seq(), " (unknown event)");
+}
+
+class Session {
+ public:
+  Session(const JobCommand& c, std::ostream& out, std::ostream& err)
+      : c_(c), out_(out), err_(err) {}
+
+  absl::Status Connect() {
+    std::string token_file = c_.token_file;
+    if (token_file.empty()) token_file = rpc::DefaultTokenFile();
+    absl::StatusOr<std::string> token = rpc::ReadTokenFile(token_file);
+    if (!token.ok()) return token.status();
+    token_ = *token;
+    absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+        rpc::MakeChannel(c_.server.empty() ? rpc::kDefaultListen : c_.server, c_.tls_ca);
+    if (!channel.ok()) return channel.status();
+    stub_ = v1::Coordinator::NewStub(*channel);
+    return absl::OkStatus();
+  }
+
+  void Prepare(grpc::ClientContext& ctx, absl::Duration deadline) {
+    rpc::Authorize(ctx, token_);
+    if (deadline > absl::ZeroDuration()) {
+      ctx.set_deadline(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(deadline));
+    }
+  }
+
+  int Fail(const absl::Status& s) {
+    err_ << "accelctl: " << (s.code() == absl::StatusCode::kUnavailable
+                                 ? absl::StrCat("cannot reach acceld at ",
+                                                c_.server.empty() ? rpc::kDefaultListen : c_.server,
+                                                ": ", s.message())
+                                 : std::string(s.message()))
+         << "\n";
+    return s.code() == absl::StatusCode::kInvalidArgument ? kInvalid : kFailure;
+  }
+  int Fail(const grpc::Status& s) { return Fail(rpc::FromGrpc(s)); }
+
+  bool json() const { return c_.output == "json"; }
+
+  void PrintJob(const v1::Job& j) {
+    if (json()) {
+      out_ << Json(j) << "\n";
+      return;
+    }
+    out_ << "job " << j.id() << " (" << j.spec().name() << "): " << StateName(j.state()) << "\n";
+    out_ << "  attempt " << j.attempt() << ", restarts used " << j.restarts_used() << " of "
+         << j.spec().max_restarts() << "\n";
+    out_ << "  ranks " << j.spec().resources().num_processes() << " " << j.spec().resources().device()
+         << ", model " << j.spec().model().preset() << ", " << j.spec().sharding().strategy()
+         << ", step " << j.last_step() + 1 << "/" << j.spec().train().steps() << "\n";
+    out_ << "  submitted " << Time(j.submit_time_us()) << ", started " << Time(j.start_time_us())
+         << ", ended " << Time(j.end_time_us()) << "\n";
+    if (!j.error().empty()) out_ << "  error: " << j.error() << "\n";
+    out_ << "  events 1.." << j.last_seq() << "\n";
+  }
+
+  absl::StatusOr<v1::Job> GetJob(const std::string& id) {
+    grpc::ClientContext ctx;
+    Prepare(ctx, absl::Seconds(30));
+    v1::GetJobRequest req;
+    req.set_job_id(id);
+    v1::Job job;
+    grpc::Status s = stub_->GetJob(&ctx, req, &job);
+    if (!s.ok()) return rpc::FromGrpc(s);
+    return job;
+  }
+
+  // Streams the job's events after `from_seq`, reconnecting after a dropped connection.
+  // Returns the last sequence printed.
+  absl::StatusOr<int64_t> Stream(const std::string& id, int64_t from_seq, bool follow,
+                                 const std::vector<v1::EventKind>& kinds, bool raw_logs) {
+    int64_t last = from_seq;
+    absl::Time reconnect_until = absl::InfiniteFuture();
+    while (true) {
+      grpc::ClientContext ctx;
+      Prepare(ctx, absl::ZeroDuration());
+      v1::WatchJobRequest req;
+      req.set_job_id(id);
+      req.set_from_seq(last);
+      req.set_follow(follow);
+      for (v1::EventKind k : kinds) req.add_kinds(k);
+      if (c_.rank >= 0) req.set_rank(c_.rank);
+      auto reader = stub_->WatchJob(&ctx, req);
+      v1::Event e;
+      while (reader->Read(&e)) {
+        reconnect_until = absl::InfiniteFuture();
+        last = e.seq();
+        if (json()) {
+          out_ << Json(e) << "\n";
+        } else if (raw_logs && e.has_log()) {
+          out_ << (c_.rank >= 0 ? "" : absl::StrCat("[rank ", e.rank(), "] ")) << e.log().line()
+               << "\n";
+        } else {
+          out_ << EventLine(e) << "\n";
+        }
+        out_.flush();
+      }
+      grpc::Status s = reader->Finish();
+      if (s.ok()) return last;
+      if (!follow || s.error_code() != grpc::StatusCode::UNAVAILABLE) return rpc::FromGrpc(s);
+      // acceld went away (restart?): try again from the last event seen.
+      if (reconnect_until == absl::InfiniteFuture()) {
+        reconnect_until = absl::Now() + absl::Seconds(c_.reconnect_s);
+        err_ << "accelctl: lost acceld (" << s.error_message() << "); reconnecting from event "
+             << last << "\n";
+      }
+      if (absl::Now() > reconnect_until) return rpc::FromGrpc(s);
+      absl::SleepFor(absl::Milliseconds(500));
+    }
+  }
+
+  int Submit() {
+    absl::StatusOr<v1::JobSpec> spec = rpc::ParseJobFile(c_.job_file, c_.accelerate_config);
+    if (!spec.ok()) {
+      err_ << "accelctl: " << spec.status().message() << "\n";
+      return spec.status().code() == absl::StatusCode::kNotFound ? kFailure : kInvalid;
+    }
+    if (absl::Status s = rpc::ValidateJobSpec(*spec, /*check_files=*/true); !s.ok()) {
+      err_ << "accelctl: " << c_.job_file << ": " << s.message() << "\n";
+      return kInvalid;
+    }
+    if (absl::Status s = Connect(); !s.ok()) return Fail(s);
+    grpc::ClientContext ctx;
+    Prepare(ctx, absl::Seconds(30));
+    v1::SubmitJobRequest req;
+    *req.mutable_spec() = *spec;
+    v1::SubmitJobResponse resp;
+    if (grpc::Status s = stub_->SubmitJob(&ctx, req, &resp); !s.ok()) return Fail(s);
+    const std::string id = resp.job().id();
+    if (json()) {
+      out_ << Json(resp.job()) << "\n";
+    } else {
+      out_ << "submitted " << id << " (" << spec->name() << ", "
+           << spec->resources().num_processes() << " ranks)\n";
+    }
+    if (!c_.wait) return kOk;
+    absl::StatusOr<int64_t> last = Stream(id, 0, /*follow=*/true, {}, false);
+    if (!last.ok()) return Fail(last.status());
+    absl::StatusOr<v1::Job> job = GetJob(id);
+    if (!job.ok()) return Fail(job.status());
+    if (!json()) {
+      out_ << id << " " << StateName(job->state())
+           << (job->error().empty() ? "" : absl::StrCat(": ", job->error())) << "\n";
+    }
+    return job->state() == v1::SUCCEEDED ? kOk : kFailure;
+  }
+
+  int Status() {
+    absl::StatusOr<v1::Job> job = GetJob(c_.job_id);
+    if (!job.ok()) return Fail(job.status());
+    PrintJob(*job);
+    return kOk;
+  }
+
+  int List() {
+    grpc::ClientContext ctx;
+    Prepare(ctx, absl::Seconds(30));
+    v1::ListJobsRequest req;
+    for (const std::string& s : c_.states) {
+      v1::JobState state;
+      if (!v1::JobState_Parse(s, &state)) {
+        err_ << "accelctl: --state: unknown job state " << s << "\n";
+        return kInvalid;
+      }
+      req.add_states(state);
+    }
+    req.set_limit(c_.limit);
+    v1::ListJobsResponse resp;
+    if (grpc::Status s = stub_->ListJobs(&ctx, req, &resp); !s.ok()) return Fail(s);
+    if (json()) {
+      for (const v1::Job& j : resp.jobs()) out_ << Json(j) << "\n";
+      return kOk;
+    }
+    out_ << absl::StrFormat("%-10s %-20s %-10s %7s %5s %11s  %s\n", "ID", "NAME", "STATE",
+                            "ATTEMPT", "RANKS", "STEP", "SUBMITTED");
+    for (const v1::Job& j : resp.jobs()) {
+      out_ << absl::StrFormat("%-10s %-20s %-10s %7d %5d %5d/%-5d  %s\n", j.id(), j.spec().name(),
+                              StateName(j.state()), j.attempt(),
+                              j.spec().resources().num_processes(), j.last_step() + 1,
+                              j.spec().train().steps(), Time(j.submit_time_us()));
+    }
+    return kOk;
+  }
+
+  int Cancel() {
+    grpc::ClientContext ctx;
+    Prepare(ctx, absl::Seconds(120));
+    v1::CancelJobRequest req;
+    req.set_job_id(c_.job_id);
+    v1::Job job;
+    if (grpc::Status s = stub_->CancelJob(&ctx, req, &job); !s.ok()) return Fail(s);
+    if (json()) {
+      out_ << Json(job) << "\n";
+    } else {
+      out_ << job.id() << " " << StateName(job.state()) << "\n";
+    }
+    return kOk;
+  }
+
+  int Watch(bool logs) {
+    std::vector<v1::EventKind> kinds;
+    if (logs) kinds.push_back(v1::LOG);
+    absl::StatusOr<int64_t> last =
+        Stream(c_.job_id, c_.from_seq, logs ? c_.follow : true, kinds, logs);
+    if (!last.ok()) return Fail(last.status());
+    return kOk;
+  }
+
+  int Checkpoints() {
+    grpc::ClientContext ctx;
+    Prepare(ctx, absl::Seconds(30));
+    v1::ListCheckpointsRequest req;
+    req.set_job_id(c_.job_id);
+    v1::ListCheckpointsResponse resp;
+    if (grpc::Status s = stub_->ListCheckpoints(&ctx, req, &resp); !s.ok()) return Fail(s);
+    if (json()) {
+      for (const v1::Checkpoint& c : resp.checkpoints()) out_ << Json(c) << "\n";
+      return kOk;
+    }
+    out_ << absl::StrFormat("%7s %6s %-8s %10s %8s  %s\n", "ATTEMPT", "STEP", "KIND", "SIZE",
+                            "SECONDS", "PATH");
+    for (const v1::Checkpoint& c : resp.checkpoints()) {
+      out_ << absl::StrFormat("%7d %6d %-8s %10s %8.2f  %s\n", c.attempt(), c.step(), c.kind(),
+                              Bytes(c.bytes()), c.seconds(), c.path());
+    }
+    return kOk;
+  }
+
+  int Cluster() {
+    grpc::ClientContext ctx;
+    Prepare(ctx, absl::Seconds(30));
+    v1::Cluster cluster;
+    if (grpc::Status s = stub_->GetCluster(&ctx, v1::GetClusterRequest(), &cluster); !s.ok()) {
+      return Fail(s);
+    }
+    if (json()) {
+      out_ << Json(cluster) << "\n";
+      return kOk;
+    }
+    out_ << cluster.version() << ": " << cluster.free_slots() << " of " << cluster.total_slots()
+         << " " << cluster.device() << " slots free\n";
+    for (const v1::Allocation& a : cluster.allocations()) {
+      out_ << "  " << a.job_id() << ": slots";
+      for (int s : a.slots()) out_ << " " << s;
+      out_ << "\n";
+    }
+    out_ << "  queue:";
+    for (const std::string& id : cluster.queue()) out_ << " " << id;
+    out_ << (cluster.queue().empty() ? " (empty)\n" : "\n");
+    return kOk;
+  }
+
+ private:
+  const JobCommand& c_;
+  std::ostream& out_;
+  std::ostream& err_;
+  std::string token_;
+  std::unique_ptr<v1::Coordinator::Stub> stub_;
+};
+
+std::string EnvOr(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::string(v) : fallback;
+}
+
+}  // namespace
+
+void AddJobCommands(CLI::App& app, JobCommand* c) {
+  c->server = EnvOr("ACCEL_SERVER", "");
+  c->token_file = EnvOr("ACCEL_TOKEN_FILE", "");
+  app.add_option("--server", c->server,
+                 "acceld address: host:port or unix:/path (default $ACCEL_SERVER, else 127.0.0.1:7070)");
+  app.add_option("--token-file", c->token_file,
+                 "client token (default $ACCEL_TOKEN_FILE, else ~/.local/state/accel/token)");
+  app.add_option("--tls-ca", c->tls_ca, "PEM CA certificate: connect with TLS");
+  auto output = [c](CLI::App* sub) {
+    sub->add_option("--output", c->output, "text | json")
+        ->check(CLI::IsMember({"text", "json"}))
+        ->capture_default_str();
+  };
+  auto chosen = [c](CLI::App* sub, const char* name) {
+    sub->callback([c, name] { c->chosen = name; });
+  };
+  CLI::App* submit = app.add_subcommand("submit", "queue a job described by a job file");
+  submit->add_option("job_file", c->job_file, "job file (YAML; docs/job.md)")->required();
+  submit->add_option("--config", c->accelerate_config,
+                     "Accelerate config (overrides the job file's accelerate_config)");
+  submit->add_flag("--wait", c->wait, "watch the job to its end; exit 0 only if it SUCCEEDED");
+  output(submit);
+  chosen(submit, "submit");
+  struct Simple {
+    const char* name;
+    const char* help;
+  };
+  for (const Simple& s : {Simple{"status", "show one job"}, Simple{"cancel", "cancel a job"},
+                          Simple{"checkpoints", "list a job's checkpoints"}}) {
+    const char* name = s.name;
+    const char* help = s.help;
+    CLI::App* sub = app.add_subcommand(name, help);
+    sub->add_option("job_id", c->job_id, "job id (job-N)")->required();
+    output(sub);
+    chosen(sub, name);
+  }
+  CLI::App* list = app.add_subcommand("list", "list jobs, newest first");
+  list->add_option("--state", c->states, "only jobs in this state (repeatable)");
+  list->add_option("--limit", c->limit, "at most this many");
+  output(list);
+  chosen(list, "list");
+  CLI::App* watch = app.add_subcommand("watch", "follow a job's progress, memory, checkpoints");
+  watch->add_option("job_id", c->job_id, "job id")->required();
+  watch->add_option("--from-seq", c->from_seq, "start after this event sequence number");
+  output(watch);
+  chosen(watch, "watch");
+  CLI::App* logs = app.add_subcommand("logs", "the workers' output");
+  logs->add_option("job_id", c->job_id, "job id")->required();
+  logs->add_flag("-f,--follow", c->follow, "keep following until the job ends");
+  logs->add_option("--rank", c->rank, "only this rank");
+  logs->add_option("--from-seq", c->from_seq, "start after this event sequence number");
+  output(logs);
+  chosen(logs, "logs");
+  CLI::App* cluster = app.add_subcommand("cluster", "slots, allocations and the queue");
+  output(cluster);
+  chosen(cluster, "cluster");
+}
+
+int RunParsedJobCommand(JobCommand& c, std::ostream& out, std::ostream& err) {
+  Session session(c, out, err);
+  if (c.chosen == "submit") return session.Submit();  // connects after checking the file
+  if (absl::Status s = session.Connect(); !s.ok()) return session.Fail(s);
+  if (c.chosen == "status") return session.Status();
+  if (c.chosen == "list") return session.List();
+  if (c.chosen == "cancel") return session.Cancel();
+  if (c.chosen == "watch") return session.Watch(/*logs=*/false);
+  if (c.chosen == "logs") return session.Watch(/*logs=*/true);
+  if (c.chosen == "checkpoints") return session.Checkpoints();
+  if (c.chosen == "cluster") return session.Cluster();
+  err << "accelctl: no job command chosen\n";
+  return kInvalid;
+}
+
+}  // namespace accel::client

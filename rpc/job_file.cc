@@ -1,0 +1,409 @@
+#include "rpc/job_file.h"
+
+#include <google/protobuf/util/json_util.h>
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "engine/base/status_macros.h"
+#include "engine/model/gpt2_config.h"
+#include "engine/optim/lr_schedule.h"
+#include "engine/shard/shard_plan.h"
+
+namespace accel::rpc {
+namespace {
+
+namespace fs = std::filesystem;
+using accel::v1::JobSpec;
+
+struct Ctx {
+  std::string source;
+  std::string base_dir;
+};
+
+std::string Where(const Ctx& c, const YAML::Node& n) {
+  const YAML::Mark m = n.Mark();
+  if (m.line < 0) return c.source;
+  return absl::StrCat(c.source, ":", m.line + 1, ":", m.column + 1);
+}
+
+absl::Status Bad(const Ctx& c, const YAML::Node& n, const std::string& path,
+                 const std::string& what) {
+  return absl::InvalidArgumentError(absl::StrCat(Where(c, n), ": ", path, ": ", what));
+}
+
+std::string Show(const YAML::Node& n) {
+  if (n.IsScalar()) return absl::StrCat("'", n.Scalar(), "'");
+  if (n.IsMap()) return "a mapping";
+  if (n.IsSequence()) return "a list";
+  return "nothing";
+}
+
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    }
+    prev.swap(cur);
+  }
+  return prev[b.size()];
+}
+
+using Handler = std::function<absl::Status(const YAML::Node&, const std::string& path)>;
+
+// Walks a mapping: every key must have a handler.
+absl::Status Walk(const Ctx& c, const YAML::Node& node, const std::string& prefix,
+                  const std::map<std::string, Handler>& handlers) {
+  const std::string where = prefix.empty() ? "the job file" : prefix;
+  if (node.IsNull()) return absl::OkStatus();
+  if (!node.IsMap()) return Bad(c, node, where, absl::StrCat("must be a mapping, got ", Show(node)));
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const std::string key = it->first.as<std::string>();
+    const std::string path = prefix.empty() ? key : absl::StrCat(prefix, ".", key);
+    auto h = handlers.find(key);
+    if (h == handlers.end()) {
+      std::string best;
+      size_t best_d = 3;
+      std::vector<std::string> known;
+      for (const auto& [k, unused] : handlers) {
+        known.push_back(k);
+        size_t d = EditDistance(key, k);
+        if (d < best_d) best_d = d, best = k;
+      }
+      return Bad(c, it->first, path,
+                 best.empty() ? absl::StrCat("unknown key; known keys: ", absl::StrJoin(known, ", "))
+                              : absl::StrCat("unknown key (did you mean ",
+                                             prefix.empty() ? best : absl::StrCat(prefix, ".", best),
+                                             "?)"));
+    }
+    ACCEL_RETURN_IF_ERROR(h->second(it->second, path));
+  }
+  return absl::OkStatus();
+}
+
+// Scalar readers bound to a destination.
+Handler Int(const Ctx& c, std::function<void(int64_t)> set) {
+  return [&c, set](const YAML::Node& n, const std::string& path) -> absl::Status {
+    int64_t v;
+    if (!n.IsScalar() || !YAML::convert<int64_t>::decode(n, v)) {
+      return Bad(c, n, path, absl::StrCat("must be an integer, got ", Show(n)));
+    }
+    set(v);
+    return absl::OkStatus();
+  };
+}
+Handler Real(const Ctx& c, std::function<void(double)> set) {
+  return [&c, set](const YAML::Node& n, const std::string& path) -> absl::Status {
+    double v;
+    if (!n.IsScalar() || !YAML::convert<double>::decode(n, v)) {
+      return Bad(c, n, path, absl::StrCat("must be a number, got ", Show(n)));
+    }
+    set(v);
+    return absl::OkStatus();
+  };
+}
+Handler Bool(const Ctx& c, std::function<void(bool)> set) {
+  return [&c, set](const YAML::Node& n, const std::string& path) -> absl::Status {
+    bool v;
+    if (!n.IsScalar() || !YAML::convert<bool>::decode(n, v)) {
+      return Bad(c, n, path, absl::StrCat("must be true or false, got ", Show(n)));
+    }
+    set(v);
+    return absl::OkStatus();
+  };
+}
+Handler Str(const Ctx& c, std::function<void(const std::string&)> set) {
+  return [&c, set](const YAML::Node& n, const std::string& path) -> absl::Status {
+    if (!n.IsScalar()) return Bad(c, n, path, absl::StrCat("must be text, got ", Show(n)));
+    set(n.Scalar());
+    return absl::OkStatus();
+  };
+}
+std::string Resolve(const Ctx& c, const std::string& p) {
+  if (p.empty() || fs::path(p).is_absolute()) return p;
+  return (fs::path(c.base_dir) / p).lexically_normal().string();
+}
+Handler Path(const Ctx& c, std::function<void(const std::string&)> set) {
+  return Str(c, [&c, set](const std::string& p) { set(Resolve(c, p)); });
+}
+// Errors in a section are reported where the section starts when the key is absent.
+Handler Section(const Ctx& c, std::map<std::string, Handler> handlers) {
+  return [&c, handlers](const YAML::Node& n, const std::string& path) {
+    return Walk(c, n, path, handlers);
+  };
+}
+
+absl::Status ParseInto(const Ctx& c, const YAML::Node& root, JobSpec& s) {
+  auto* m = s.mutable_model();
+  auto* d = s.mutable_data();
+  auto* t = s.mutable_train();
+  auto* k = s.mutable_checkpoint();
+  auto* r = s.mutable_resources();
+  auto* sh = s.mutable_sharding();
+  std::map<std::string, Handler> model = {
+      {"preset", Str(c, [m](const std::string& v) { m->set_preset(v); })},
+      {"config", Path(c, [m](const std::string& v) { m->set_config(v); })},
+      {"init_weights", Path(c, [m](const std::string& v) { m->set_init_weights(v); })},
+  };
+  std::map<std::string, Handler> top = {
+      {"name", Str(c, [&s](const std::string& v) { s.set_name(v); })},
+      // `model: gpt2-mini` is short for `model: {preset: gpt2-mini}`.
+      {"model",
+       [&c, m, model](const YAML::Node& n, const std::string& path) -> absl::Status {
+         if (n.IsScalar()) {
+           m->set_preset(n.Scalar());
+           return absl::OkStatus();
+         }
+         return Walk(c, n, path, model);
+       }},
+      {"data", Section(c, {{"path", Path(c, [d](const std::string& v) { d->set_path(v); })},
+                           {"shuffle_seed", Int(c, [d](int64_t v) { d->set_shuffle_seed(v); })}})},
+      {"train",
+       Section(c, {{"steps", Int(c, [t](int64_t v) { t->set_steps(v); })},
+                   {"micro_batch", Int(c, [t](int64_t v) { t->set_micro_batch(v); })},
+                   {"grad_accum", Int(c, [t](int64_t v) { t->set_grad_accum(v); })},
+                   {"seq_len", Int(c, [t](int64_t v) { t->set_seq_len(v); })},
+                   {"lr", Real(c, [t](double v) { t->set_lr(v); })},
+                   {"min_lr", Real(c, [t](double v) { t->set_min_lr(v); })},
+                   {"schedule", Str(c, [t](const std::string& v) { t->set_schedule(v); })},
+                   {"warmup", Int(c, [t](int64_t v) { t->set_warmup(v); })},
+                   {"weight_decay", Real(c, [t](double v) { t->set_weight_decay(v); })},
+                   {"beta1", Real(c, [t](double v) { t->set_beta1(v); })},
+                   {"beta2", Real(c, [t](double v) { t->set_beta2(v); })},
+                   {"eps", Real(c, [t](double v) { t->set_eps(v); })},
+                   {"grad_clip", Real(c, [t](double v) { t->set_grad_clip(v); })},
+                   {"seed", Int(c, [t](int64_t v) { t->set_seed(v); })},
+                   {"log_every", Int(c, [t](int64_t v) { t->set_log_every(v); })}})},
+      {"checkpoint",
+       Section(c, {{"dir", Path(c, [k](const std::string& v) { k->set_dir(v); })},
+                   {"every_n_steps", Int(c, [k](int64_t v) { k->set_every_n_steps(v); })},
+                   {"keep_last", Int(c, [k](int64_t v) { k->set_keep_last(static_cast<int32_t>(v)); })}})},
+      {"resources",
+       Section(c, {{"num_processes", Int(c, [r](int64_t v) { r->set_num_processes(static_cast<int32_t>(v)); })},
+                   {"device", Str(c, [r](const std::string& v) { r->set_device(v); })},
+                   {"threads_per_process",
+                    Int(c, [r](int64_t v) { r->set_threads_per_process(static_cast<int32_t>(v)); })}})},
+      {"sharding",
+       Section(c, {{"strategy", Str(c, [sh](const std::string& v) { sh->set_strategy(v); })},
+                   {"hybrid_group_size",
+                    Int(c, [sh](int64_t v) { sh->set_hybrid_group_size(static_cast<int32_t>(v)); })},
+                   {"forward_prefetch", Bool(c, [sh](bool v) { sh->set_forward_prefetch(v); })},
+                   {"backward_prefetch",
+                    Str(c, [sh](const std::string& v) { sh->set_backward_prefetch(v); })},
+                   {"reshard_after_forward",
+                    Bool(c, [sh](bool v) { sh->set_reshard_after_forward(v); })},
+                   {"sync_module_states", Bool(c, [sh](bool v) { sh->set_sync_module_states(v); })}})},
+      {"accelerate_config",
+       Path(c, [&s](const std::string& v) { s.set_accelerate_config_path(v); })},
+      {"max_restarts", Int(c, [&s](int64_t v) { s.set_max_restarts(static_cast<int32_t>(v)); })},
+      {"priority", Int(c, [&s](int64_t v) { s.set_priority(static_cast<int32_t>(v)); })},
+      {"comm_timeout_s", Real(c, [&s](double v) { s.set_comm_timeout_s(v); })},
+      {"heartbeat_timeout_s", Real(c, [&s](double v) { s.set_heartbeat_timeout_s(v); })},
+      {"stop_grace_s", Real(c, [&s](double v) { s.set_stop_grace_s(v); })},
+  };
+  return Walk(c, root, "", top);
+}
+
+absl::StatusOr<std::string> ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+absl::Status Invalid(const std::string& path, const std::string& what) {
+  return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
+}
+
+}  // namespace
+
+JobSpec DefaultJobSpec() {
+  JobSpec s;
+  s.set_name("job");
+  s.mutable_model()->set_preset("gpt2-mini");
+  auto* t = s.mutable_train();
+  t->set_steps(100);
+  t->set_micro_batch(4);
+  t->set_grad_accum(1);
+  t->set_seq_len(64);
+  t->set_lr(3e-4);
+  t->set_min_lr(0);
+  t->set_schedule("cosine");
+  t->set_warmup(0);
+  t->set_weight_decay(0);
+  t->set_beta1(0.9);
+  t->set_beta2(0.999);
+  t->set_eps(1e-8);
+  t->set_grad_clip(1.0);
+  t->set_seed(1337);
+  t->set_log_every(10);
+  auto* r = s.mutable_resources();
+  r->set_num_processes(1);
+  r->set_device("cpu");
+  r->set_threads_per_process(1);
+  auto* sh = s.mutable_sharding();
+  sh->set_strategy("no_shard");
+  sh->set_backward_prefetch("backward_pre");
+  s.set_max_restarts(0);
+  s.set_priority(0);
+  s.set_comm_timeout_s(120);
+  s.set_heartbeat_timeout_s(60);
+  s.set_stop_grace_s(10);
+  return s;
+}
+
+absl::StatusOr<JobSpec> ParseJobYaml(const std::string& text, const std::string& source,
+                                     const std::string& base_dir) {
+  Ctx c{source, base_dir};
+  JobSpec spec = DefaultJobSpec();
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ":", e.mark.line + 1, ":",
+                                                   e.mark.column + 1, ": malformed YAML: ", e.msg));
+  }
+  try {
+    ACCEL_RETURN_IF_ERROR(ParseInto(c, root, spec));
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": ", e.what()));
+  }
+  if (!spec.accelerate_config_path().empty()) {
+    absl::StatusOr<std::string> cfg = ReadText(spec.accelerate_config_path());
+    if (!cfg.ok()) {
+      return Invalid("accelerate_config", std::string(cfg.status().message()));
+    }
+    spec.set_accelerate_config_text(*cfg);
+  }
+  if (spec.data().path().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": data.path: required (an llm.c "
+                                                   "token shard or a text file)"));
+  }
+  return spec;
+}
+
+absl::StatusOr<JobSpec> ParseJobFile(const std::string& path,
+                                     const std::string& accelerate_config) {
+  ACCEL_ASSIGN_OR_RETURN(std::string text, ReadText(path));
+  const std::string base = fs::absolute(fs::path(path)).parent_path().string();
+  std::string source = path;
+  std::string yaml = text;
+  ACCEL_ASSIGN_OR_RETURN(JobSpec spec, ParseJobYaml(yaml, source, base));
+  if (!accelerate_config.empty()) {
+    const std::string abs = fs::absolute(fs::path(accelerate_config)).lexically_normal().string();
+    absl::StatusOr<std::string> cfg = ReadText(abs);
+    if (!cfg.ok()) return Invalid("--config", std::string(cfg.status().message()));
+    spec.set_accelerate_config_path(abs);
+    spec.set_accelerate_config_text(*cfg);
+  }
+  return spec;
+}
+
+absl::Status ValidateJobSpec(const JobSpec& s, bool check_files) {
+  const auto& t = s.train();
+  const auto& r = s.resources();
+  const auto& sh = s.sharding();
+  const auto& k = s.checkpoint();
+  auto at_least = [](const char* path, int64_t v, int64_t min) -> absl::Status {
+    if (v < min) return Invalid(path, absl::StrCat("must be an integer >= ", min, ", got ", v));
+    return absl::OkStatus();
+  };
+  if (s.model().preset().empty() && s.model().config().empty()) {
+    return Invalid("model", "give model.preset or model.config");
+  }
+  if (s.model().config().empty()) {
+    const std::vector<std::string> presets = model::Gpt2PresetNames();
+    if (std::find(presets.begin(), presets.end(), s.model().preset()) == presets.end()) {
+      return Invalid("model.preset", absl::StrCat("unknown preset '", s.model().preset(),
+                                                  "'; known: ", absl::StrJoin(presets, ", ")));
+    }
+  }
+  if (s.data().path().empty()) return Invalid("data.path", "required");
+  ACCEL_RETURN_IF_ERROR(at_least("train.steps", t.steps(), 1));
+  ACCEL_RETURN_IF_ERROR(at_least("train.micro_batch", t.micro_batch(), 1));
+  ACCEL_RETURN_IF_ERROR(at_least("train.grad_accum", t.grad_accum(), 1));
+  ACCEL_RETURN_IF_ERROR(at_least("train.seq_len", t.seq_len(), 1));
+  ACCEL_RETURN_IF_ERROR(at_least("train.warmup", t.warmup(), 0));
+  ACCEL_RETURN_IF_ERROR(at_least("train.log_every", t.log_every(), 1));
+  if (!(t.lr() > 0)) return Invalid("train.lr", absl::StrCat("must be > 0, got ", t.lr()));
+  if (!(t.min_lr() >= 0)) return Invalid("train.min_lr", "must be >= 0");
+  if (!optim::ParseScheduleKind(t.schedule()).ok()) {
+    return Invalid("train.schedule",
+                   absl::StrCat("must be constant, linear or cosine, got '", t.schedule(), "'"));
+  }
+  if (!(t.beta1() >= 0 && t.beta1() < 1)) return Invalid("train.beta1", "must be in [0, 1)");
+  if (!(t.beta2() >= 0 && t.beta2() < 1)) return Invalid("train.beta2", "must be in [0, 1)");
+  if (!(t.eps() > 0)) return Invalid("train.eps", "must be > 0");
+  if (!(t.weight_decay() >= 0)) return Invalid("train.weight_decay", "must be >= 0");
+  if (!(t.grad_clip() >= 0)) return Invalid("train.grad_clip", "must be >= 0 (0 turns it off)");
+  ACCEL_RETURN_IF_ERROR(at_least("resources.num_processes", r.num_processes(), 1));
+  ACCEL_RETURN_IF_ERROR(at_least("resources.threads_per_process", r.threads_per_process(), 1));
+  if (r.device() != "cpu") {
+    return Invalid("resources.device",
+                   absl::StrCat("must be cpu (this build has no GPU support), got '", r.device(), "'"));
+  }
+  absl::StatusOr<shard::Strategy> strategy = shard::ParseStrategy(sh.strategy());
+  if (!strategy.ok()) return Invalid("sharding.strategy", std::string(strategy.status().message()));
+  if (*strategy == shard::Strategy::kHybridShard || *strategy == shard::Strategy::kHybridShardZero2) {
+    if (sh.hybrid_group_size() < 1 || r.num_processes() % sh.hybrid_group_size() != 0) {
+      return Invalid("sharding.hybrid_group_size",
+                     absl::StrCat("hybrid sharding needs a group size that divides "
+                                  "resources.num_processes (", r.num_processes(), "), got ",
+                                  sh.hybrid_group_size()));
+    }
+  }
+  const std::string& bp = sh.backward_prefetch();
+  if (bp != "backward_pre" && bp != "backward_post" && bp != "none") {
+    return Invalid("sharding.backward_prefetch",
+                   absl::StrCat("must be backward_pre, backward_post or none, got '", bp, "'"));
+  }
+  ACCEL_RETURN_IF_ERROR(at_least("checkpoint.every_n_steps", k.every_n_steps(), 0));
+  ACCEL_RETURN_IF_ERROR(at_least("checkpoint.keep_last", k.keep_last(), 0));
+  if (k.dir().empty() && k.every_n_steps() > 0) {
+    return Invalid("checkpoint.dir", "required when checkpoint.every_n_steps is set");
+  }
+  ACCEL_RETURN_IF_ERROR(at_least("max_restarts", s.max_restarts(), 0));
+  if (!(s.comm_timeout_s() > 0)) return Invalid("comm_timeout_s", "must be > 0");
+  if (!(s.heartbeat_timeout_s() >= 0)) return Invalid("heartbeat_timeout_s", "must be >= 0");
+  if (!(s.stop_grace_s() >= 0)) return Invalid("stop_grace_s", "must be >= 0");
+  if (check_files) {
+    auto exists = [](const char* key, const std::string& p) -> absl::Status {
+      if (!p.empty() && !fs::exists(p)) return Invalid(key, absl::StrCat("no such file: ", p));
+      return absl::OkStatus();
+    };
+    ACCEL_RETURN_IF_ERROR(exists("data.path", s.data().path()));
+    ACCEL_RETURN_IF_ERROR(exists("model.config", s.model().config()));
+    ACCEL_RETURN_IF_ERROR(exists("model.init_weights", s.model().init_weights()));
+  }
+  return absl::OkStatus();
+}
+
+std::string JobSpecToJson(const JobSpec& spec) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions opts;
+  opts.preserve_proto_field_names = true;
+  opts.always_print_primitive_fields = true;
+  (void)google::protobuf::util::MessageToJsonString(spec, &out, opts);
+  return out;
+}
+
+absl::StatusOr<JobSpec> JobSpecFromJson(const std::string& json) {
+  JobSpec spec;
+  auto s = google::protobuf::util::JsonStringToMessage(json, &spec);
+  if (!s.ok()) {
+    return absl::DataLossError(absl::StrCat("stored job spec is not readable: ", s.ToString()));
+  }
+  return spec;
+}
+
+}  // namespace accel::rpc

@@ -1,0 +1,40 @@
+// The job file (YAML; docs/job.md lists every key) -> accel.v1.JobSpec, and the checks acceld
+// repeats at submit. Defaults are filled in here, so a JobSpec that reaches acceld is complete.
+//
+// Errors are InvalidArgument and name the file, line:column and key path
+// ("job.yaml:4:10: train.steps: must be an integer >= 1, got 0"); an unknown key suggests the
+// closest known one. A missing file is NotFound. Relative paths resolve against the job file's
+// folder and are stored absolute.
+#pragma once
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "accel/v1/job.pb.h"
+
+namespace accel::rpc {
+
+// Reads and parses `path`; `accelerate_config` (accelctl submit --config) overrides the job
+// file's key of that name. The Accelerate config's text travels inside the spec.
+[[nodiscard]] absl::StatusOr<accel::v1::JobSpec> ParseJobFile(
+    const std::string& path, const std::string& accelerate_config = "");
+// `text` as the job file named `source`, whose relative paths resolve against `base_dir`.
+[[nodiscard]] absl::StatusOr<accel::v1::JobSpec> ParseJobYaml(const std::string& text,
+                                                             const std::string& source,
+                                                             const std::string& base_dir);
+
+// A spec with every default, as an empty job file would give (data.path still empty).
+accel::v1::JobSpec DefaultJobSpec();
+
+// Range and enum checks of a complete spec (what acceld runs at submit, so a spec sent by any
+// client is held to the job file's rules). InvalidArgument naming the key path. With
+// check_files, the files named by the spec must exist (NotFound is reported as
+// InvalidArgument naming the key).
+[[nodiscard]] absl::Status ValidateJobSpec(const accel::v1::JobSpec& spec, bool check_files);
+
+// proto3 JSON of a spec with the field names of the job file (snake_case), and back.
+std::string JobSpecToJson(const accel::v1::JobSpec& spec);
+[[nodiscard]] absl::StatusOr<accel::v1::JobSpec> JobSpecFromJson(const std::string& json);
+
+}  // namespace accel::rpc

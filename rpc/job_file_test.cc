@@ -1,0 +1,134 @@
+#include "rpc/job_file.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace accel::rpc {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string Msg(const absl::Status& s) { return std::string(s.message()); }
+
+TEST(JobFileTest, IssueExampleParsesWithPathsResolvedAgainstTheFilesFolder) {
+  auto spec = ParseJobYaml(R"(
+name: tiny-fsdp
+model: {preset: gpt2-tiny}
+data: {path: data/train.bin}
+train: {steps: 50, micro_batch: 4, grad_accum: 1, seq_len: 64, lr: 3.0e-4, schedule: cosine, warmup: 5,
+        weight_decay: 0.1, beta1: 0.9, beta2: 0.95, eps: 1.0e-8, grad_clip: 1.0, seed: 1,
+        log_every: 1}
+checkpoint: {dir: ckpt/, every_n_steps: 20, keep_last: 2}
+resources: {num_processes: 2, device: cpu, threads_per_process: 1}
+sharding: {strategy: full_shard}
+max_restarts: 3
+priority: 0
+)",
+                           "job.yaml", "/jobs/tiny");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->name(), "tiny-fsdp");
+  EXPECT_EQ(spec->model().preset(), "gpt2-tiny");
+  EXPECT_EQ(spec->data().path(), "/jobs/tiny/data/train.bin");
+  EXPECT_EQ(spec->checkpoint().dir(), "/jobs/tiny/ckpt/");
+  EXPECT_EQ(spec->train().steps(), 50);
+  EXPECT_DOUBLE_EQ(spec->train().beta2(), 0.95);
+  EXPECT_DOUBLE_EQ(spec->train().lr(), 3e-4);
+  EXPECT_EQ(spec->resources().num_processes(), 2);
+  EXPECT_EQ(spec->sharding().strategy(), "full_shard");
+  EXPECT_EQ(spec->max_restarts(), 3);
+  EXPECT_FALSE(spec->data().has_shuffle_seed());
+  EXPECT_TRUE(ValidateJobSpec(*spec, /*check_files=*/false).ok());
+}
+
+TEST(JobFileTest, AbsentKeysTakeTheDocumentedDefaults) {
+  auto spec = ParseJobYaml("data: {path: /d.txt}\nmodel: gpt2-tiny\n", "j.yaml", "/");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->model().preset(), "gpt2-tiny");
+  EXPECT_EQ(spec->train().steps(), 100);
+  EXPECT_EQ(spec->train().log_every(), 10);
+  EXPECT_EQ(spec->resources().num_processes(), 1);
+  EXPECT_EQ(spec->sharding().strategy(), "no_shard");
+  EXPECT_DOUBLE_EQ(spec->stop_grace_s(), 10);
+  EXPECT_TRUE(ValidateJobSpec(*spec, false).ok());
+}
+
+TEST(JobFileTest, ErrorsNameTheFileLineAndKeyPath) {
+  auto bad_type = ParseJobYaml("data: {path: /d}\ntrain:\n  steps: many\n", "job.yaml", "/");
+  EXPECT_EQ(bad_type.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Msg(bad_type.status()), HasSubstr("job.yaml:3:10: train.steps: must be an integer"));
+
+  auto unknown = ParseJobYaml("data: {path: /d}\ntrain: {stpes: 3}\n", "job.yaml", "/");
+  EXPECT_THAT(Msg(unknown.status()), HasSubstr("train.stpes: unknown key (did you mean train.steps?)"));
+
+  auto top = ParseJobYaml("data: {path: /d}\nmax_restart: 3\n", "job.yaml", "/");
+  EXPECT_THAT(Msg(top.status()), HasSubstr("max_restart: unknown key (did you mean max_restarts?)"));
+
+  auto malformed = ParseJobYaml("train: {steps: [1,\n", "job.yaml", "/");
+  EXPECT_THAT(Msg(malformed.status()), HasSubstr("malformed YAML"));
+
+  auto no_data = ParseJobYaml("name: x\n", "job.yaml", "/");
+  EXPECT_THAT(Msg(no_data.status()), HasSubstr("data.path: required"));
+
+  auto section = ParseJobYaml("data: {path: /d}\ntrain: 5\n", "job.yaml", "/");
+  EXPECT_THAT(Msg(section.status()), HasSubstr("train: must be a mapping"));
+}
+
+TEST(JobFileTest, ValidationNamesTheKey) {
+  auto check = [](const std::function<void(accel::v1::JobSpec&)>& edit) {
+    accel::v1::JobSpec s = DefaultJobSpec();
+    s.mutable_data()->set_path("/d");
+    edit(s);
+    return Msg(ValidateJobSpec(s, false));
+  };
+  EXPECT_THAT(check([](auto& s) { s.mutable_train()->set_steps(0); }), HasSubstr("train.steps: must be"));
+  EXPECT_THAT(check([](auto& s) { s.mutable_train()->set_schedule("step"); }), HasSubstr("train.schedule"));
+  EXPECT_THAT(check([](auto& s) { s.mutable_model()->set_preset("gpt5"); }), HasSubstr("model.preset: unknown preset 'gpt5'"));
+  EXPECT_THAT(check([](auto& s) { s.mutable_sharding()->set_strategy("zero9"); }), HasSubstr("sharding.strategy"));
+  EXPECT_THAT(check([](auto& s) { s.mutable_resources()->set_device("tpu"); }), HasSubstr("resources.device"));
+  EXPECT_THAT(check([](auto& s) {
+                s.mutable_sharding()->set_strategy("hybrid_shard");
+                s.mutable_resources()->set_num_processes(4);
+                s.mutable_sharding()->set_hybrid_group_size(3);
+              }),
+              HasSubstr("sharding.hybrid_group_size"));
+  EXPECT_THAT(check([](auto& s) { s.mutable_checkpoint()->set_every_n_steps(5); }), HasSubstr("checkpoint.dir"));
+  EXPECT_THAT(check([](auto& s) { s.mutable_train()->set_beta1(1.0); }), HasSubstr("train.beta1"));
+  EXPECT_EQ(check([](auto&) {}), "");
+  accel::v1::JobSpec s = DefaultJobSpec();
+  s.mutable_data()->set_path("/no/such/data.txt");
+  EXPECT_THAT(Msg(ValidateJobSpec(s, /*check_files=*/true)), HasSubstr("data.path: no such file"));
+}
+
+TEST(JobFileTest, ReadsTheAccelerateConfigNextToTheJobFile) {
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) / "accel_job_file_test";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "fsdp.yaml") << "distributed_type: FSDP\n";
+  std::ofstream(dir / "job.yaml") << "data: {path: d.txt}\naccelerate_config: fsdp.yaml\n";
+  auto spec = ParseJobFile((dir / "job.yaml").string());
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->accelerate_config_path(), (dir / "fsdp.yaml").string());
+  EXPECT_EQ(spec->accelerate_config_text(), "distributed_type: FSDP\n");
+  EXPECT_EQ(ParseJobFile((dir / "nope.yaml").string()).status().code(), absl::StatusCode::kNotFound);
+  std::ofstream(dir / "job2.yaml") << "data: {path: d.txt}\naccelerate_config: missing.yaml\n";
+  EXPECT_THAT(Msg(ParseJobFile((dir / "job2.yaml").string()).status()),
+              HasSubstr("accelerate_config: cannot read"));
+}
+
+TEST(JobFileTest, JsonRoundTripKeepsEveryField) {
+  accel::v1::JobSpec s = DefaultJobSpec();
+  s.mutable_data()->set_path("/d");
+  s.mutable_data()->set_shuffle_seed(7);
+  s.mutable_sharding()->set_reshard_after_forward(false);
+  const std::string json = JobSpecToJson(s);
+  EXPECT_THAT(json, HasSubstr("\"num_processes\""));
+  auto back = JobSpecFromJson(json);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->SerializeAsString(), s.SerializeAsString());
+}
+
+}  // namespace
+}  // namespace accel::rpc

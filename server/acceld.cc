@@ -1,0 +1,152 @@
+#include "server/acceld.h"
+
+#include <grpcpp/health_check_service_interface.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "engine/base/logging.h"
+#include "engine/base/status_macros.h"
+#include "server/token_file.h"
+#include "server/wall_clock.h"
+
+extern char** environ;
+
+namespace accel::server {
+namespace {
+
+absl::StatusOr<std::string> ReadPem(const std::string& path, const char* flag) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat(flag, ": cannot read ", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Acceld>> Acceld::Start(AcceldOptions o) {
+  if (o.state_dir.empty()) return absl::InvalidArgumentError("--state-dir is required");
+  if (o.listen.empty() && o.unix_socket.empty()) {
+    return absl::InvalidArgumentError("give --listen or --unix-socket");
+  }
+  if (o.worker_bin.empty() || access(o.worker_bin.c_str(), X_OK) != 0) {
+    return absl::NotFoundError(absl::StrCat("--worker-bin: no executable accel-worker at '",
+                                            o.worker_bin, "'"));
+  }
+  if (o.tls_cert.empty() != o.tls_key.empty()) {
+    return absl::InvalidArgumentError("--tls-cert and --tls-key go together");
+  }
+  if (o.cpu_slots <= 0) o.cpu_slots = std::max(1u, std::thread::hardware_concurrency());
+  if (o.token_file.empty()) o.token_file = o.state_dir + "/token";
+
+  std::unique_ptr<Acceld> d(new Acceld());
+  std::error_code ec;
+  std::filesystem::create_directories(o.state_dir, ec);
+  if (ec) {
+    return absl::UnavailableError(absl::StrCat("--state-dir: cannot create ", o.state_dir, ": ",
+                                               ec.message()));
+  }
+  chmod(o.state_dir.c_str(), 0700);
+  ACCEL_ASSIGN_OR_RETURN(d->token_, EnsureTokenFile(o.token_file));
+  ACCEL_ASSIGN_OR_RETURN(d->store_, StateStore::Open(o.state_dir + "/state.db"));
+  // Timestamps users read are wall time; deadlines and heartbeats use the steady clock.
+  d->events_ = std::make_unique<EventLog>(d->store_.get(), WallClock::Default());
+  ACCEL_ASSIGN_OR_RETURN(d->registry_, JobRegistry::Load(d->store_.get(), d->events_.get(),
+                                                         WallClock::Default()));
+  d->supervisor_ = std::make_unique<Supervisor>(Env::Default());
+
+  // The gRPC server first: workers need its address in their environment.
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  int tcp_port = 0;
+  if (!o.listen.empty()) {
+    std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
+    if (!o.tls_cert.empty()) {
+      grpc::SslServerCredentialsOptions ssl;
+      grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+      ACCEL_ASSIGN_OR_RETURN(pair.cert_chain, ReadPem(o.tls_cert, "--tls-cert"));
+      ACCEL_ASSIGN_OR_RETURN(pair.private_key, ReadPem(o.tls_key, "--tls-key"));
+      ssl.pem_key_cert_pairs.push_back(pair);
+      creds = grpc::SslServerCredentials(ssl);
+    }
+    builder.AddListeningPort(o.listen, creds, &tcp_port);
+  }
+  if (!o.unix_socket.empty()) {
+    std::filesystem::remove(o.unix_socket, ec);
+    builder.AddListeningPort(absl::StrCat("unix:", o.unix_socket),
+                             grpc::InsecureServerCredentials());
+  }
+  builder.SetMaxReceiveMessageSize(64 << 20);
+
+  // The manager launches nothing before Start(); it learns the bound address before that.
+  ManagerOptions mo;
+  mo.total_slots = o.cpu_slots;
+  mo.worker_bin = o.worker_bin;
+  mo.worker_args = o.worker_args;
+  mo.log_dir = o.state_dir + "/logs";
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) mo.base_env.emplace_back(*e);
+  mo.heartbeat_timeout = o.heartbeat_timeout;
+  mo.stop_grace = o.stop_grace;
+  mo.heartbeat_interval = o.heartbeat_interval;
+  d->manager_ = std::make_unique<JobManager>(mo, d->registry_.get(), d->events_.get(),
+                                             d->store_.get(), d->supervisor_.get(),
+                                             Env::Default(), WallClock::Default());
+  ServiceDeps deps;
+  deps.client_token = d->token_;
+  deps.manager = d->manager_.get();
+  deps.registry = d->registry_.get();
+  deps.events = d->events_.get();
+  deps.store = d->store_.get();
+  deps.version = "accel 0.1.0";
+  d->coordinator_ = std::make_unique<CoordinatorService>(deps);
+  d->worker_service_ = std::make_unique<WorkerServiceImpl>(deps);
+  builder.RegisterService(d->coordinator_.get());
+  builder.RegisterService(d->worker_service_.get());
+  const mode_t old_umask = umask(0077);  // the unix socket is created 0600
+  d->server_ = builder.BuildAndStart();
+  umask(old_umask);
+  if (d->server_ == nullptr || (!o.listen.empty() && tcp_port == 0)) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on ", o.listen.empty() ? o.unix_socket : o.listen, " (address in use?)"));
+  }
+  if (!o.unix_socket.empty()) chmod(o.unix_socket.c_str(), 0600);
+  std::string host = o.listen.substr(0, o.listen.rfind(':'));
+  if (host.empty() || host == "0.0.0.0" || host == "[::]" || host == "::") host = "127.0.0.1";
+  d->address_ = o.listen.empty() ? absl::StrCat("unix:", o.unix_socket)
+                                 : absl::StrCat(host, ":", tcp_port);
+  d->manager_->SetWorkerAddress(d->address_, host, tcp_port);
+  d->options_ = o;
+
+  ACCEL_RETURN_IF_ERROR(d->manager_->Recover());
+  d->manager_->Start();
+  d->server_->GetHealthCheckService()->SetServingStatus(true);
+  if (!o.address_file.empty()) {
+    const std::string tmp = o.address_file + ".tmp";
+    std::ofstream(tmp) << d->address_ << "\n";
+    std::filesystem::rename(tmp, o.address_file, ec);
+  }
+  ACCEL_LOG(info, "acceld serving on {}{} with {} cpu slots, state in {}", d->address_,
+            o.unix_socket.empty() || o.listen.empty() ? "" : absl::StrCat(" and unix:", o.unix_socket),
+            o.cpu_slots, o.state_dir);
+  return d;
+}
+
+void Acceld::Shutdown() {
+  if (shut_down_) return;
+  shut_down_ = true;
+  if (server_) server_->GetHealthCheckService()->SetServingStatus(false);
+  // Workers first (they may still be reporting), then the server; open watches end after 2 s.
+  if (manager_) manager_->Shutdown();
+  if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+}
+
+Acceld::~Acceld() { Shutdown(); }
+
+}  // namespace accel::server

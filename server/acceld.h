@@ -1,0 +1,70 @@
+// Acceld: the daemon put together — state directory, SQLite store, event log, registry,
+// supervisor, job manager, and the gRPC server (Coordinator, WorkerService, grpc.health.v1).
+// acceld_main.cc wraps it with flags and signals; tests run it in-process.
+//
+// State directory layout: state.db (+ -wal, -shm), token (0600, unless --token-file points
+// elsewhere), logs/<job>/attempt-<n>/rank-<r>.log.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "server/event_log.h"
+#include "server/job_manager.h"
+#include "server/job_registry.h"
+#include "server/services.h"
+#include "server/state_store.h"
+#include "server/supervisor.h"
+
+namespace accel::server {
+
+struct AcceldOptions {
+  std::string listen = "127.0.0.1:7070";  // host:port; port 0 picks a free one; "" = no TCP
+  std::string unix_socket;                // also listen here (mode 0600)
+  std::string state_dir;                  // required
+  int cpu_slots = 0;                      // 0: the number of cores
+  std::string token_file;                 // default <state_dir>/token
+  std::string worker_bin;                 // accel-worker
+  std::vector<std::string> worker_args;
+  std::string tls_cert, tls_key;          // PEM files; TLS on the TCP port when both are given
+  std::string address_file;               // written with the bound address once serving
+  absl::Duration stop_grace = absl::Seconds(10);
+  absl::Duration heartbeat_timeout = absl::Seconds(60);
+  absl::Duration heartbeat_interval = absl::Seconds(2);
+};
+
+class Acceld {
+ public:
+  // Opens the state, recovers unfinished jobs and starts serving. Errors name the flag or file.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Acceld>> Start(AcceldOptions options);
+  ~Acceld();
+
+  // The address workers and local clients use: "127.0.0.1:<port>" or "unix:<path>".
+  const std::string& address() const { return address_; }
+  const std::string& client_token() const { return token_; }
+  JobManager& manager() { return *manager_; }
+  // Health NOT_SERVING, stop accepting calls, stop every gang (SIGTERM, grace, SIGKILL). Job
+  // states stay, so the next start resumes them. Idempotent.
+  void Shutdown();
+
+ private:
+  Acceld() = default;
+
+  AcceldOptions options_;
+  std::string address_;
+  std::string token_;
+  std::unique_ptr<StateStore> store_;
+  std::unique_ptr<EventLog> events_;
+  std::unique_ptr<JobRegistry> registry_;
+  std::unique_ptr<Supervisor> supervisor_;
+  std::unique_ptr<JobManager> manager_;
+  std::unique_ptr<CoordinatorService> coordinator_;
+  std::unique_ptr<WorkerServiceImpl> worker_service_;
+  std::unique_ptr<grpc::Server> server_;
+  bool shut_down_ = false;
+};
+
+}  // namespace accel::server

@@ -1,0 +1,95 @@
+// acceld: the accel coordinator daemon. Takes jobs over gRPC (accel.v1.Coordinator), runs each
+// as a gang of accel-worker processes, and keeps every job, event and checkpoint record in
+// SQLite under --state-dir. SIGTERM / SIGINT: stop the workers (SIGTERM, grace, SIGKILL) and
+// exit; unfinished jobs resume on the next start.
+#include <signal.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "CLI/CLI.hpp"
+#include "engine/base/logging.h"
+#include "rpc/channel.h"
+#include "server/acceld.h"
+
+namespace {
+
+// accel-worker next to this binary (an install), else ../worker/accel-worker (the build tree).
+std::string DefaultWorkerBin() {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "accel-worker";
+  const std::filesystem::path dir = self.parent_path();
+  for (const std::filesystem::path& p :
+       {dir / "accel-worker", dir.parent_path() / "worker" / "accel-worker"}) {
+    if (std::filesystem::exists(p)) return p.string();
+  }
+  return (dir / "accel-worker").string();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"acceld: the accel coordinator daemon"};
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  accel::server::AcceldOptions o;
+  o.state_dir = accel::rpc::DefaultStateDir();
+  o.worker_bin = DefaultWorkerBin();
+  o.cpu_slots = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  double grace_s = 10, heartbeat_s = 60;
+  std::string log_level = "info";
+  app.add_option("--listen", o.listen, "TCP host:port (port 0: any free port; \"\" = none)")
+      ->capture_default_str();
+  app.add_option("--unix-socket", o.unix_socket, "also listen on this unix socket (mode 0600)");
+  app.add_option("--state-dir", o.state_dir, "jobs, events, checkpoints (SQLite), token, logs")
+      ->capture_default_str();
+  app.add_option("--cpu-slots", o.cpu_slots, "CPU slots to schedule (one rank each)")
+      ->capture_default_str();
+  app.add_option("--token-file", o.token_file, "client token file (default <state-dir>/token; "
+                                               "created 0600 when absent)");
+  app.add_option("--worker-bin", o.worker_bin, "the accel-worker executable")->capture_default_str();
+  app.add_option("--tls-cert", o.tls_cert, "PEM certificate chain: serve TLS on --listen");
+  app.add_option("--tls-key", o.tls_key, "PEM private key for --tls-cert");
+  app.add_option("--address-file", o.address_file, "write the bound address here once serving");
+  app.add_option("--stop-grace", grace_s, "seconds between SIGTERM and SIGKILL when a gang stops "
+                                          "(a job's stop_grace_s wins)")
+      ->capture_default_str();
+  app.add_option("--heartbeat-timeout", heartbeat_s,
+                 "seconds a rank may stay silent (a job's heartbeat_timeout_s wins)")
+      ->capture_default_str();
+  app.add_option("--log-level", log_level, "trace | debug | info | warn | error")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  if (!accel::SetLogLevel(log_level)) {
+    std::fprintf(stderr, "acceld: unknown --log-level %s\n", log_level.c_str());
+    return 2;
+  }
+  o.stop_grace = absl::Seconds(grace_s);
+  o.heartbeat_timeout = absl::Seconds(heartbeat_s);
+
+  // Every thread inherits this mask, so the signals arrive only at sigwait below. Workers get
+  // a clean mask (Supervisor).
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  absl::StatusOr<std::unique_ptr<accel::server::Acceld>> daemon =
+      accel::server::Acceld::Start(o);
+  if (!daemon.ok()) {
+    std::fprintf(stderr, "acceld: error: %s\n", std::string(daemon.status().message()).c_str());
+    return 1;
+  }
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  ACCEL_LOG(info, "acceld: signal {}: stopping the workers and exiting", sig);
+  (*daemon)->Shutdown();
+  daemon->reset();
+  return 0;
+}

@@ -1,0 +1,113 @@
+#include "server/convert.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include "absl/strings/str_cat.h"
+#include "rpc/job_file.h"
+
+namespace accel::server {
+
+std::string MessageToJson(const google::protobuf::Message& m) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions opts;
+  opts.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(m, &out, opts);
+  return out;
+}
+
+accel::v1::Job JobToProto(const JobRecord& job, int64_t last_seq) {
+  accel::v1::Job p;
+  p.set_id(job.id);
+  absl::StatusOr<accel::v1::JobSpec> spec = rpc::JobSpecFromJson(job.spec_json);
+  if (spec.ok()) *p.mutable_spec() = *spec;
+  p.set_state(static_cast<accel::v1::JobState>(static_cast<int>(job.state)));
+  p.set_attempt(job.attempt);
+  p.set_restarts_used(job.restarts_used);
+  p.set_error(job.error);
+  p.set_submit_time_us(job.submit_us);
+  p.set_start_time_us(job.start_us);
+  p.set_end_time_us(job.end_us);
+  p.set_last_seq(last_seq);
+  p.set_last_step(job.last_step);
+  return p;
+}
+
+accel::v1::EventKind KindToProto(EventKind kind) {
+  return static_cast<accel::v1::EventKind>(static_cast<int>(kind));
+}
+
+absl::StatusOr<accel::v1::Event> EventToProto(const Event& e) {
+  accel::v1::Event p;
+  p.set_job_id(e.job_id);
+  p.set_seq(e.seq);
+  p.set_time_us(e.time_us);
+  p.set_attempt(e.attempt);
+  p.set_rank(e.rank);
+  google::protobuf::Message* body = nullptr;
+  switch (e.kind) {
+    case EventKind::kState: body = p.mutable_state(); break;
+    case EventKind::kMetrics: body = p.mutable_metrics(); break;
+    case EventKind::kMemory: body = p.mutable_memory(); break;
+    case EventKind::kCheckpoint: body = p.mutable_checkpoint(); break;
+    case EventKind::kLog: body = p.mutable_log(); break;
+  }
+  google::protobuf::util::JsonParseOptions opts;
+  opts.ignore_unknown_fields = true;  // bodies written by a newer acceld
+  auto s = google::protobuf::util::JsonStringToMessage(e.body_json, body, opts);
+  if (!s.ok()) {
+    return absl::DataLossError(absl::StrCat("event ", e.job_id, "#", e.seq,
+                                            " has an unreadable body: ", s.ToString()));
+  }
+  return p;
+}
+
+accel::v1::Checkpoint CheckpointToProto(const CheckpointRecord& c) {
+  accel::v1::Checkpoint p;
+  p.set_job_id(c.job_id);
+  p.set_attempt(c.attempt);
+  p.set_step(c.step);
+  p.set_path(c.path);
+  p.set_kind(c.kind);
+  p.set_bytes(c.bytes);
+  p.set_seconds(c.seconds);
+  p.set_time_us(c.time_us);
+  return p;
+}
+
+absl::StatusOr<std::optional<WorkerReport>> ReportFromProto(const accel::v1::WorkerEvent& e) {
+  WorkerReport r;
+  switch (e.body_case()) {
+    case accel::v1::WorkerEvent::kHeartbeat:
+      return std::optional<WorkerReport>();
+    case accel::v1::WorkerEvent::kMetrics:
+      r.kind = EventKind::kMetrics;
+      r.step = e.metrics().step();
+      r.body_json = MessageToJson(e.metrics());
+      break;
+    case accel::v1::WorkerEvent::kMemory:
+      r.kind = EventKind::kMemory;
+      r.body_json = MessageToJson(e.memory());
+      break;
+    case accel::v1::WorkerEvent::kCheckpoint: {
+      r.kind = EventKind::kCheckpoint;
+      r.body_json = MessageToJson(e.checkpoint());
+      CheckpointRecord c;
+      c.step = e.checkpoint().step();
+      c.path = e.checkpoint().path();
+      c.kind = e.checkpoint().kind();
+      c.bytes = e.checkpoint().bytes();
+      c.seconds = e.checkpoint().seconds();
+      r.checkpoint = c;
+      break;
+    }
+    case accel::v1::WorkerEvent::kLog:
+      r.kind = EventKind::kLog;
+      r.body_json = MessageToJson(e.log());
+      break;
+    case accel::v1::WorkerEvent::BODY_NOT_SET:
+      return absl::InvalidArgumentError("worker event without a body");
+  }
+  return std::optional<WorkerReport>(std::move(r));
+}
+
+}  // namespace accel::server

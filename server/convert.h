@@ -1,0 +1,27 @@
+// proto <-> plain conversions for the gRPC services (the only place both worlds meet).
+#pragma once
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "accel/v1/coordinator.pb.h"
+#include "accel/v1/job.pb.h"
+#include "accel/v1/worker.pb.h"
+#include "server/job_manager.h"
+#include "server/types.h"
+
+namespace accel::server {
+
+// last_seq is filled in by the caller (it lives in the EventLog).
+accel::v1::Job JobToProto(const JobRecord& job, int64_t last_seq);
+// DataLoss when the stored body does not parse.
+[[nodiscard]] absl::StatusOr<accel::v1::Event> EventToProto(const Event& event);
+accel::v1::EventKind KindToProto(EventKind kind);
+accel::v1::Checkpoint CheckpointToProto(const CheckpointRecord& c);
+// A worker's event as a report; heartbeats give nullopt. InvalidArgument for an empty event.
+[[nodiscard]] absl::StatusOr<std::optional<WorkerReport>> ReportFromProto(
+    const accel::v1::WorkerEvent& event);
+// proto3 JSON with the .proto field names.
+std::string MessageToJson(const google::protobuf::Message& m);
+
+}  // namespace accel::server

@@ -1,0 +1,438 @@
+#include "server/job_manager.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <random>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "engine/base/logging.h"
+#include "engine/base/status_macros.h"
+#include "nlohmann/json.hpp"
+
+namespace accel::server {
+namespace {
+
+// The few spec fields the manager itself needs (proto3 JSON, field names preserved).
+struct SpecKnobs {
+  double heartbeat_timeout_s = 0;
+  double stop_grace_s = 0;
+  int threads = 1;
+};
+
+SpecKnobs ReadKnobs(const std::string& spec_json) {
+  SpecKnobs k;
+  nlohmann::json j = nlohmann::json::parse(spec_json, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return k;
+  auto num = [](const nlohmann::json& v, double fallback) {
+    if (v.is_number()) return v.get<double>();
+    if (v.is_string()) {
+      try {
+        return std::stod(v.get<std::string>());
+      } catch (...) {
+      }
+    }
+    return fallback;
+  };
+  if (j.contains("heartbeat_timeout_s")) k.heartbeat_timeout_s = num(j["heartbeat_timeout_s"], 0);
+  if (j.contains("stop_grace_s")) k.stop_grace_s = num(j["stop_grace_s"], 0);
+  if (j.contains("resources") && j["resources"].is_object() &&
+      j["resources"].contains("threads_per_process")) {
+    k.threads = std::max(1, static_cast<int>(num(j["resources"]["threads_per_process"], 1)));
+  }
+  return k;
+}
+
+}  // namespace
+
+std::string RandomToken() {
+  unsigned char bytes[32];
+  bool ok = false;
+  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    ok = read(fd, bytes, sizeof(bytes)) == static_cast<ssize_t>(sizeof(bytes));
+    close(fd);
+  }
+  if (!ok) {
+    std::random_device rd;
+    for (unsigned char& b : bytes) b = static_cast<unsigned char>(rd());
+  }
+  std::string hex;
+  for (unsigned char b : bytes) absl::StrAppendFormat(&hex, "%02x", b);
+  return hex;
+}
+
+JobManager::JobManager(ManagerOptions options, JobRegistry* registry, EventLog* events,
+                       StateStore* store, GangRunner* runner, Clock* clock, Clock* wall_clock)
+    : options_(std::move(options)),
+      registry_(registry),
+      events_(events),
+      store_(store),
+      runner_(runner),
+      clock_(clock),
+      wall_clock_(wall_clock != nullptr ? wall_clock : clock),
+      scheduler_(options_.total_slots),
+      coordinator_address_(options_.coordinator_address),
+      master_addr_(options_.master_addr),
+      master_port_(options_.master_port) {}
+
+void JobManager::SetWorkerAddress(const std::string& coordinator, const std::string& master_addr,
+                                  int master_port) {
+  absl::MutexLock lock(&mu_);
+  coordinator_address_ = coordinator;
+  master_addr_ = master_addr;
+  master_port_ = master_port;
+}
+
+JobManager::~JobManager() {
+  {
+    absl::MutexLock lock(&mu_);
+    loop_stop_ = true;
+  }
+  if (loop_.joinable()) loop_.join();
+}
+
+void JobManager::Log(const absl::Status& s, const char* what) {
+  if (!s.ok()) ACCEL_LOG(error, "{}: {}", what, std::string(s.message()));
+}
+
+absl::Status JobManager::Recover() {
+  absl::MutexLock lock(&mu_);
+  for (const JobRecord& job : registry_->List()) {
+    if (IsTerminal(job.state)) continue;
+    if (job.state == JobState::kStarting || job.state == JobState::kRunning) {
+      ACCEL_RETURN_IF_ERROR(
+          store_->PutAttempt({job.id, job.attempt, job.start_us, wall_clock_->NowMicros(),
+                              "interrupted: acceld stopped"}));
+      ACCEL_RETURN_IF_ERROR(
+          registry_
+              ->Transition(job.id, JobState::kRestarting,
+                           absl::StrCat("acceld restarted; attempt ", job.attempt,
+                                        "'s workers are gone; restarting without using a restart"))
+              .status());
+    }
+    absl::Status s = scheduler_.Enqueue(job.id, job.slots, job.priority, job.number);
+    if (!s.ok()) {
+      EndJob(job.id, JobState::kFailed, std::string(s.message()), std::string(s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void JobManager::Start() {
+  loop_ = std::thread([this] {
+    while (true) {
+      {
+        absl::MutexLock lock(&mu_);
+        if (loop_stop_) return;
+      }
+      Tick();
+      clock_->SleepForMicros(absl::ToInt64Microseconds(options_.tick_interval));
+    }
+  });
+}
+
+void JobManager::Shutdown() {
+  absl::Duration longest_grace = absl::ZeroDuration();
+  {
+    absl::MutexLock lock(&mu_);
+    loop_stop_ = true;
+    shutting_down_ = true;
+  }
+  if (loop_.joinable()) loop_.join();
+  // The loop thread is gone; from here this thread alone drives the runner (no more launches).
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [id, gang] : gangs_) {
+      longest_grace = std::max(longest_grace, gang.grace);
+      StopGang(gang, StopReason::kShutdown, "acceld is shutting down");
+    }
+  }
+  const int64_t give_up = clock_->NowMicros() +
+                          absl::ToInt64Microseconds(longest_grace + absl::Seconds(5));
+  while (clock_->NowMicros() < give_up) {
+    Tick();
+    {
+      absl::MutexLock lock(&mu_);
+      if (gangs_.empty() && runner_->live() == 0) return;
+    }
+    clock_->SleepForMicros(absl::ToInt64Microseconds(options_.tick_interval));
+  }
+  ACCEL_LOG(warn, "shutdown: workers still alive after the grace period");
+}
+
+absl::StatusOr<JobRecord> JobManager::Submit(const JobRecord& job) {
+  absl::MutexLock lock(&mu_);
+  if (shutting_down_) return absl::UnavailableError("acceld is shutting down");
+  if (job.slots < 1 || job.slots > scheduler_.total_slots()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "resources.num_processes: the job needs ", job.slots, " ", options_.device,
+        " slots but this acceld has ", scheduler_.total_slots(), " (acceld --cpu-slots)"));
+  }
+  ACCEL_ASSIGN_OR_RETURN(JobRecord created, registry_->Create(job));
+  ACCEL_RETURN_IF_ERROR(
+      scheduler_.Enqueue(created.id, created.slots, created.priority, created.number));
+  return created;
+}
+
+absl::StatusOr<JobRecord> JobManager::Cancel(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  ACCEL_ASSIGN_OR_RETURN(JobRecord job, registry_->Get(job_id));
+  if (job.state == JobState::kCancelled) return job;
+  if (IsTerminal(job.state)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job_id, " already ended ", JobStateName(job.state)));
+  }
+  auto it = gangs_.find(job_id);
+  if (it == gangs_.end()) {
+    // Queued (first time or waiting to restart): nothing runs.
+    scheduler_.Remove(job_id);
+    scheduler_.Release(job_id);
+    return registry_->Transition(job_id, JobState::kCancelled, "cancelled by the user");
+  }
+  StopGang(it->second, StopReason::kCancel, "");
+  return registry_->Get(job_id);
+}
+
+void JobManager::StopGang(Gang& gang, StopReason reason, const std::string& error) {
+  // A cancel or shutdown overrides a failure already being handled: the user's intent wins.
+  if (gang.stop == StopReason::kNone || reason == StopReason::kCancel ||
+      reason == StopReason::kShutdown) {
+    gang.stop = reason;
+  }
+  if (gang.first_error.empty() && !error.empty()) gang.first_error = error;
+  runner_->Stop(gang.job_id, gang.attempt, gang.grace);
+}
+
+std::vector<std::string> JobManager::RankEnv(const JobRecord& job, int attempt, int rank,
+                                             const std::string& token, int threads) const {
+  const std::vector<std::pair<std::string, std::string>> vars = {
+      {"RANK", std::to_string(rank)},
+      {"LOCAL_RANK", std::to_string(rank)},
+      {"GROUP_RANK", "0"},
+      {"WORLD_SIZE", std::to_string(job.slots)},
+      {"LOCAL_WORLD_SIZE", std::to_string(job.slots)},
+      {"MASTER_ADDR", master_addr_},
+      {"MASTER_PORT", std::to_string(master_port_)},
+      {"TORCHELASTIC_RUN_ID", job.id},
+      {"TORCHELASTIC_RESTART_COUNT", std::to_string(job.restarts_used)},
+      {"TORCHELASTIC_MAX_RESTARTS", std::to_string(job.max_restarts)},
+      {"OMP_NUM_THREADS", std::to_string(threads)},
+      {"ACCEL_JOB_ID", job.id},
+      {"ACCEL_ATTEMPT", std::to_string(attempt)},
+      {"ACCEL_COORDINATOR", coordinator_address_},
+      {"ACCEL_WORKER_TOKEN", token},
+  };
+  std::vector<std::string> env;
+  for (const std::string& kv : options_.base_env) {
+    const std::string key = kv.substr(0, kv.find('='));
+    bool overridden = false;
+    for (const auto& [k, v] : vars) overridden = overridden || k == key;
+    if (!overridden) env.push_back(kv);
+  }
+  for (const auto& [k, v] : vars) env.push_back(absl::StrCat(k, "=", v));
+  return env;
+}
+
+void JobManager::StartAttempt(const JobRecord& job, const std::string& message) {
+  const int attempt = job.attempt + 1;
+  absl::StatusOr<JobRecord> started = registry_->Transition(
+      job.id, JobState::kStarting, absl::StrCat(message, "attempt ", attempt, " on ", job.slots,
+                                                " ", options_.device, " slots"),
+      [&](JobRecord& j) { j.attempt = attempt; });
+  if (!started.ok()) {
+    Log(started.status(), "start attempt");
+    return;
+  }
+  const SpecKnobs knobs = ReadKnobs(job.spec_json);
+  Gang gang;
+  gang.job_id = job.id;
+  gang.attempt = attempt;
+  gang.token = options_.new_token ? options_.new_token() : RandomToken();
+  gang.ranks.resize(job.slots);
+  gang.kv = std::make_shared<comm::InMemoryStore>();
+  gang.heartbeat_timeout = knobs.heartbeat_timeout_s > 0 ? absl::Seconds(knobs.heartbeat_timeout_s)
+                                                         : options_.heartbeat_timeout;
+  gang.grace = knobs.stop_grace_s > 0 ? absl::Seconds(knobs.stop_grace_s) : options_.stop_grace;
+  gang.start_us = wall_clock_->NowMicros();
+  const int64_t now = clock_->NowMicros();
+  for (RankState& r : gang.ranks) r.last_seen_us = now;
+  Log(store_->PutAttempt({job.id, attempt, gang.start_us, 0, ""}), "store attempt");
+
+  GangLaunch launch;
+  launch.job_id = job.id;
+  launch.attempt = attempt;
+  for (int rank = 0; rank < job.slots; ++rank) {
+    RankLaunch r;
+    r.rank = rank;
+    r.argv.push_back(options_.worker_bin);
+    for (const std::string& a : options_.worker_args) r.argv.push_back(a);
+    r.env = RankEnv(*started, attempt, rank, gang.token, knobs.threads);
+    r.log_path = absl::StrCat(options_.log_dir, "/", job.id, "/attempt-", attempt, "/rank-", rank,
+                              ".log");
+    launch.ranks.push_back(std::move(r));
+  }
+  absl::Status s = runner_->Launch(launch);
+  if (!s.ok()) {
+    Log(store_->PutAttempt({job.id, attempt, gang.start_us, wall_clock_->NowMicros(),
+                            absl::StrCat("failed: ", s.message())}),
+        "store attempt");
+    EndJob(job.id, JobState::kFailed, absl::StrCat("cannot start the workers: ", s.message()),
+           absl::StrCat("cannot start the workers: ", s.message()));
+    return;
+  }
+  tokens_[gang.token] = WorkerIdentity{job.id, attempt};
+  gangs_[job.id] = std::move(gang);
+}
+
+void JobManager::EndJob(const std::string& job_id, JobState state, const std::string& message,
+                        const std::string& error) {
+  scheduler_.Release(job_id);
+  scheduler_.Remove(job_id);
+  Log(registry_
+          ->Transition(job_id, state, message,
+                       [&](JobRecord& j) {
+                         if (!error.empty()) j.error = error;
+                       })
+          .status(),
+      "end job");
+}
+
+void JobManager::EndAttempt(const Gang& gang, const std::string& outcome) {
+  Log(store_->PutAttempt(
+          {gang.job_id, gang.attempt, gang.start_us, wall_clock_->NowMicros(), outcome}),
+      "store attempt");
+}
+
+void JobManager::HandleExit(const RankExit& exit) {
+  auto it = gangs_.find(exit.job_id);
+  if (it == gangs_.end() || it->second.attempt != exit.attempt) return;  // an old attempt
+  Gang& gang = it->second;
+  if (exit.rank < 0 || exit.rank >= static_cast<int>(gang.ranks.size())) return;
+  RankState& rs = gang.ranks[exit.rank];
+  rs.exited = true;
+  rs.exit_ok = exit.ok() && rs.registered;
+  if (gang.stop != StopReason::kNone) return;
+  if (rs.exit_ok) return;
+  std::string error = absl::StrCat("rank ", exit.rank, " ", exit.Describe());
+  if (exit.ok()) absl::StrAppend(&error, " without registering with acceld");
+  if (!exit.log_tail.empty()) {
+    std::string tail = exit.log_tail;
+    while (!tail.empty() && tail.back() == '\n') tail.pop_back();
+    absl::StrAppend(&error, ": ", tail.substr(tail.rfind('\n') == std::string::npos
+                                                  ? 0
+                                                  : tail.rfind('\n') + 1));
+  }
+  StopGang(gang, StopReason::kFailure, error);
+}
+
+void JobManager::FinishGang(const std::string& job_id) {
+  auto it = gangs_.find(job_id);
+  Gang gang = std::move(it->second);
+  gangs_.erase(it);
+  tokens_.erase(gang.token);
+  absl::StatusOr<JobRecord> job = registry_->Get(job_id);
+  if (!job.ok()) return;
+  switch (gang.stop) {
+    case StopReason::kNone:
+      EndAttempt(gang, "succeeded");
+      EndJob(job_id, JobState::kSucceeded,
+             absl::StrCat("all ", gang.ranks.size(), " ranks finished"), "");
+      return;
+    case StopReason::kCancel:
+      EndAttempt(gang, "cancelled");
+      EndJob(job_id, JobState::kCancelled, "cancelled by the user; every worker has exited", "");
+      return;
+    case StopReason::kShutdown:
+      EndAttempt(gang, "interrupted: acceld stopped");
+      return;  // the state stays; the next acceld restarts the job
+    case StopReason::kFailure:
+      break;
+  }
+  EndAttempt(gang, absl::StrCat("failed: ", gang.first_error));
+  if (job->restarts_used < job->max_restarts) {
+    const int used = job->restarts_used + 1;
+    absl::StatusOr<JobRecord> restarting = registry_->Transition(
+        job_id, JobState::kRestarting,
+        absl::StrCat(gang.first_error, "; restart ", used, " of ", job->max_restarts,
+                     " (from step 0: no resumable checkpoint yet)"),
+        [&](JobRecord& j) {
+          j.restarts_used = used;
+          j.error = gang.first_error;
+        });
+    if (!restarting.ok()) {
+      Log(restarting.status(), "restart");
+      return;
+    }
+    StartAttempt(*restarting, "restarting: ");  // keeps its slots
+    return;
+  }
+  EndJob(job_id, JobState::kFailed,
+         job->max_restarts > 0
+             ? absl::StrCat(gang.first_error, " (all ", job->max_restarts, " restarts used)")
+             : gang.first_error,
+         gang.first_error);
+}
+
+void JobManager::Tick() {
+  absl::MutexLock lock(&mu_);
+  PollResult poll = runner_->Poll();
+  if (!poll.lines.empty()) {
+    // One transaction per job.
+    std::map<std::string, std::vector<Event>> by_job;
+    for (RankLogLine& l : poll.lines) {
+      nlohmann::json body = {{"stream", "output"}, {"line", std::move(l.line)}};
+      Event e;
+      e.job_id = l.job_id;
+      e.attempt = l.attempt;
+      e.rank = l.rank;
+      e.kind = EventKind::kLog;
+      e.body_json = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      by_job[l.job_id].push_back(std::move(e));
+    }
+    for (auto& [job, events] : by_job) Log(events_->Append(events), "store log lines");
+  }
+  // Ranks that died together (one poll) are ordered so that a rank killed by a signal comes
+  // before ranks that exited with an error: a rank SIGKILLed or crashed from outside is the root
+  // cause far more often than the peers whose collectives then failed.
+  std::stable_sort(poll.exits.begin(), poll.exits.end(), [](const RankExit& a, const RankExit& b) {
+    return (a.signal != 0) > (b.signal != 0);
+  });
+  for (const RankExit& e : poll.exits) HandleExit(e);
+
+  const int64_t now = clock_->NowMicros();
+  std::vector<std::string> finished;
+  for (auto& [id, gang] : gangs_) {
+    if (gang.stop == StopReason::kNone) {
+      for (size_t r = 0; r < gang.ranks.size(); ++r) {
+        const RankState& rs = gang.ranks[r];
+        if (rs.exited) continue;
+        const absl::Duration silent = absl::Microseconds(now - rs.last_seen_us);
+        if (silent > gang.heartbeat_timeout) {
+          StopGang(gang, StopReason::kFailure,
+                   absl::StrFormat("rank %d sent no heartbeat for %.0fs (%s)", r,
+                                   absl::ToDoubleSeconds(silent),
+                                   rs.registered ? "hung?" : "never registered"));
+          break;
+        }
+      }
+    }
+    const bool all_exited = std::all_of(gang.ranks.begin(), gang.ranks.end(),
+                                        [](const RankState& r) { return r.exited; });
+    if (all_exited) finished.push_back(id);
+  }
+  for (const std::string& id : finished) FinishGang(id);
+
+  if (shutting_down_) return;
+  for (const Scheduler::Placement& p : scheduler_.Schedule()) {
+    absl::StatusOr<JobRecord> job = registry_->Get(p.job_id);
+    if (!job.ok()) continue;
+    StartAttempt(*job, job->state == JobState::kRestarting ? "resuming: " : "");
+  }
+}
+
+}  // namespace accel::server

@@ -1,0 +1,195 @@
+// JobManager: the control plane's brain. Ties the JobRegistry (states), the Scheduler (slots),
+// a GangRunner (processes) and the EventLog (what clients see) together:
+//   submit -> QUEUED -> placed -> STARTING (attempt n, one worker per rank, a fresh job token)
+//   -> every rank registered -> RUNNING -> every rank exited 0 -> SUCCEEDED.
+// A rank exiting non-zero (or silent past the heartbeat deadline) stops the whole gang
+// (SIGTERM, grace, SIGKILL); once every rank is gone the job restarts as attempt n+1 on the same
+// slots while restarts_used < max_restarts (a job-wide count), else it is FAILED with the first
+// failing rank's error. Cancel stops the gang and ends CANCELLED once every worker is gone.
+// Recover() after an acceld restart: jobs that were STARTING or RUNNING lost their workers with
+// the old acceld (parent-death signal), so they go RESTARTING and run again without using up a
+// restart; QUEUED ones queue again in their old order.
+//
+// Threading: every method is thread-safe (one mutex). Tick() does the process work (launch,
+// reap, deadlines) and must always be called from the same long-lived thread (see Supervisor);
+// Start() runs it every `tick_interval` on a thread of its own.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "engine/base/env.h"
+#include "engine/comm/in_memory_store.h"
+#include "server/event_log.h"
+#include "server/gang_runner.h"
+#include "server/job_registry.h"
+#include "server/scheduler.h"
+#include "server/state_store.h"
+
+namespace accel::server {
+
+struct ManagerOptions {
+  int total_slots = 1;
+  std::string device = "cpu";
+  std::string worker_bin;                // accel-worker
+  std::vector<std::string> worker_args;  // after the program path
+  std::string coordinator_address;       // ACCEL_COORDINATOR for workers
+  std::string master_addr = "127.0.0.1";  // MASTER_ADDR / MASTER_PORT (torchrun's contract)
+  int master_port = 0;
+  std::string log_dir;                   // <log_dir>/<job>/attempt-<n>/rank-<r>.log
+  std::vector<std::string> base_env;     // inherited by workers ("K=V"); overridden per rank
+  absl::Duration heartbeat_timeout = absl::Seconds(60);  // when the job spec gives none
+  absl::Duration stop_grace = absl::Seconds(10);          // when the job spec gives none
+  absl::Duration heartbeat_interval = absl::Seconds(2);
+  absl::Duration tick_interval = absl::Milliseconds(50);
+  std::function<std::string()> new_token;  // job tokens; random when unset
+};
+
+// Who a worker token belongs to.
+struct WorkerIdentity {
+  std::string job_id;
+  int attempt = 0;
+};
+
+struct WorkerAssignment {
+  std::string job_id;
+  int attempt = 0;
+  int rank = 0;
+  int world_size = 0;
+  std::string spec_json;
+  std::string rendezvous_prefix;
+  double heartbeat_interval_s = 0;
+};
+
+// A worker's report, body in proto3 JSON of the accel.v1 message of that kind.
+struct WorkerReport {
+  EventKind kind = EventKind::kLog;
+  std::string body_json;
+  std::optional<CheckpointRecord> checkpoint;  // with kind == kCheckpoint
+  int64_t step = -1;                           // metrics: the step it describes
+};
+
+struct ClusterView {
+  std::string device;
+  int total_slots = 0;
+  int free_slots = 0;
+  std::map<std::string, std::vector<int>> allocations;
+  std::vector<std::string> queue;
+};
+
+class JobManager {
+ public:
+  // Does not own the pointers, which must outlive it. `clock` times deadlines and heartbeats;
+  // `wall_clock` (default: `clock`) stamps the attempt records users read.
+  JobManager(ManagerOptions options, JobRegistry* registry, EventLog* events, StateStore* store,
+             GangRunner* runner, Clock* clock, Clock* wall_clock = nullptr);
+  ~JobManager();
+
+  // Requeues what an earlier acceld left unfinished. Call once, before Start().
+  [[nodiscard]] absl::Status Recover();
+  // Where workers reach acceld (ACCEL_COORDINATOR, MASTER_ADDR, MASTER_PORT), known only once
+  // the server listens; call before Start().
+  void SetWorkerAddress(const std::string& coordinator, const std::string& master_addr,
+                        int master_port);
+  void Start();
+  // Stops the control loop and every gang (SIGTERM, grace, SIGKILL) and waits until the
+  // workers are gone. Job states stay as they are, so the next acceld resumes them.
+  void Shutdown();
+
+  // `job` carries name, spec_json, slots, priority, max_restarts. InvalidArgument when it needs
+  // more slots than exist; nothing is stored then.
+  [[nodiscard]] absl::StatusOr<JobRecord> Submit(const JobRecord& job);
+  // Requests the cancellation; the job becomes CANCELLED once its workers are gone (at once
+  // when it has none). Cancelling a CANCELLED job returns it; another ended job is
+  // FailedPrecondition.
+  [[nodiscard]] absl::StatusOr<JobRecord> Cancel(const std::string& job_id);
+
+  // Worker API. Unauthenticated (unknown token) or FailedPrecondition (stale attempt).
+  [[nodiscard]] absl::StatusOr<WorkerIdentity> AuthenticateWorker(const std::string& token) const;
+  [[nodiscard]] absl::StatusOr<WorkerAssignment> Register(const WorkerIdentity& who, int rank,
+                                                          int64_t pid);
+  // Stores the reports as events (and checkpoint records); every report, heartbeats included
+  // (empty `reports`), refreshes the rank's heartbeat.
+  [[nodiscard]] absl::Status Report(const WorkerIdentity& who, int rank,
+                                    std::vector<WorkerReport> reports);
+  // The job's rendezvous store while the attempt lives.
+  [[nodiscard]] absl::StatusOr<std::shared_ptr<comm::InMemoryStore>> Kv(const WorkerIdentity& who);
+
+  // One round of the control loop: reap and tail workers, enforce deadlines, finish stopped
+  // gangs, place queued jobs and start them.
+  void Tick();
+
+  ClusterView Cluster() const;
+  // The current job token of a job (tests; empty when it has no live attempt).
+  std::string TokenForTest(const std::string& job_id) const;
+
+ private:
+  enum class StopReason { kNone, kFailure, kCancel, kShutdown };
+  struct RankState {
+    bool registered = false;
+    bool exited = false;
+    bool exit_ok = false;
+    int64_t last_seen_us = 0;
+  };
+  struct Gang {
+    std::string job_id;
+    int attempt = 0;
+    std::string token;
+    std::vector<RankState> ranks;
+    std::shared_ptr<comm::InMemoryStore> kv;
+    StopReason stop = StopReason::kNone;
+    std::string first_error;
+    absl::Duration heartbeat_timeout;
+    absl::Duration grace;
+    int64_t start_us = 0;  // wall time
+  };
+
+  void StartAttempt(const JobRecord& job, const std::string& message)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void StopGang(Gang& gang, StopReason reason, const std::string& error)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void HandleExit(const RankExit& exit) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FinishGang(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EndJob(const std::string& job_id, JobState state, const std::string& message,
+              const std::string& error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EndAttempt(const Gang& gang, const std::string& outcome) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<Gang*> LiveGang(const WorkerIdentity& who) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Log(const absl::Status& s, const char* what);
+  std::vector<std::string> RankEnv(const JobRecord& job, int attempt, int rank,
+                                   const std::string& token, int threads) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const ManagerOptions options_;
+  JobRegistry* const registry_;
+  EventLog* const events_;
+  StateStore* const store_;
+  GangRunner* const runner_;
+  Clock* const clock_;
+  Clock* const wall_clock_;
+
+  mutable absl::Mutex mu_;
+  Scheduler scheduler_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Gang> gangs_ ABSL_GUARDED_BY(mu_);  // by job id
+  std::map<std::string, WorkerIdentity> tokens_ ABSL_GUARDED_BY(mu_);
+  std::string coordinator_address_ ABSL_GUARDED_BY(mu_);
+  std::string master_addr_ ABSL_GUARDED_BY(mu_);
+  int master_port_ ABSL_GUARDED_BY(mu_) = 0;
+  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  bool loop_stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread loop_;
+};
+
+// 32 random bytes, hex.
+std::string RandomToken();
+
+}  // namespace accel::server

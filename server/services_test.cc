@@ -1,0 +1,388 @@
+// The gRPC surface of an in-process acceld: auth codes, submit validation, health, the
+// rendezvous KV through GrpcStore, worker reports, WatchJob replay/follow, cancel, unix socket.
+// Workers are shell scripts, so no training runs here (tests/controlplane does that).
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "accel/v1/coordinator.grpc.pb.h"
+#include "accel/v1/worker.grpc.pb.h"
+#include "gmock/gmock.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "gtest/gtest.h"
+#include "rpc/channel.h"
+#include "rpc/grpc_store.h"
+#include "rpc/job_file.h"
+#include "server/acceld.h"
+#include "server/test_util.h"
+
+namespace accel::server {
+namespace {
+
+using ::testing::HasSubstr;
+namespace v1 = accel::v1;
+
+class ServicesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = FreshTestDir();
+    // A "worker" that only waits: it never registers, so the job stays STARTING.
+    worker_ = dir_ + "/fake-worker.sh";
+    std::ofstream(worker_) << "#!/bin/sh\nexec sleep 30\n";
+    chmod(worker_.c_str(), 0755);
+    std::ofstream(dir_ + "/data.txt") << "hello world\n";
+    AcceldOptions o;
+    o.listen = "127.0.0.1:0";
+    o.state_dir = dir_ + "/state";
+    o.cpu_slots = 2;
+    o.worker_bin = worker_;
+    o.stop_grace = absl::Milliseconds(500);
+    auto d = Acceld::Start(o);
+    ASSERT_TRUE(d.ok()) << d.status();
+    daemon_ = std::move(*d);
+    channel_ = *rpc::MakeChannel(daemon_->address());
+    coord_ = v1::Coordinator::NewStub(channel_);
+    workers_ = v1::WorkerService::NewStub(channel_);
+    token_ = *rpc::ReadTokenFile(dir_ + "/state/token");
+  }
+  void TearDown() override { daemon_.reset(); }
+
+  v1::JobSpec Spec(int ranks) {
+    v1::JobSpec s = rpc::DefaultJobSpec();
+    s.set_name("svc");
+    s.mutable_data()->set_path(dir_ + "/data.txt");
+    s.mutable_resources()->set_num_processes(ranks);
+    return s;
+  }
+  grpc::Status Submit(const v1::JobSpec& spec, const std::string& token, v1::Job* job) {
+    grpc::ClientContext ctx;
+    if (!token.empty()) rpc::Authorize(ctx, token);
+    v1::SubmitJobRequest req;
+    *req.mutable_spec() = spec;
+    v1::SubmitJobResponse resp;
+    grpc::Status s = coord_->SubmitJob(&ctx, req, &resp);
+    if (job) *job = resp.job();
+    return s;
+  }
+  // Waits until the job's workers have a token (the control loop started them).
+  std::string WorkerToken(const std::string& job_id) {
+    for (int i = 0; i < 500; ++i) {
+      std::string t = daemon_->manager().TokenForTest(job_id);
+      if (!t.empty()) return t;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return "";
+  }
+  std::vector<v1::Event> Watch(const std::string& job_id, int64_t from_seq, bool follow) {
+    grpc::ClientContext ctx;
+    rpc::Authorize(ctx, token_);
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    v1::WatchJobRequest req;
+    req.set_job_id(job_id);
+    req.set_from_seq(from_seq);
+    req.set_follow(follow);
+    auto reader = coord_->WatchJob(&ctx, req);
+    std::vector<v1::Event> out;
+    v1::Event e;
+    while (reader->Read(&e)) out.push_back(e);
+    EXPECT_TRUE(reader->Finish().ok());
+    return out;
+  }
+
+  std::string dir_, worker_, token_;
+  std::unique_ptr<Acceld> daemon_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Coordinator::Stub> coord_;
+  std::unique_ptr<v1::WorkerService::Stub> workers_;
+};
+
+TEST_F(ServicesTest, TokensAreCheckedWithTheRightCodes) {
+  v1::Job job;
+  EXPECT_EQ(Submit(Spec(1), "", nullptr).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(Submit(Spec(1), "wrong", nullptr).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  ASSERT_TRUE(Submit(Spec(1), token_, &job).ok());
+  const std::string worker_token = WorkerToken(job.id());
+  ASSERT_FALSE(worker_token.empty());
+  grpc::Status s = Submit(Spec(1), worker_token, nullptr);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  // The client token is not a worker token.
+  grpc::ClientContext ctx;
+  rpc::Authorize(ctx, token_);
+  v1::RegisterRequest reg;
+  reg.set_job_id(job.id());
+  reg.set_attempt(1);
+  v1::Assignment a;
+  EXPECT_EQ(workers_->Register(&ctx, reg, &a).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  // A worker token for another job's attempt.
+  grpc::ClientContext ctx2;
+  rpc::Authorize(ctx2, worker_token);
+  reg.set_attempt(7);
+  EXPECT_EQ(workers_->Register(&ctx2, reg, &a).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  grpc::ClientContext ctx3;
+  rpc::Authorize(ctx3, "nope");
+  EXPECT_EQ(workers_->Register(&ctx3, reg, &a).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+}
+
+TEST_F(ServicesTest, BadSpecsAreRejectedAtSubmitAndNothingIsQueued) {
+  v1::JobSpec bad = Spec(1);
+  bad.mutable_train()->set_steps(0);
+  grpc::Status s = Submit(bad, token_, nullptr);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("train.steps"));
+  v1::JobSpec too_big = Spec(3);  // 2 slots exist
+  s = Submit(too_big, token_, nullptr);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("resources.num_processes"));
+  v1::JobSpec no_data = Spec(1);
+  no_data.mutable_data()->set_path(dir_ + "/missing.bin");
+  EXPECT_THAT(Submit(no_data, token_, nullptr).error_message(), HasSubstr("data.path: no such file"));
+  grpc::ClientContext ctx;
+  rpc::Authorize(ctx, token_);
+  v1::ListJobsResponse list;
+  ASSERT_TRUE(coord_->ListJobs(&ctx, v1::ListJobsRequest(), &list).ok());
+  EXPECT_EQ(list.jobs_size(), 0);
+}
+
+TEST_F(ServicesTest, HealthIsServedWithoutAToken) {
+  auto health = grpc::health::v1::Health::NewStub(channel_);
+  grpc::ClientContext ctx;
+  grpc::health::v1::HealthCheckRequest req;
+  grpc::health::v1::HealthCheckResponse resp;
+  ASSERT_TRUE(health->Check(&ctx, req, &resp).ok());
+  EXPECT_EQ(resp.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+}
+
+TEST_F(ServicesTest, RendezvousStoreWorksThroughGrpcWithTheJobToken) {
+  v1::Job job;
+  ASSERT_TRUE(Submit(Spec(2), token_, &job).ok());
+  rpc::GrpcStore store(channel_, WorkerToken(job.id()));
+  ASSERT_TRUE(store.Set("a", std::string("x\0y", 3)).ok());
+  auto v = store.Get("a", absl::Seconds(1));
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(*v, std::string("x\0y", 3));
+  EXPECT_EQ(*store.Add("n", 2), 2);
+  EXPECT_EQ(*store.Add("n", -5), -3);
+  std::thread later([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ASSERT_TRUE(store.Set("late", "1").ok());
+  });
+  EXPECT_TRUE(store.Wait({"a", "late"}, absl::Seconds(5)).ok());
+  later.join();
+  auto missing = store.Get("never", absl::Milliseconds(200));
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(std::string(missing.status().message()), HasSubstr("never"));
+  // A queued job (both slots are taken) has no token: nothing can reach its store yet.
+  v1::Job other;
+  ASSERT_TRUE(Submit(Spec(1), token_, &other).ok());
+  EXPECT_TRUE(daemon_->manager().TokenForTest(other.id()).empty());
+}
+
+TEST_F(ServicesTest, ReportsAreWatchableWithConsecutiveSequenceNumbersUntilCancelled) {
+  v1::Job job;
+  ASSERT_TRUE(Submit(Spec(1), token_, &job).ok());
+  const std::string wt = WorkerToken(job.id());
+  {
+    grpc::ClientContext ctx;
+    rpc::Authorize(ctx, wt);
+    v1::RegisterRequest reg;
+    reg.set_job_id(job.id());
+    reg.set_attempt(1);
+    reg.set_rank(0);
+    v1::Assignment a;
+    ASSERT_TRUE(workers_->Register(&ctx, reg, &a).ok());
+    EXPECT_EQ(a.world_size(), 1);
+    EXPECT_EQ(a.spec().name(), "svc");
+  }
+  {
+    grpc::ClientContext ctx;
+    rpc::Authorize(ctx, wt);
+    v1::ReportEventsResponse resp;
+    auto writer = workers_->ReportEvents(&ctx, &resp);
+    for (int step = 0; step < 3; ++step) {
+      v1::WorkerEvent e;
+      e.mutable_metrics()->set_step(step);
+      e.mutable_metrics()->set_loss(5.0f - step);
+      ASSERT_TRUE(writer->Write(e));
+      v1::WorkerEvent hb;
+      hb.mutable_heartbeat()->set_step(step + 1);
+      ASSERT_TRUE(writer->Write(hb));
+    }
+    v1::WorkerEvent ck;
+    ck.mutable_checkpoint()->set_step(3);
+    ck.mutable_checkpoint()->set_path("/ckpt/step-3");
+    ck.mutable_checkpoint()->set_kind("weights");
+    ASSERT_TRUE(writer->Write(ck));
+    writer->WritesDone();
+    ASSERT_TRUE(writer->Finish().ok());
+  }
+  std::vector<v1::Event> so_far = Watch(job.id(), 0, /*follow=*/false);
+  int metrics = 0;
+  for (const auto& e : so_far) metrics += e.has_metrics();
+  EXPECT_EQ(metrics, 3);
+  {
+    grpc::ClientContext ctx;
+    rpc::Authorize(ctx, token_);
+    v1::ListCheckpointsRequest req;
+    req.set_job_id(job.id());
+    v1::ListCheckpointsResponse resp;
+    ASSERT_TRUE(coord_->ListCheckpoints(&ctx, req, &resp).ok());
+    ASSERT_EQ(resp.checkpoints_size(), 1);
+    EXPECT_EQ(resp.checkpoints(0).path(), "/ckpt/step-3");
+  }
+  // A follower started now ends by itself once the cancelled job's last event is out.
+  std::vector<v1::Event> followed;
+  std::thread follower([&] { followed = Watch(job.id(), 0, /*follow=*/true); });
+  {
+    grpc::ClientContext ctx;
+    rpc::Authorize(ctx, token_);
+    v1::CancelJobRequest req;
+    req.set_job_id(job.id());
+    v1::Job cancelled;
+    ASSERT_TRUE(coord_->CancelJob(&ctx, req, &cancelled).ok());
+    EXPECT_EQ(cancelled.state(), v1::CANCELLED);
+  }
+  follower.join();
+  ASSERT_FALSE(followed.empty());
+  for (size_t i = 0; i < followed.size(); ++i) EXPECT_EQ(followed[i].seq(), int64_t(i + 1));
+  EXPECT_EQ(followed.back().state().state(), v1::CANCELLED);
+  // Reconnecting from a sequence number gives exactly the rest.
+  std::vector<v1::Event> rest = Watch(job.id(), 3, false);
+  ASSERT_EQ(rest.size(), followed.size() - 3);
+  EXPECT_EQ(rest.front().seq(), 4);
+  // The worker's token died with the attempt.
+  rpc::GrpcStore store(channel_, wt);
+  EXPECT_EQ(store.Set("k", "v").code(), absl::StatusCode::kUnauthenticated);
+}
+
+int64_t RssKiB() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6));
+  }
+  return 0;
+}
+
+// Load: 100 followers on one job (some of them slow) while its worker reports 500 events and
+// 1,000 more jobs wait in the queue. Every watcher gets every event, in order, once.
+TEST_F(ServicesTest, HundredWatchersAndAThousandQueuedJobs) {
+  v1::Job job;
+  ASSERT_TRUE(Submit(Spec(1), token_, &job).ok());
+  const std::string wt = WorkerToken(job.id());
+  {
+    grpc::ClientContext ctx;
+    rpc::Authorize(ctx, wt);
+    v1::RegisterRequest reg;
+    reg.set_job_id(job.id());
+    reg.set_attempt(1);
+    v1::Assignment a;
+    ASSERT_TRUE(workers_->Register(&ctx, reg, &a).ok());
+  }
+  const int64_t rss_before = RssKiB();
+  constexpr int kWatchers = 100;
+  constexpr int kEvents = 500;
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  for (int c = 0; c < 4; ++c) channels.push_back(*rpc::MakeChannel(daemon_->address()));
+  std::vector<std::vector<int64_t>> seen(kWatchers);
+  std::vector<std::thread> watchers;
+  for (int w = 0; w < kWatchers; ++w) {
+    watchers.emplace_back([&, w] {
+      auto stub = v1::Coordinator::NewStub(channels[w % channels.size()]);
+      grpc::ClientContext ctx;
+      rpc::Authorize(ctx, token_);
+      v1::WatchJobRequest req;
+      req.set_job_id(job.id());
+      req.set_follow(true);
+      auto reader = stub->WatchJob(&ctx, req);
+      v1::Event e;
+      while (reader->Read(&e)) {
+        seen[w].push_back(e.seq());
+        if (w % 20 == 0) std::this_thread::sleep_for(std::chrono::microseconds(500));  // slow
+      }
+      reader->Finish();
+    });
+  }
+  {
+    grpc::ClientContext ctx;
+    rpc::Authorize(ctx, wt);
+    v1::ReportEventsResponse resp;
+    auto writer = workers_->ReportEvents(&ctx, &resp);
+    for (int i = 0; i < kEvents; ++i) {
+      v1::WorkerEvent e;
+      e.mutable_metrics()->set_step(i);
+      e.mutable_metrics()->set_total_steps(kEvents);
+      ASSERT_TRUE(writer->Write(e));
+    }
+    writer->WritesDone();
+    ASSERT_TRUE(writer->Finish().ok());
+  }
+  // The queue: 1,000 jobs that cannot start while the first holds a slot (they need both).
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(Submit(Spec(2), token_, nullptr).ok()) << i;
+  {
+    grpc::ClientContext ctx;
+    rpc::Authorize(ctx, token_);
+    v1::Cluster cluster;
+    ASSERT_TRUE(coord_->GetCluster(&ctx, v1::GetClusterRequest(), &cluster).ok());
+    EXPECT_EQ(cluster.queue_size(), 1000);
+  }
+  {
+    grpc::ClientContext ctx;
+    rpc::Authorize(ctx, token_);
+    v1::CancelJobRequest req;
+    req.set_job_id(job.id());
+    v1::Job cancelled;
+    ASSERT_TRUE(coord_->CancelJob(&ctx, req, &cancelled).ok());
+  }
+  for (auto& t : watchers) t.join();
+  int64_t last = 0;
+  {
+    grpc::ClientContext ctx;
+    rpc::Authorize(ctx, token_);
+    v1::GetJobRequest req;
+    req.set_job_id(job.id());
+    v1::Job j;
+    ASSERT_TRUE(coord_->GetJob(&ctx, req, &j).ok());
+    last = j.last_seq();
+  }
+  ASSERT_GE(last, kEvents);
+  for (int w = 0; w < kWatchers; ++w) {
+    ASSERT_EQ(seen[w].size(), static_cast<size_t>(last)) << "watcher " << w;
+    for (int64_t i = 0; i < last; ++i) ASSERT_EQ(seen[w][i], i + 1) << "watcher " << w;
+  }
+  // Bounded: per-watcher queues are capped; what grew is threads and the client side.
+  const int64_t grown = RssKiB() - rss_before;
+  std::printf("load: %d watchers x %lld events, 1000 queued jobs: RSS grew %lld KiB\n", kWatchers,
+              static_cast<long long>(last), static_cast<long long>(grown));
+  EXPECT_LT(grown, 256 * 1024);
+}
+
+TEST(AcceldUnixSocketTest, ServesOnAPrivateUnixSocket) {
+  const std::string dir = FreshTestDir();
+  const std::string worker = dir + "/w.sh";
+  std::ofstream(worker) << "#!/bin/sh\nexit 0\n";
+  chmod(worker.c_str(), 0755);
+  AcceldOptions o;
+  o.listen = "";
+  o.unix_socket = dir + "/acceld.sock";
+  o.state_dir = dir + "/state";
+  o.cpu_slots = 1;
+  o.worker_bin = worker;
+  auto d = Acceld::Start(o);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ((*d)->address(), "unix:" + o.unix_socket);
+  struct stat st;
+  ASSERT_EQ(stat(o.unix_socket.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0077, 0);
+  auto stub = v1::Coordinator::NewStub(*rpc::MakeChannel((*d)->address()));
+  grpc::ClientContext ctx;
+  rpc::Authorize(ctx, (*d)->client_token());
+  v1::Cluster cluster;
+  ASSERT_TRUE(stub->GetCluster(&ctx, v1::GetClusterRequest(), &cluster).ok());
+  EXPECT_EQ(cluster.total_slots(), 1);
+  EXPECT_EQ(cluster.device(), "cpu");
+}
+
+}  // namespace
+}  // namespace accel::server

@@ -1,0 +1,361 @@
+#include "server/state_store.h"
+
+#include <sqlite3.h>
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "engine/base/status_macros.h"
+
+namespace accel::server {
+namespace {
+
+// Version 1. Events are keyed by (job_id, seq): the per-job sequence is the primary key, so a
+// duplicate can never be stored and a replay is one index range scan.
+constexpr const char* kSchemaV1 = R"sql(
+CREATE TABLE IF NOT EXISTS jobs (
+  id TEXT PRIMARY KEY,
+  number INTEGER NOT NULL UNIQUE,
+  name TEXT NOT NULL,
+  spec_json TEXT NOT NULL,
+  slots INTEGER NOT NULL,
+  priority INTEGER NOT NULL,
+  max_restarts INTEGER NOT NULL,
+  state TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  restarts_used INTEGER NOT NULL,
+  error TEXT NOT NULL,
+  submit_us INTEGER NOT NULL,
+  start_us INTEGER NOT NULL,
+  end_us INTEGER NOT NULL,
+  last_step INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS attempts (
+  job_id TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  start_us INTEGER NOT NULL,
+  end_us INTEGER NOT NULL,
+  outcome TEXT NOT NULL,
+  PRIMARY KEY (job_id, attempt)
+);
+CREATE TABLE IF NOT EXISTS events (
+  job_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  time_us INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  rank INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  body TEXT NOT NULL,
+  PRIMARY KEY (job_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS checkpoints (
+  job_id TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  step INTEGER NOT NULL,
+  path TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  bytes INTEGER NOT NULL,
+  seconds REAL NOT NULL,
+  time_us INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS checkpoints_by_job ON checkpoints (job_id, step);
+)sql";
+
+// A prepared statement that finalizes itself.
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const char* sql) { rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr); }
+  ~Stmt() { sqlite3_finalize(stmt_); }
+  bool ok() const { return rc_ == SQLITE_OK; }
+  sqlite3_stmt* get() { return stmt_; }
+  void Text(int i, const std::string& s) {
+    sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+  }
+  void Int(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  void Real(int i, double v) { sqlite3_bind_double(stmt_, i, v); }
+  int Step() { return sqlite3_step(stmt_); }
+  std::string ColText(int i) {
+    const unsigned char* p = sqlite3_column_text(stmt_, i);
+    return p ? std::string(reinterpret_cast<const char*>(p), sqlite3_column_bytes(stmt_, i)) : "";
+  }
+  int64_t ColInt(int i) { return sqlite3_column_int64(stmt_, i); }
+  double ColReal(int i) { return sqlite3_column_double(stmt_, i); }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+  int rc_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                           nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    sqlite3_close(db);
+    return absl::UnavailableError(absl::StrCat("cannot open state database ", path, ": ", msg));
+  }
+  sqlite3_busy_timeout(db, 5000);
+  std::unique_ptr<StateStore> store(new StateStore(db));
+  absl::MutexLock lock(&store->mu_);
+  absl::Status s = store->Exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+  if (!s.ok()) {
+    return absl::DataLossError(absl::StrCat("state database ", path, " is not usable: ",
+                                            s.message()));
+  }
+  ACCEL_RETURN_IF_ERROR(store->Migrate());
+  return store;
+}
+
+StateStore::~StateStore() {
+  absl::MutexLock lock(&mu_);
+  sqlite3_close(db_);
+}
+
+absl::Status StateStore::Error(const char* what) {
+  return absl::InternalError(absl::StrCat("state database: ", what, ": ", sqlite3_errmsg(db_)));
+}
+
+absl::Status StateStore::Exec(const char* sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : "unknown error";
+    sqlite3_free(err);
+    return absl::InternalError(absl::StrCat("state database: ", msg));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StateStore::Migrate() {
+  Stmt version(db_, "PRAGMA user_version");
+  if (!version.ok() || version.Step() != SQLITE_ROW) {
+    return absl::DataLossError(absl::StrCat("state database is not readable: ", sqlite3_errmsg(db_)));
+  }
+  const int64_t v = version.ColInt(0);
+  if (v > kSchemaVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "state database has schema version ", v, " but this acceld knows only up to ",
+        kSchemaVersion, "; use the newer acceld or another --state-dir"));
+  }
+  if (v == kSchemaVersion) return absl::OkStatus();
+  ACCEL_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+  absl::Status s = Exec(kSchemaV1);
+  if (s.ok()) s = Exec(absl::StrCat("PRAGMA user_version=", kSchemaVersion).c_str());
+  if (!s.ok()) {
+    (void)Exec("ROLLBACK");
+    return s;
+  }
+  return Exec("COMMIT");
+}
+
+absl::Status StateStore::Write(const JobRecord* job, const std::vector<Event>& events) {
+  absl::MutexLock lock(&mu_);
+  ACCEL_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+  auto body = [&]() -> absl::Status {
+    if (job != nullptr) {
+      Stmt st(db_,
+              "INSERT OR REPLACE INTO jobs (id, number, name, spec_json, slots, priority, "
+              "max_restarts, state, attempt, restarts_used, error, submit_us, start_us, end_us, "
+              "last_step) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+      if (!st.ok()) return Error("prepare job");
+      st.Text(1, job->id);
+      st.Int(2, job->number);
+      st.Text(3, job->name);
+      st.Text(4, job->spec_json);
+      st.Int(5, job->slots);
+      st.Int(6, job->priority);
+      st.Int(7, job->max_restarts);
+      st.Text(8, std::string(JobStateName(job->state)));
+      st.Int(9, job->attempt);
+      st.Int(10, job->restarts_used);
+      st.Text(11, job->error);
+      st.Int(12, job->submit_us);
+      st.Int(13, job->start_us);
+      st.Int(14, job->end_us);
+      st.Int(15, job->last_step);
+      if (st.Step() != SQLITE_DONE) return Error("write job");
+    }
+    if (!events.empty()) {
+      Stmt st(db_,
+              "INSERT INTO events (job_id, seq, time_us, attempt, rank, kind, body) "
+              "VALUES (?,?,?,?,?,?,?)");
+      if (!st.ok()) return Error("prepare event");
+      for (const Event& e : events) {
+        sqlite3_reset(st.get());
+        st.Text(1, e.job_id);
+        st.Int(2, e.seq);
+        st.Int(3, e.time_us);
+        st.Int(4, e.attempt);
+        st.Int(5, e.rank);
+        st.Text(6, std::string(EventKindName(e.kind)));
+        st.Text(7, e.body_json);
+        if (st.Step() != SQLITE_DONE) return Error("append event");
+      }
+    }
+    return absl::OkStatus();
+  };
+  absl::Status s = body();
+  if (!s.ok()) {
+    (void)Exec("ROLLBACK");
+    return s;
+  }
+  return Exec("COMMIT");
+}
+
+absl::StatusOr<std::vector<JobRecord>> StateStore::LoadJobs() {
+  absl::MutexLock lock(&mu_);
+  Stmt st(db_,
+          "SELECT id, number, name, spec_json, slots, priority, max_restarts, state, attempt, "
+          "restarts_used, error, submit_us, start_us, end_us, last_step FROM jobs ORDER BY number");
+  if (!st.ok()) return Error("prepare load jobs");
+  std::vector<JobRecord> jobs;
+  int rc;
+  while ((rc = st.Step()) == SQLITE_ROW) {
+    JobRecord j;
+    j.id = st.ColText(0);
+    j.number = st.ColInt(1);
+    j.name = st.ColText(2);
+    j.spec_json = st.ColText(3);
+    j.slots = static_cast<int>(st.ColInt(4));
+    j.priority = static_cast<int>(st.ColInt(5));
+    j.max_restarts = static_cast<int>(st.ColInt(6));
+    absl::StatusOr<JobState> state = ParseJobState(st.ColText(7));
+    if (!state.ok()) {
+      return absl::DataLossError(absl::StrCat("state database: job ", j.id, ": ",
+                                              state.status().message()));
+    }
+    j.state = *state;
+    j.attempt = static_cast<int>(st.ColInt(8));
+    j.restarts_used = static_cast<int>(st.ColInt(9));
+    j.error = st.ColText(10);
+    j.submit_us = st.ColInt(11);
+    j.start_us = st.ColInt(12);
+    j.end_us = st.ColInt(13);
+    j.last_step = st.ColInt(14);
+    jobs.push_back(std::move(j));
+  }
+  if (rc != SQLITE_DONE) return Error("load jobs");
+  return jobs;
+}
+
+absl::StatusOr<std::vector<Event>> StateStore::ReadEvents(const std::string& job_id,
+                                                          int64_t after_seq, int64_t limit) {
+  absl::MutexLock lock(&mu_);
+  Stmt st(db_,
+          "SELECT seq, time_us, attempt, rank, kind, body FROM events "
+          "WHERE job_id = ? AND seq > ? ORDER BY seq LIMIT ?");
+  if (!st.ok()) return Error("prepare read events");
+  st.Text(1, job_id);
+  st.Int(2, after_seq);
+  st.Int(3, limit);
+  std::vector<Event> events;
+  int rc;
+  while ((rc = st.Step()) == SQLITE_ROW) {
+    Event e;
+    e.job_id = job_id;
+    e.seq = st.ColInt(0);
+    e.time_us = st.ColInt(1);
+    e.attempt = static_cast<int>(st.ColInt(2));
+    e.rank = static_cast<int>(st.ColInt(3));
+    absl::StatusOr<EventKind> kind = ParseEventKind(st.ColText(4));
+    if (!kind.ok()) {
+      return absl::DataLossError(absl::StrCat("state database: event ", job_id, "#", e.seq, ": ",
+                                              kind.status().message()));
+    }
+    e.kind = *kind;
+    e.body_json = st.ColText(5);
+    events.push_back(std::move(e));
+  }
+  if (rc != SQLITE_DONE) return Error("read events");
+  return events;
+}
+
+absl::StatusOr<int64_t> StateStore::LastSeq(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  Stmt st(db_, "SELECT COALESCE(MAX(seq), 0) FROM events WHERE job_id = ?");
+  if (!st.ok()) return Error("prepare last seq");
+  st.Text(1, job_id);
+  if (st.Step() != SQLITE_ROW) return Error("last seq");
+  return st.ColInt(0);
+}
+
+absl::Status StateStore::PutAttempt(const AttemptRecord& a) {
+  absl::MutexLock lock(&mu_);
+  Stmt st(db_,
+          "INSERT OR REPLACE INTO attempts (job_id, attempt, start_us, end_us, outcome) "
+          "VALUES (?,?,?,?,?)");
+  if (!st.ok()) return Error("prepare attempt");
+  st.Text(1, a.job_id);
+  st.Int(2, a.attempt);
+  st.Int(3, a.start_us);
+  st.Int(4, a.end_us);
+  st.Text(5, a.outcome);
+  if (st.Step() != SQLITE_DONE) return Error("write attempt");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<AttemptRecord>> StateStore::ListAttempts(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  Stmt st(db_,
+          "SELECT attempt, start_us, end_us, outcome FROM attempts WHERE job_id = ? "
+          "ORDER BY attempt");
+  if (!st.ok()) return Error("prepare list attempts");
+  st.Text(1, job_id);
+  std::vector<AttemptRecord> out;
+  int rc;
+  while ((rc = st.Step()) == SQLITE_ROW) {
+    out.push_back({job_id, static_cast<int>(st.ColInt(0)), st.ColInt(1), st.ColInt(2),
+                   st.ColText(3)});
+  }
+  if (rc != SQLITE_DONE) return Error("list attempts");
+  return out;
+}
+
+absl::Status StateStore::AddCheckpoint(const CheckpointRecord& c) {
+  absl::MutexLock lock(&mu_);
+  Stmt st(db_,
+          "INSERT INTO checkpoints (job_id, attempt, step, path, kind, bytes, seconds, time_us) "
+          "VALUES (?,?,?,?,?,?,?,?)");
+  if (!st.ok()) return Error("prepare checkpoint");
+  st.Text(1, c.job_id);
+  st.Int(2, c.attempt);
+  st.Int(3, c.step);
+  st.Text(4, c.path);
+  st.Text(5, c.kind);
+  st.Int(6, c.bytes);
+  st.Real(7, c.seconds);
+  st.Int(8, c.time_us);
+  if (st.Step() != SQLITE_DONE) return Error("write checkpoint");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<CheckpointRecord>> StateStore::ListCheckpoints(
+    const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  Stmt st(db_,
+          "SELECT attempt, step, path, kind, bytes, seconds, time_us FROM checkpoints "
+          "WHERE job_id = ? ORDER BY time_us, rowid");
+  if (!st.ok()) return Error("prepare list checkpoints");
+  st.Text(1, job_id);
+  std::vector<CheckpointRecord> out;
+  int rc;
+  while ((rc = st.Step()) == SQLITE_ROW) {
+    CheckpointRecord c;
+    c.job_id = job_id;
+    c.attempt = static_cast<int>(st.ColInt(0));
+    c.step = st.ColInt(1);
+    c.path = st.ColText(2);
+    c.kind = st.ColText(3);
+    c.bytes = st.ColInt(4);
+    c.seconds = st.ColReal(5);
+    c.time_us = st.ColInt(6);
+    out.push_back(std::move(c));
+  }
+  if (rc != SQLITE_DONE) return Error("list checkpoints");
+  return out;
+}
+
+}  // namespace accel::server

@@ -1,0 +1,71 @@
+// StateStore: acceld's durable state in one SQLite database (WAL journal): jobs, attempts,
+// events and checkpoint records. Every write is one transaction that has committed when the call
+// returns, so whatever a client was told (a job id, a state, an event) survives acceld being
+// killed. synchronous=NORMAL: a committed transaction survives a process crash; a power loss may
+// drop the newest ones (synchronous=FULL would fsync every commit). docs/rpc.md §State has the
+// schema.
+//
+// The schema is versioned with PRAGMA user_version (kSchemaVersion); a database written by a
+// newer acceld is refused (FailedPrecondition) rather than misread.
+// Thread-safe: one connection behind a mutex.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "server/types.h"
+
+struct sqlite3;
+
+namespace accel::server {
+
+inline constexpr int kSchemaVersion = 1;
+
+class StateStore {
+ public:
+  // Opens or creates the database at `path` (":memory:" for tests). Errors: Unavailable when
+  // SQLite cannot open it, FailedPrecondition for a newer schema, DataLoss when the file is
+  // not a usable database.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<StateStore>> Open(const std::string& path);
+  ~StateStore();
+  StateStore(const StateStore&) = delete;
+  StateStore& operator=(const StateStore&) = delete;
+
+  // Inserts or replaces the job row and appends `events` in one transaction. Events must
+  // already carry their sequence numbers; a duplicate (job_id, seq) is Internal.
+  [[nodiscard]] absl::Status Write(const JobRecord* job, const std::vector<Event>& events);
+  [[nodiscard]] absl::Status PutJob(const JobRecord& job) { return Write(&job, {}); }
+  [[nodiscard]] absl::Status AppendEvents(const std::vector<Event>& events) {
+    return Write(nullptr, events);
+  }
+  // Every job, in submission order.
+  [[nodiscard]] absl::StatusOr<std::vector<JobRecord>> LoadJobs();
+  // Events of a job with seq > after_seq, ascending, at most `limit`.
+  [[nodiscard]] absl::StatusOr<std::vector<Event>> ReadEvents(const std::string& job_id,
+                                                              int64_t after_seq, int64_t limit);
+  // Highest seq of the job's events; 0 when it has none.
+  [[nodiscard]] absl::StatusOr<int64_t> LastSeq(const std::string& job_id);
+
+  [[nodiscard]] absl::Status PutAttempt(const AttemptRecord& attempt);
+  [[nodiscard]] absl::StatusOr<std::vector<AttemptRecord>> ListAttempts(const std::string& job_id);
+  [[nodiscard]] absl::Status AddCheckpoint(const CheckpointRecord& checkpoint);
+  [[nodiscard]] absl::StatusOr<std::vector<CheckpointRecord>> ListCheckpoints(
+      const std::string& job_id);
+
+ private:
+  explicit StateStore(sqlite3* db) : db_(db) {}
+  [[nodiscard]] absl::Status Exec(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  [[nodiscard]] absl::Status Migrate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Error(const char* what) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  absl::Mutex mu_;
+  sqlite3* db_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace accel::server

@@ -1,0 +1,132 @@
+#include "server/state_store.h"
+
+#include <sqlite3.h>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/test_util.h"
+
+namespace accel::server {
+namespace {
+
+JobRecord SampleJob() {
+  JobRecord j;
+  j.id = "job-7";
+  j.number = 7;
+  j.name = "tiny";
+  j.spec_json = R"({"name":"tiny"})";
+  j.slots = 2;
+  j.priority = 3;
+  j.max_restarts = 1;
+  j.state = JobState::kRunning;
+  j.attempt = 2;
+  j.restarts_used = 1;
+  j.error = "rank 1 exited with code 1";
+  j.submit_us = 10;
+  j.start_us = 20;
+  j.last_step = 41;
+  return j;
+}
+
+Event MakeEvent(const std::string& job, int64_t seq, EventKind kind, const std::string& body) {
+  Event e;
+  e.job_id = job;
+  e.seq = seq;
+  e.time_us = 100 + seq;
+  e.attempt = 1;
+  e.rank = 0;
+  e.kind = kind;
+  e.body_json = body;
+  return e;
+}
+
+TEST(StateStoreTest, JobsEventsAttemptsAndCheckpointsSurviveReopen) {
+  const std::string path = FreshTestDir() + "/state.db";
+  {
+    auto store = StateStore::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    JobRecord job = SampleJob();
+    ASSERT_TRUE((*store)->Write(&job, {MakeEvent("job-7", 1, EventKind::kState, "{}"),
+                                       MakeEvent("job-7", 2, EventKind::kMetrics, R"({"step":"0"})")})
+                    .ok());
+    ASSERT_TRUE((*store)->PutAttempt({"job-7", 1, 20, 30, "failed: x"}).ok());
+    ASSERT_TRUE((*store)->AddCheckpoint({"job-7", 2, 40, "/ckpt/step-40", "weights", 123, 0.5, 99})
+                    .ok());
+  }
+  auto store = StateStore::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto jobs = (*store)->LoadJobs();
+  ASSERT_TRUE(jobs.ok());
+  ASSERT_EQ(jobs->size(), 1u);
+  const JobRecord& j = jobs->front();
+  EXPECT_EQ(j.id, "job-7");
+  EXPECT_EQ(j.state, JobState::kRunning);
+  EXPECT_EQ(j.attempt, 2);
+  EXPECT_EQ(j.restarts_used, 1);
+  EXPECT_EQ(j.error, "rank 1 exited with code 1");
+  EXPECT_EQ(j.last_step, 41);
+  EXPECT_EQ(j.spec_json, R"({"name":"tiny"})");
+
+  auto events = (*store)->ReadEvents("job-7", 0, 10);
+  ASSERT_TRUE(events.ok());
+  ASSERT_EQ(events->size(), 2u);
+  EXPECT_EQ((*events)[1].seq, 2);
+  EXPECT_EQ((*events)[1].kind, EventKind::kMetrics);
+  EXPECT_EQ((*events)[1].body_json, R"({"step":"0"})");
+  auto after = (*store)->ReadEvents("job-7", 1, 10);
+  ASSERT_TRUE(after.ok());
+  ASSERT_EQ(after->size(), 1u);
+  EXPECT_EQ(*(*store)->LastSeq("job-7"), 2);
+  EXPECT_EQ(*(*store)->LastSeq("job-unknown"), 0);
+
+  auto attempts = (*store)->ListAttempts("job-7");
+  ASSERT_TRUE(attempts.ok());
+  ASSERT_EQ(attempts->size(), 1u);
+  EXPECT_EQ((*attempts)[0].outcome, "failed: x");
+  auto ckpts = (*store)->ListCheckpoints("job-7");
+  ASSERT_TRUE(ckpts.ok());
+  ASSERT_EQ(ckpts->size(), 1u);
+  EXPECT_EQ((*ckpts)[0].path, "/ckpt/step-40");
+  EXPECT_EQ((*ckpts)[0].bytes, 123);
+}
+
+TEST(StateStoreTest, AFailedWriteChangesNothing) {
+  auto store = StateStore::Open(FreshTestDir() + "/state.db");
+  ASSERT_TRUE(store.ok());
+  JobRecord job = SampleJob();
+  ASSERT_TRUE((*store)->Write(&job, {MakeEvent("job-7", 1, EventKind::kState, "{}")}).ok());
+  JobRecord changed = job;
+  changed.state = JobState::kFailed;
+  // seq 1 exists: the whole transaction, job row included, rolls back.
+  absl::Status s = (*store)->Write(&changed, {MakeEvent("job-7", 2, EventKind::kLog, "{}"),
+                                              MakeEvent("job-7", 1, EventKind::kLog, "{}")});
+  EXPECT_FALSE(s.ok());
+  auto jobs = (*store)->LoadJobs();
+  ASSERT_TRUE(jobs.ok());
+  EXPECT_EQ(jobs->front().state, JobState::kRunning);
+  EXPECT_EQ(*(*store)->LastSeq("job-7"), 1);
+}
+
+TEST(StateStoreTest, RefusesADatabaseFromANewerSchema) {
+  const std::string path = FreshTestDir() + "/state.db";
+  { ASSERT_TRUE(StateStore::Open(path).ok()); }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version=99", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  auto store = StateStore::Open(path);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(store.status().message()), ::testing::HasSubstr("schema version 99"));
+}
+
+TEST(StateStoreTest, UsesWriteAheadLogging) {
+  const std::string path = FreshTestDir() + "/state.db";
+  auto store = StateStore::Open(path);
+  ASSERT_TRUE(store.ok());
+  JobRecord job = SampleJob();
+  ASSERT_TRUE((*store)->PutJob(job).ok());
+  EXPECT_TRUE(std::filesystem::exists(path + "-wal"));
+}
+
+}  // namespace
+}  // namespace accel::server

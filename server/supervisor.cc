@@ -1,0 +1,219 @@
+#include "server/supervisor.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "engine/base/logging.h"
+
+namespace accel::server {
+namespace {
+
+constexpr size_t kMaxLineBytes = 4096;
+constexpr size_t kTailLines = 8;
+constexpr size_t kReadChunk = 64 * 1024;
+
+// Runs in the child between fork and exec: only async-signal-safe calls.
+[[noreturn]] void ExecChild(pid_t parent, int log_fd, char* const* argv, char* const* envp) {
+  setpgid(0, 0);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(125);  // acceld died before prctl took effect
+  sigset_t all;
+  sigemptyset(&all);
+  sigprocmask(SIG_SETMASK, &all, nullptr);
+  signal(SIGPIPE, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  signal(SIGINT, SIG_DFL);
+  int devnull = open("/dev/null", O_RDONLY);
+  if (devnull >= 0) dup2(devnull, 0);
+  dup2(log_fd, 1);
+  dup2(log_fd, 2);
+  // Close everything else acceld had open (sockets, the database).
+#ifdef SYS_close_range
+  if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0)
+#endif
+  {
+    for (int fd = 3; fd < 4096; ++fd) close(fd);
+  }
+  execve(argv[0], argv, envp);
+  _exit(127);
+}
+
+}  // namespace
+
+std::string RankExit::Describe() const {
+  if (signal != 0) return absl::StrCat("killed by signal ", signal, " (", strsignal(signal), ")");
+  return absl::StrCat("exited with code ", exit_code);
+}
+
+Supervisor::Supervisor(Clock* clock) : clock_(clock) {}
+
+Supervisor::~Supervisor() {
+  for (auto& [pid, p] : procs_) KillAndReap(*p);
+}
+
+void Supervisor::KillAndReap(Proc& p) {
+  kill(-p.pid, SIGKILL);
+  kill(p.pid, SIGKILL);
+  int status;
+  while (waitpid(p.pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (p.log_fd >= 0) close(p.log_fd);
+  p.log_fd = -1;
+}
+
+absl::Status Supervisor::Launch(const GangLaunch& gang) {
+  std::vector<pid_t> started;
+  auto fail = [&](absl::Status s) {
+    for (pid_t pid : started) {
+      KillAndReap(*procs_[pid]);
+      procs_.erase(pid);
+    }
+    return s;
+  };
+  for (const RankLaunch& r : gang.ranks) {
+    if (r.argv.empty()) return fail(absl::InvalidArgumentError("empty worker command line"));
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(r.log_path).parent_path(), ec);
+    int write_fd = open(r.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (write_fd < 0) {
+      return fail(absl::UnavailableError(
+          absl::StrCat("cannot open worker log ", r.log_path, ": ", strerror(errno))));
+    }
+    int read_fd = open(r.log_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (read_fd < 0) {
+      close(write_fd);
+      return fail(absl::UnavailableError(
+          absl::StrCat("cannot read worker log ", r.log_path, ": ", strerror(errno))));
+    }
+    lseek(read_fd, 0, SEEK_END);  // only this attempt's output
+    // Everything the child needs is built before fork: it may not allocate afterwards.
+    std::vector<char*> argv, envp;
+    for (const std::string& a : r.argv) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    for (const std::string& e : r.env) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+    const pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+      close(write_fd);
+      close(read_fd);
+      return fail(absl::UnavailableError(absl::StrCat("fork: ", strerror(errno))));
+    }
+    if (pid == 0) ExecChild(parent, write_fd, argv.data(), envp.data());
+    setpgid(pid, pid);  // also in the parent, so a Stop right away reaches the group
+    close(write_fd);
+    auto proc = std::make_unique<Proc>();
+    proc->job_id = gang.job_id;
+    proc->attempt = gang.attempt;
+    proc->rank = r.rank;
+    proc->pid = pid;
+    proc->log_fd = read_fd;
+    procs_[pid] = std::move(proc);
+    started.push_back(pid);
+    ACCEL_LOG(info, "started {} attempt {} rank {}: pid {}", gang.job_id, gang.attempt, r.rank,
+              pid);
+  }
+  return absl::OkStatus();
+}
+
+void Supervisor::Stop(const std::string& job_id, int attempt, absl::Duration grace) {
+  const int64_t deadline = clock_->NowMicros() + absl::ToInt64Microseconds(grace);
+  for (auto& [pid, p] : procs_) {
+    if (p->job_id != job_id || p->attempt != attempt || p->kill_at_us >= 0) continue;
+    if (grace <= absl::ZeroDuration()) {
+      kill(-pid, SIGKILL);
+      p->kill_at_us = 0;
+    } else {
+      kill(-pid, SIGTERM);
+      p->kill_at_us = deadline;
+    }
+  }
+}
+
+void Supervisor::ReadLog(Proc& p, std::vector<RankLogLine>& lines, bool final) {
+  if (p.log_fd < 0) return;
+  char buf[kReadChunk];
+  auto emit = [&](std::string line) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    p.tail.push_back(line);
+    if (p.tail.size() > kTailLines) p.tail.pop_front();
+    lines.push_back({p.job_id, p.attempt, p.rank, std::move(line)});
+  };
+  // Bounded per call so one chatty rank cannot stall the loop; the rest comes next time.
+  for (int chunks = 0; chunks < 16 || final; ++chunks) {
+    ssize_t n = read(p.log_fd, buf, sizeof(buf));
+    if (n <= 0) break;
+    for (ssize_t i = 0; i < n; ++i) {
+      if (buf[i] == '\n') {
+        emit(std::move(p.partial));
+        p.partial.clear();
+      } else if (p.partial.size() < kMaxLineBytes) {
+        p.partial.push_back(buf[i]);
+      }
+    }
+  }
+  if (final && !p.partial.empty()) {
+    emit(std::move(p.partial));
+    p.partial.clear();
+  }
+}
+
+PollResult Supervisor::Poll() {
+  PollResult out;
+  const int64_t now = clock_->NowMicros();
+  for (auto it = procs_.begin(); it != procs_.end();) {
+    Proc& p = *it->second;
+    int status = 0;
+    pid_t r = waitpid(p.pid, &status, WNOHANG);
+    const bool exited = r == p.pid || (r < 0 && errno == ECHILD);
+    ReadLog(p, out.lines, exited);
+    if (!exited) {
+      if (p.kill_at_us >= 0 && now >= p.kill_at_us) {
+        kill(-p.pid, SIGKILL);
+        p.kill_at_us = INT64_MAX;  // sent; wait for the exit
+      }
+      ++it;
+      continue;
+    }
+    // Whatever the rank left in its process group goes too.
+    kill(-p.pid, SIGKILL);
+    RankExit e;
+    e.job_id = p.job_id;
+    e.attempt = p.attempt;
+    e.rank = p.rank;
+    if (r == p.pid && WIFSIGNALED(status)) {
+      e.signal = WTERMSIG(status);
+    } else if (r == p.pid && WIFEXITED(status)) {
+      e.exit_code = WEXITSTATUS(status);
+    } else {
+      e.exit_code = -1;  // reaped by someone else: unknown
+    }
+    for (const std::string& line : p.tail) absl::StrAppend(&e.log_tail, line, "\n");
+    ACCEL_LOG(info, "{} attempt {} rank {} (pid {}) {}", p.job_id, p.attempt, p.rank, p.pid,
+              e.Describe());
+    out.exits.push_back(std::move(e));
+    if (p.log_fd >= 0) close(p.log_fd);
+    it = procs_.erase(it);
+  }
+  return out;
+}
+
+std::vector<pid_t> Supervisor::Pids(const std::string& job_id) const {
+  std::vector<pid_t> out;
+  for (const auto& [pid, p] : procs_) {
+    if (p->job_id == job_id) out.push_back(pid);
+  }
+  return out;
+}
+
+}  // namespace accel::server

@@ -1,0 +1,84 @@
+// Plain types of the control plane: job states, job records, events and checkpoint records.
+// They mirror proto/accel/v1/job.proto (the numbering of JobState matches accel.v1.JobState) but
+// carry no protobuf, so the server's classes are testable without gRPC. Event bodies are JSON in
+// the proto3 JSON form of the matching accel.v1 message (StateEvent, MetricsEvent, ...), which is
+// also how they sit in SQLite.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace accel::server {
+
+enum class JobState : int {
+  kQueued = 1,
+  kStarting = 2,
+  kRunning = 3,
+  kRestarting = 4,
+  kSucceeded = 5,
+  kFailed = 6,
+  kCancelled = 7,
+};
+
+const char* JobStateName(JobState state);  // "QUEUED", ...
+[[nodiscard]] absl::StatusOr<JobState> ParseJobState(std::string_view name);
+bool IsTerminal(JobState state);
+// The job state machine (DESIGN.md §5): QUEUED -> STARTING -> RUNNING -> SUCCEEDED | FAILED |
+// CANCELLED, RESTARTING between attempts. See job_registry.cc for the table.
+bool IsLegalTransition(JobState from, JobState to);
+
+enum class EventKind : int { kState = 1, kMetrics = 2, kMemory = 3, kCheckpoint = 4, kLog = 5 };
+const char* EventKindName(EventKind kind);  // "state", "metrics", ...
+[[nodiscard]] absl::StatusOr<EventKind> ParseEventKind(std::string_view name);
+
+struct Event {
+  std::string job_id;
+  int64_t seq = 0;      // assigned by EventLog: 1, 2, 3, ... per job
+  int64_t time_us = 0;  // assigned by EventLog
+  int attempt = 0;
+  int rank = -1;        // -1: job-wide
+  EventKind kind = EventKind::kLog;
+  std::string body_json;
+};
+
+struct JobRecord {
+  std::string id;        // "job-<number>"
+  int64_t number = 0;    // submission order (FIFO key), unique
+  std::string name;
+  std::string spec_json;  // accel.v1.JobSpec in proto3 JSON
+  int slots = 1;          // resources.num_processes
+  int priority = 0;
+  int max_restarts = 0;
+  JobState state = JobState::kQueued;
+  int attempt = 0;
+  int restarts_used = 0;
+  std::string error;
+  int64_t submit_us = 0;
+  int64_t start_us = 0;
+  int64_t end_us = 0;
+  int64_t last_step = -1;
+};
+
+struct AttemptRecord {
+  std::string job_id;
+  int attempt = 0;
+  int64_t start_us = 0;
+  int64_t end_us = 0;   // 0 while running
+  std::string outcome;  // "", "succeeded", "failed: ...", "cancelled", "interrupted"
+};
+
+struct CheckpointRecord {
+  std::string job_id;
+  int attempt = 0;
+  int64_t step = 0;
+  std::string path;
+  std::string kind;
+  int64_t bytes = 0;
+  double seconds = 0;
+  int64_t time_us = 0;
+};
+
+}  // namespace accel::server

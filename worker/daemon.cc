@@ -1,0 +1,296 @@
+#include "worker/daemon.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "accel/v1/worker.grpc.pb.h"
+#include "engine/base/logging.h"
+#include "engine/base/status_macros.h"
+#include "engine/kernels/threading.h"
+#include "engine/shard/process_groups.h"
+#include "rpc/channel.h"
+#include "rpc/grpc_store.h"
+#include "rpc/status.h"
+#include "worker/job_spec.h"
+
+namespace accel::worker {
+namespace {
+
+namespace v1 = accel::v1;
+
+// The worker's half of ReportEvents: one client stream shared by the training thread and the
+// heartbeat thread (gRPC allows one writer at a time, hence the mutex). Once a write fails the
+// stream is broken for good and Finish reports why.
+class Reporter {
+ public:
+  Reporter(v1::WorkerService::Stub* stub, const std::string& token, int rank) : rank_(rank) {
+    rpc::Authorize(ctx_, token);
+    writer_ = stub->ReportEvents(&ctx_, &response_);
+  }
+  ~Reporter() { StopHeartbeats(); }
+
+  bool Send(v1::WorkerEvent event) {
+    event.set_rank(rank_);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (broken_) return false;
+    if (!writer_->Write(event)) broken_ = true;
+    return !broken_;
+  }
+  bool broken() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return broken_;
+  }
+  void StartHeartbeats(absl::Duration every, const std::atomic<int64_t>* step) {
+    heartbeat_ = std::thread([this, every, step] {
+      std::unique_lock<std::mutex> lock(stop_mu_);
+      while (!stop_cv_.wait_for(lock, absl::ToChronoMilliseconds(every), [this] { return stop_; })) {
+        v1::WorkerEvent hb;
+        hb.mutable_heartbeat()->set_step(step->load());
+        lock.unlock();
+        const bool ok = Send(hb);
+        lock.lock();
+        if (!ok) return;
+      }
+    });
+  }
+  void StopHeartbeats() {
+    {
+      std::lock_guard<std::mutex> lock(stop_mu_);
+      stop_ = true;
+    }
+    stop_cv_.notify_all();
+    if (heartbeat_.joinable()) heartbeat_.join();
+  }
+  absl::Status Finish() {
+    StopHeartbeats();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!broken_) writer_->WritesDone();
+    return rpc::FromGrpc(writer_->Finish());
+  }
+
+ private:
+  const int rank_;
+  grpc::ClientContext ctx_;
+  v1::ReportEventsResponse response_;
+  std::unique_ptr<grpc::ClientWriter<v1::WorkerEvent>> writer_;
+  std::mutex mu_;
+  bool broken_ = false;
+  std::thread heartbeat_;
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
+  bool stop_ = false;
+};
+
+absl::StatusOr<std::string> Need(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "$", name, " is not set: daemon mode runs under acceld (use --standalone otherwise)"));
+  }
+  return std::string(v);
+}
+
+absl::StatusOr<int> NeedInt(const char* name) {
+  ACCEL_ASSIGN_OR_RETURN(std::string v, Need(name));
+  int out;
+  if (!absl::SimpleAtoi(v, &out)) {
+    return absl::InvalidArgumentError(absl::StrCat("$", name, " must be an integer, got ", v));
+  }
+  return out;
+}
+
+v1::WorkerEvent MemoryEvent(const MemoryLedger& ledger, int64_t step) {
+  v1::WorkerEvent e;
+  v1::MemoryEvent* m = e.mutable_memory();
+  m->set_ledger_json(ledger.ToJson());
+  const MemoryCounts device = ledger.PoolTotal(MemoryPool::kDevice);
+  const MemoryCounts host = ledger.PoolTotal(MemoryPool::kHost);
+  m->set_device_current(device.current);
+  m->set_device_peak(device.peak);
+  m->set_host_current(host.current);
+  m->set_host_peak(host.peak);
+  m->set_step(step);
+  return e;
+}
+
+v1::WorkerEvent MetricsEvent(const train::StepMetrics& s) {
+  v1::WorkerEvent e;
+  v1::MetricsEvent* m = e.mutable_metrics();
+  m->set_step(s.step);
+  m->set_total_steps(s.total_steps);
+  m->set_loss(s.loss);
+  m->set_lr(s.lr);
+  m->set_grad_norm(s.grad_norm);
+  m->set_clip_scale(s.clip_scale);
+  m->set_tokens(s.tokens);
+  m->set_tokens_per_s(s.tokens_per_s);
+  m->set_step_seconds(s.step_seconds);
+  // The engine does not split compute from exposed communication yet: all of it is compute.
+  m->set_compute_seconds(s.step_seconds);
+  m->set_elapsed_seconds(s.elapsed_seconds);
+  m->set_eta_seconds(s.eta_seconds);
+  m->set_skipped(s.skipped);
+  return e;
+}
+
+// Register, retrying while acceld is momentarily unreachable.
+absl::StatusOr<v1::Assignment> Register(v1::WorkerService::Stub* stub, const DaemonEnv& env) {
+  const absl::Time give_up = absl::Now() + absl::Seconds(30);
+  while (true) {
+    grpc::ClientContext ctx;
+    rpc::Authorize(ctx, env.token);
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    v1::RegisterRequest req;
+    req.set_job_id(env.job_id);
+    req.set_attempt(env.attempt);
+    req.set_rank(env.rank);
+    req.set_pid(getpid());
+    v1::Assignment a;
+    grpc::Status s = stub->Register(&ctx, req, &a);
+    if (s.ok()) return a;
+    if (s.error_code() != grpc::StatusCode::UNAVAILABLE || absl::Now() > give_up) {
+      return rpc::FromGrpc(s);
+    }
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+}
+
+// Rank 0 keeps the newest `keep` step-<n> directories.
+void PruneCheckpoints(const std::string& dir, int keep) {
+  if (keep <= 0) return;
+  std::vector<std::pair<int64_t, std::filesystem::path>> steps;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    int64_t n;
+    if (name.rfind("step-", 0) == 0 && absl::SimpleAtoi(name.substr(5), &n)) {
+      steps.emplace_back(n, entry.path());
+    }
+  }
+  std::sort(steps.begin(), steps.end());
+  for (size_t i = 0; i + keep < steps.size(); ++i) std::filesystem::remove_all(steps[i].second, ec);
+}
+
+}  // namespace
+
+absl::StatusOr<DaemonEnv> DaemonEnvFromEnvironment() {
+  DaemonEnv env;
+  ACCEL_ASSIGN_OR_RETURN(env.coordinator, Need("ACCEL_COORDINATOR"));
+  ACCEL_ASSIGN_OR_RETURN(env.job_id, Need("ACCEL_JOB_ID"));
+  ACCEL_ASSIGN_OR_RETURN(env.attempt, NeedInt("ACCEL_ATTEMPT"));
+  ACCEL_ASSIGN_OR_RETURN(env.token, Need("ACCEL_WORKER_TOKEN"));
+  ACCEL_ASSIGN_OR_RETURN(env.rank, NeedInt("RANK"));
+  ACCEL_ASSIGN_OR_RETURN(env.world_size, NeedInt("WORLD_SIZE"));
+  if (env.world_size < 1 || env.rank < 0 || env.rank >= env.world_size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("$RANK ", env.rank, " is outside $WORLD_SIZE ", env.world_size));
+  }
+  return env;
+}
+
+absl::Status RunDaemonWorker() {
+  ACCEL_ASSIGN_OR_RETURN(DaemonEnv env, DaemonEnvFromEnvironment());
+  return RunDaemonWorker(env);
+}
+
+absl::Status RunDaemonWorker(const DaemonEnv& env) {
+  SetLogTag(absl::StrCat(env.job_id, " rank ", env.rank));
+  ACCEL_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel, rpc::MakeChannel(env.coordinator));
+  auto stub = v1::WorkerService::NewStub(channel);
+  ACCEL_ASSIGN_OR_RETURN(v1::Assignment assignment, Register(stub.get(), env));
+  if (assignment.world_size() != env.world_size) {
+    return absl::FailedPreconditionError(absl::StrCat("acceld says the world has ",
+                                                      assignment.world_size(), " ranks, $WORLD_SIZE ",
+                                                      env.world_size));
+  }
+  ACCEL_ASSIGN_OR_RETURN(JobRun run, JobRunFromSpec(assignment.spec()));
+  kernels::SetNumThreads(run.threads);
+  ACCEL_LOG(info, "registered: attempt {}, {} ranks, rendezvous {}", env.attempt, env.world_size,
+            assignment.rendezvous_prefix());
+
+  Reporter reporter(stub.get(), env.token, env.rank);
+  std::atomic<int64_t> steps_done{0};
+  reporter.StartHeartbeats(absl::Seconds(std::max(0.1, assignment.heartbeat_interval_s())),
+                           &steps_done);
+  auto body = [&]() -> absl::Status {
+    // The gang meets through acceld's KV; every attempt has its own key prefix.
+    shard::OwnedProcessGroups groups;
+    std::unique_ptr<comm::Store> store;
+    if (env.world_size > 1) {
+      store = std::make_unique<rpc::GrpcStore>(channel, env.token);
+      comm::GlooOptions gloo;
+      gloo.timeout = run.comm_timeout;
+      ACCEL_ASSIGN_OR_RETURN(groups, shard::CreateGlooProcessGroups(
+                                         store.get(), assignment.rendezvous_prefix(), env.rank,
+                                         env.world_size, run.train.shard, gloo));
+    }
+    ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> trainer,
+                           train::Trainer::Create(run.train, groups.view()));
+    const bool speaker = env.rank == 0;
+    if (speaker) {
+      ACCEL_LOG(info, "{}; {} steps", trainer->sharded().plan().Describe(), run.train.steps);
+    }
+    reporter.Send(MemoryEvent(*trainer->ledger(), -1));
+
+    auto checkpoint = [&](int64_t steps) -> absl::Status {
+      const std::string dir = absl::StrCat(run.checkpoint_dir, "/step-", steps);
+      const std::string path = dir + "/model.safetensors";
+      const absl::Time start = absl::Now();
+      ACCEL_RETURN_IF_ERROR(trainer->SaveWeights(path));  // collective; rank 0 writes
+      if (!speaker) return absl::OkStatus();
+      std::error_code ec;
+      const auto bytes = std::filesystem::file_size(path, ec);
+      v1::WorkerEvent e;
+      v1::CheckpointEvent* c = e.mutable_checkpoint();
+      c->set_step(steps);
+      c->set_path(dir);
+      c->set_kind("weights");
+      c->set_bytes(ec ? 0 : static_cast<int64_t>(bytes));
+      c->set_seconds(absl::ToDoubleSeconds(absl::Now() - start));
+      reporter.Send(e);
+      PruneCheckpoints(run.checkpoint_dir, run.keep_last);
+      return absl::OkStatus();
+    };
+
+    ACCEL_RETURN_IF_ERROR(trainer->Train([&](const train::StepMetrics& m) -> absl::Status {
+      steps_done.store(m.step + 1);
+      const bool last = m.step + 1 == m.total_steps;
+      if (speaker && (m.step == 0 || last || (m.step + 1) % run.log_every == 0)) {
+        reporter.Send(MetricsEvent(m));
+      }
+      if (m.step == 0) reporter.Send(MemoryEvent(*trainer->ledger(), m.step));
+      if (!run.checkpoint_dir.empty() && run.checkpoint_every > 0 && !last &&
+          (m.step + 1) % run.checkpoint_every == 0) {
+        ACCEL_RETURN_IF_ERROR(checkpoint(m.step + 1));
+      }
+      if (reporter.broken()) {
+        return absl::UnavailableError("lost the event stream to acceld");
+      }
+      return absl::OkStatus();
+    }));
+    if (!run.checkpoint_dir.empty()) ACCEL_RETURN_IF_ERROR(checkpoint(trainer->step()));
+    reporter.Send(MemoryEvent(*trainer->ledger(), trainer->step() - 1));
+    return absl::OkStatus();
+  };
+  absl::Status status = body();
+  absl::Status closed = reporter.Finish();
+  if (!status.ok()) return status;
+  if (!closed.ok()) {
+    return absl::Status(closed.code(),
+                        absl::StrCat("acceld did not take the final events: ", closed.message()));
+  }
+  ACCEL_LOG(info, "done: {} steps", steps_done.load());
+  return absl::OkStatus();
+}
+
+}  // namespace accel::worker

@@ -1,0 +1,77 @@
+#include "worker/job_spec.h"
+
+#include "absl/strings/str_cat.h"
+#include "engine/base/status_macros.h"
+#include "engine/optim/lr_schedule.h"
+#include "engine/shard/shard_plan.h"
+
+namespace accel::worker {
+namespace {
+
+absl::Status Keyed(const char* key, const absl::Status& s) {
+  return absl::InvalidArgumentError(absl::StrCat(key, ": ", s.message()));
+}
+
+}  // namespace
+
+absl::StatusOr<train::TrainOptions> JobSpecToTrainOptions(const accel::v1::JobSpec& spec) {
+  train::TrainOptions o;
+  const auto& m = spec.model();
+  o.model = m.preset().empty() ? o.model : m.preset();
+  o.model_config = m.config();
+  o.init_weights = m.init_weights();
+  o.data = spec.data().path();
+  if (spec.data().has_shuffle_seed()) o.shuffle_seed = spec.data().shuffle_seed();
+  const auto& t = spec.train();
+  o.batch = t.micro_batch();
+  o.seq = t.seq_len();
+  o.steps = t.steps();
+  o.grad_accum = t.grad_accum();
+  absl::StatusOr<optim::ScheduleKind> kind = optim::ParseScheduleKind(t.schedule());
+  if (!kind.ok()) return Keyed("train.schedule", kind.status());
+  o.schedule.kind = *kind;
+  o.schedule.base_lr = static_cast<float>(t.lr());
+  o.schedule.min_lr = static_cast<float>(t.min_lr());
+  o.schedule.warmup_steps = t.warmup();
+  o.adamw.beta1 = static_cast<float>(t.beta1());
+  o.adamw.beta2 = static_cast<float>(t.beta2());
+  o.adamw.eps = static_cast<float>(t.eps());
+  o.adamw.weight_decay = static_cast<float>(t.weight_decay());
+  o.grad_clip = static_cast<float>(t.grad_clip());
+  o.seed = t.seed();
+  const auto& sh = spec.sharding();
+  absl::StatusOr<shard::Strategy> strategy =
+      shard::ParseStrategy(sh.strategy().empty() ? "no_shard" : sh.strategy());
+  if (!strategy.ok()) return Keyed("sharding.strategy", strategy.status());
+  o.shard.strategy = *strategy;
+  o.shard.hybrid_group_size = sh.hybrid_group_size();
+  o.shard.forward_prefetch = sh.forward_prefetch();
+  const std::string& bp = sh.backward_prefetch();
+  if (bp.empty() || bp == "backward_pre") {
+    o.shard.backward_prefetch = shard::BackwardPrefetch::kBackwardPre;
+  } else if (bp == "backward_post") {
+    o.shard.backward_prefetch = shard::BackwardPrefetch::kBackwardPost;
+  } else if (bp == "none") {
+    o.shard.backward_prefetch = shard::BackwardPrefetch::kNone;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sharding.backward_prefetch: must be backward_pre, backward_post or none, got ", bp));
+  }
+  if (sh.has_reshard_after_forward()) o.shard.reshard_after_forward = sh.reshard_after_forward();
+  o.sync_module_states = sh.sync_module_states();
+  return o;
+}
+
+absl::StatusOr<JobRun> JobRunFromSpec(const accel::v1::JobSpec& spec) {
+  JobRun run;
+  ACCEL_ASSIGN_OR_RETURN(run.train, JobSpecToTrainOptions(spec));
+  run.threads = std::max(1, spec.resources().threads_per_process());
+  run.log_every = std::max<int64_t>(1, spec.train().log_every());
+  run.checkpoint_dir = spec.checkpoint().dir();
+  run.checkpoint_every = std::max<int64_t>(0, spec.checkpoint().every_n_steps());
+  run.keep_last = std::max(0, spec.checkpoint().keep_last());
+  if (spec.comm_timeout_s() > 0) run.comm_timeout = absl::Seconds(spec.comm_timeout_s());
+  return run;
+}
+
+}  // namespace accel::worker
