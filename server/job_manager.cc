@@ -359,7 +359,7 @@ void JobManager::FinishGang(const std::string& job_id) {
     absl::StatusOr<JobRecord> restarting = registry_->Transition(
         job_id, JobState::kRestarting,
         absl::StrCat(gang.first_error, "; restart ", used, " of ", job->max_restarts,
-                     " (from step 0: no resumable checkpoint yet)"),
+                     " (from the latest checkpoint, if any)"),
         [&](JobRecord& j) {
           j.restarts_used = used;
           j.error = gang.first_error;

@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "accel/v1/worker.grpc.pb.h"
 #include "engine/base/logging.h"
+#include "engine/checkpoint/sharded_checkpoint.h"
 #include "engine/base/status_macros.h"
 #include "engine/kernels/threading.h"
 #include "engine/shard/process_groups.h"
@@ -165,22 +166,6 @@ absl::StatusOr<v1::Assignment> Register(v1::WorkerService::Stub* stub, const Dae
   }
 }
 
-// Rank 0 keeps the newest `keep` step-<n> directories.
-void PruneCheckpoints(const std::string& dir, int keep) {
-  if (keep <= 0) return;
-  std::vector<std::pair<int64_t, std::filesystem::path>> steps;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    int64_t n;
-    if (name.rfind("step-", 0) == 0 && absl::SimpleAtoi(name.substr(5), &n)) {
-      steps.emplace_back(n, entry.path());
-    }
-  }
-  std::sort(steps.begin(), steps.end());
-  for (size_t i = 0; i + keep < steps.size(); ++i) std::filesystem::remove_all(steps[i].second, ec);
-}
-
 }  // namespace
 
 absl::StatusOr<DaemonEnv> DaemonEnvFromEnvironment() {
@@ -234,31 +219,37 @@ absl::Status RunDaemonWorker(const DaemonEnv& env) {
                                          store.get(), assignment.rendezvous_prefix(), env.rank,
                                          env.world_size, run.train.shard, gloo));
     }
+    // A restarted attempt (or a restarted acceld) continues from the latest sharded checkpoint.
+    train::TrainOptions options = run.train;
+    options.checkpoint_dir = run.checkpoint_dir;
+    options.checkpoint_every = run.checkpoint_every;
+    options.keep_last = run.keep_last;
+    // A first attempt never picks up a directory some earlier job left behind.
+    if (env.attempt > 1 && !run.checkpoint_dir.empty() &&
+        checkpoint::LatestStepDir(Env::Default(), run.checkpoint_dir).ok()) {
+      options.resume_dir = run.checkpoint_dir;
+    }
     ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> trainer,
-                           train::Trainer::Create(run.train, groups.view()));
+                           train::Trainer::Create(options, groups.view()));
     const bool speaker = env.rank == 0;
     if (speaker) {
-      ACCEL_LOG(info, "{}; {} steps", trainer->sharded().plan().Describe(), run.train.steps);
+      ACCEL_LOG(info, "{}; {} steps{}", trainer->sharded().plan().Describe(), run.train.steps,
+                trainer->step() > 0 ? absl::StrCat(", resumed at step ", trainer->step()) : "");
     }
     reporter.Send(MemoryEvent(*trainer->ledger(), -1));
 
-    auto checkpoint = [&](int64_t steps) -> absl::Status {
-      const std::string dir = absl::StrCat(run.checkpoint_dir, "/step-", steps);
-      const std::string path = dir + "/model.safetensors";
-      const absl::Time start = absl::Now();
-      ACCEL_RETURN_IF_ERROR(trainer->SaveWeights(path));  // collective; rank 0 writes
+    int64_t last_saved = trainer->step();
+    auto on_checkpoint = [&](const train::CheckpointEvent& ce) -> absl::Status {
+      last_saved = ce.step;
       if (!speaker) return absl::OkStatus();
-      std::error_code ec;
-      const auto bytes = std::filesystem::file_size(path, ec);
       v1::WorkerEvent e;
       v1::CheckpointEvent* c = e.mutable_checkpoint();
-      c->set_step(steps);
-      c->set_path(dir);
-      c->set_kind("weights");
-      c->set_bytes(ec ? 0 : static_cast<int64_t>(bytes));
-      c->set_seconds(absl::ToDoubleSeconds(absl::Now() - start));
+      c->set_step(ce.step);
+      c->set_path(ce.path);
+      c->set_kind(ce.kind);
+      c->set_bytes(ce.bytes);
+      c->set_seconds(ce.seconds);
       reporter.Send(e);
-      PruneCheckpoints(run.checkpoint_dir, run.keep_last);
       return absl::OkStatus();
     };
 
@@ -269,16 +260,16 @@ absl::Status RunDaemonWorker(const DaemonEnv& env) {
         reporter.Send(MetricsEvent(m));
       }
       if (m.step == 0) reporter.Send(MemoryEvent(*trainer->ledger(), m.step));
-      if (!run.checkpoint_dir.empty() && run.checkpoint_every > 0 && !last &&
-          (m.step + 1) % run.checkpoint_every == 0) {
-        ACCEL_RETURN_IF_ERROR(checkpoint(m.step + 1));
-      }
       if (reporter.broken()) {
         return absl::UnavailableError("lost the event stream to acceld");
       }
       return absl::OkStatus();
-    }));
-    if (!run.checkpoint_dir.empty()) ACCEL_RETURN_IF_ERROR(checkpoint(trainer->step()));
+    }, on_checkpoint));
+    if (!run.checkpoint_dir.empty() && last_saved != trainer->step()) {
+      ACCEL_ASSIGN_OR_RETURN(train::CheckpointEvent final_save,
+                             trainer->SaveCheckpoint(run.checkpoint_dir, run.keep_last));
+      ACCEL_RETURN_IF_ERROR(on_checkpoint(final_save));
+    }
     reporter.Send(MemoryEvent(*trainer->ledger(), trainer->step() - 1));
     return absl::OkStatus();
   };

@@ -224,10 +224,11 @@ sharding: {strategy: full_shard}
   EXPECT_EQ(final_job.attempt(), 1);
   EXPECT_EQ(final_job.last_step(), 39);
   // keep_last: 1 -> only the newest checkpoint is on disk; both are in the registry.
-  EXPECT_TRUE(fs::exists(d.dir() + "/ckpt/step-40/model.safetensors"));
-  EXPECT_FALSE(fs::exists(d.dir() + "/ckpt/step-20"));
+  EXPECT_TRUE(fs::exists(d.dir() + "/ckpt/step_40/metadata.json"));
+  EXPECT_TRUE(fs::exists(d.dir() + "/ckpt/latest"));
+  EXPECT_FALSE(fs::exists(d.dir() + "/ckpt/step_20"));
   ASSERT_EQ(d.Accelctl({"checkpoints", id}, &out), 0);
-  EXPECT_THAT(out, HasSubstr(d.dir() + "/ckpt/step-40"));
+  EXPECT_THAT(out, HasSubstr(d.dir() + "/ckpt/step_40"));
   EXPECT_TRUE(d.Workers(id).empty());
   // Text views.
   ASSERT_EQ(d.Accelctl({"status", id}, &out), 0);
@@ -244,11 +245,14 @@ TEST(ControlPlaneE2E, AKilledWorkerRestartsTheGangAsANewAttemptThatSucceeds) {
   const std::string id = d.Submit(WriteJob(d.dir(), "restart", R"(
 model: {preset: gpt2-mini}
 train: {steps: 40, micro_batch: 4, seq_len: 64, log_every: 1}
+checkpoint: {dir: ckpt/, every_n_steps: 5, keep_last: 2}
 resources: {num_processes: 2}
 sharding: {strategy: full_shard}
 max_restarts: 2
 )"));
-  ASSERT_TRUE(WaitFor([&] { return d.Get(id).last_step() >= 1; }, 60));
+  // Kill after the first checkpoint is committed, so the next attempt has one to resume from.
+  ASSERT_TRUE(WaitFor([&] { return fs::exists(d.dir() + "/ckpt/latest") &&
+                                   d.Get(id).last_step() >= 6; }, 60));
   std::vector<pid_t> first = d.Workers(id);
   ASSERT_EQ(first.size(), 2u);
   // Kill whichever pid is rank 1: the one whose environment says RANK=1.
@@ -276,14 +280,15 @@ max_restarts: 2
   }
   EXPECT_EQ(metric_attempts, (std::set<int>{1, 2}));
   EXPECT_TRUE(restart_reason);
-  // Attempt 2 trained from step 0 (no resumable checkpoint yet) to the end.
+  // Attempt 2 resumed from a sharded checkpoint (a multiple of 5 steps), not from step 0.
   int64_t first_step_of_attempt2 = -1;
   for (const v1::Event& e : events) {
     if (e.has_metrics() && e.attempt() == 2 && first_step_of_attempt2 < 0) {
       first_step_of_attempt2 = e.metrics().step();
     }
   }
-  EXPECT_EQ(first_step_of_attempt2, 0);
+  EXPECT_GE(first_step_of_attempt2, 5);
+  EXPECT_EQ(first_step_of_attempt2 % 5, 0);
   EXPECT_TRUE(d.Workers(id).empty());  // neither attempt left a worker behind
 }
 
