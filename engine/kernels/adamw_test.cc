@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "engine/kernels/adamw.h"
-#include "engine/kernels/threading.h"
+#include "engine/kernels/scoped_threads.h"
 #include "engine/testing/random.h"
 #include "gtest/gtest.h"
 
@@ -15,14 +15,6 @@ namespace {
 
 constexpr int kThreadCounts[] = {1, 2};
 
-class ScopedThreads {
- public:
-  explicit ScopedThreads(int n) : saved_(NumThreads()) { SetNumThreads(n); }
-  ~ScopedThreads() { SetNumThreads(saved_); }
-
- private:
-  int saved_;
-};
 
 // Distance in units in the last place between two finite floats of any sign.
 int64_t UlpDistance(float a, float b) {

@@ -7,7 +7,7 @@
 #include <limits>
 #include <vector>
 
-#include "engine/kernels/threading.h"
+#include "engine/kernels/scoped_threads.h"
 #include "engine/testing/matchers.h"
 #include "engine/testing/random.h"
 #include "gtest/gtest.h"
@@ -23,14 +23,6 @@ constexpr int kThreadCounts[] = {1, 2};
 // The last size is above the kernels' single-thread cutoff, so 2 threads really split it.
 constexpr int64_t kSizes[] = {1, 7, 1000, 40001};
 
-class ScopedThreads {
- public:
-  explicit ScopedThreads(int n) : saved_(NumThreads()) { SetNumThreads(n); }
-  ~ScopedThreads() { SetNumThreads(saved_); }
-
- private:
-  int saved_;
-};
 
 std::vector<float> Plus(const std::vector<float>& a, const std::vector<float>& b) {
   std::vector<float> r(a.size());

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/kernels/threading.h"
+#include "engine/kernels/scoped_threads.h"
 #include "engine/testing/matchers.h"
 #include "engine/testing/random.h"
 #include "gtest/gtest.h"
@@ -18,14 +18,6 @@ using ::accel::testing::TestRng;
 
 constexpr int kThreadCounts[] = {1, 2};
 
-class ScopedThreads {
- public:
-  explicit ScopedThreads(int n) : saved_(NumThreads()) { SetNumThreads(n); }
-  ~ScopedThreads() { SetNumThreads(saved_); }
-
- private:
-  int saved_;
-};
 
 struct Shape {
   int64_t B, T, C, V;

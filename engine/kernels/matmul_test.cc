@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "engine/kernels/matmul.h"
-#include "engine/kernels/threading.h"
+#include "engine/kernels/scoped_threads.h"
 #include "engine/testing/random.h"
 #include "gtest/gtest.h"
 
@@ -20,14 +20,6 @@ constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr int kThreadCounts[] = {1, 2};
 
 // Sets the kernel thread count for one scope and restores the previous one.
-class ScopedThreads {
- public:
-  explicit ScopedThreads(int n) : saved_(NumThreads()) { SetNumThreads(n); }
-  ~ScopedThreads() { SetNumThreads(saved_); }
-
- private:
-  int saved_;
-};
 
 std::vector<float> Abs(const std::vector<float>& x) {
   std::vector<float> r(x.size());
