@@ -142,9 +142,8 @@ TEST_F(TokenSourceTest, EmptyAndMissingFiles) {
 }
 
 TEST(TokenSourceKjvTest, BundledCorpusOpensAsText) {
-  // engine/data/token_source_test.cc -> repository root -> data/kjv.txt
-  std::string root = DirName(DirName(DirName(__FILE__)));
-  const std::string path = JoinPath(root, "data/kjv.txt");
+  // Not __FILE__: ccache's CCACHE_BASEDIR makes it relative to the build directory.
+  const std::string path = JoinPath(ACCEL_SOURCE_DIR, "data/kjv.txt");
   auto src = TokenSource::Open(Env::Default(), path);
   ASSERT_TRUE(src.ok()) << src.status();
   EXPECT_EQ((*src)->kind(), TokenSourceKind::kTextBytes);
