@@ -130,8 +130,9 @@ void ShardedModel::BeginMicroStep(int micro, int accum) {
 absl::Status ShardedModel::IssueGather(int u) {
   Unit& unit = units_[u];
   const UnitShard& us = plan_.unit(u);
-  ACCEL_ASSIGN_OR_RETURN(unit.full, AllocateFloats(us.padded_numel, MemoryPool::kDevice,
-                                                   MemoryCategory::kParams, ledger_));
+  // Every element is overwritten by the gather: no need to zero.
+  ACCEL_ASSIGN_OR_RETURN(unit.full, buffers_.Acquire(us.padded_numel * sizeof(float),
+                                                     MemoryCategory::kParams, /*zero=*/false));
   unit.gather = groups_.shard->AllGather(unit.shard.data(), unit.full.data(), us.shard_numel,
                                          DType::kF32);
   return absl::OkStatus();
@@ -154,7 +155,7 @@ absl::Status ShardedModel::EnsureGathered(int u) {
 void ShardedModel::MaybeFree(int u) {
   Unit& unit = units_[u];
   if (plan_.params_persistent() || unit.keep_for_step || unit.gather) return;
-  unit.full.Reset();
+  buffers_.Release(std::move(unit.full));
   unit.gathered = false;
 }
 
@@ -206,8 +207,8 @@ absl::StatusOr<float*> ShardedModel::Grads(int u) {
   Unit& unit = units_[u];
   if (unit.full_grads.empty()) {
     ACCEL_ASSIGN_OR_RETURN(unit.full_grads,
-                           AllocateFloats(plan_.unit(u).padded_numel, MemoryPool::kDevice,
-                                          MemoryCategory::kGrads, ledger_));
+                           buffers_.Acquire(plan_.unit(u).padded_numel * sizeof(float),
+                                            MemoryCategory::kGrads, /*zero=*/true));
   }
   return unit.full_grads.as<float>();
 }
@@ -235,7 +236,7 @@ absl::Status ShardedModel::CompleteReduce(const PendingReduce& p) {
   }
   float* acc = unit.shard_grads.as<float>();
   for (int64_t i = 0; i < us.shard_numel; ++i) acc[i] += slice[i];
-  unit.full_grads.Reset();
+  buffers_.Release(std::move(unit.full_grads));
   return absl::OkStatus();
 }
 

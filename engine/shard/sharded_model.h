@@ -31,6 +31,7 @@
 #include "engine/model/param_access.h"
 #include "engine/shard/shard_plan.h"
 #include "engine/tensor/buffer.h"
+#include "engine/tensor/buffer_pool.h"
 
 namespace accel::shard {
 
@@ -111,7 +112,7 @@ class ShardedModel final : public model::ParamAccess {
   ShardedModel(const model::Gpt2Layout* layout, ShardPlan plan, ProcessGroups groups,
                absl::Duration timeout, MemoryLedger* ledger)
       : layout_(layout), plan_(std::move(plan)), groups_(groups), timeout_(timeout),
-        ledger_(ledger) {}
+        ledger_(ledger), buffers_(MemoryPool::kDevice, ledger) {}
   absl::Status Allocate();
   absl::Status Wait(const std::shared_ptr<comm::Work>& work);
   absl::Status IssueGather(int unit);
@@ -129,6 +130,8 @@ class ShardedModel final : public model::ParamAccess {
   absl::Duration timeout_;
   MemoryLedger* ledger_;
   std::vector<Unit> units_;
+  // Gathered parameters and unit gradients come and go every step: their memory is cached.
+  BufferPool buffers_;
   std::deque<PendingReduce> pending_reduces_;
   bool reducing_micro_step_ = true;  // whether this micro-step's gradients are reduced now
   bool accumulate_reduced_ = false;  // whether reduced shards add to earlier micro-steps'

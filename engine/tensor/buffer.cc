@@ -53,6 +53,14 @@ void Buffer::Zero() {
   if (data_ != nullptr) std::memset(data_, 0, bytes_);
 }
 
+void Buffer::Recategorize(MemoryCategory category) {
+  if (data_ != nullptr && category != category_) {
+    ledger_->Release(pool_, category_, static_cast<int64_t>(bytes_));
+    ledger_->Charge(pool_, category, static_cast<int64_t>(bytes_));
+  }
+  category_ = category;
+}
+
 void Buffer::Reset() {
   if (data_ != nullptr) {
     ledger_->Release(pool_, category_, static_cast<int64_t>(bytes_));

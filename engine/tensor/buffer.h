@@ -58,6 +58,8 @@ class Buffer {
   }
 
   void Zero();
+  // Moves this buffer's charge to another category (same pool, same ledger).
+  void Recategorize(MemoryCategory category);
   // Frees the memory and returns the charge to the ledger.
   void Reset();
 
