@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
+#include "engine/checkpoint/safetensors.h"
 #include "engine/checkpoint/step_reader.h"
 #include "engine/model/gpt2_config.h"
 #include "engine/model/param_specs.h"
@@ -14,27 +15,13 @@
 namespace accel::checkpoint {
 namespace {
 
-// The same header SafetensorsWriter builds for these tensors (ordered JSON: metadata first,
-// then the tensors in layout order), so the two paths give identical files.
-std::string SafetensorsHeader(const StepMetadata& m, DType dtype) {
-  nlohmann::ordered_json header = nlohmann::ordered_json::object();
-  header["__metadata__"] = {{"format", "pt"}, {"producer", "accel"}};
-  uint64_t offset = 0;
-  for (const TensorRecord& t : m.tensors) {
-    const uint64_t nbytes = static_cast<uint64_t>(t.numel) * DTypeSize(dtype);
-    nlohmann::ordered_json e;
-    e["dtype"] = std::string(SafetensorsDTypeName(dtype));
-    e["shape"] = t.shape;
-    e["data_offsets"] = {offset, offset + nbytes};
-    header[t.name] = std::move(e);
-    offset += nbytes;
-  }
-  std::string json = header.dump();
-  json.append((8 - json.size() % 8) % 8, ' ');  // data block 8-byte aligned
-  std::string out(8, '\0');
-  const uint64_t n = json.size();
-  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((n >> (8 * i)) & 0xff);
-  return out + json;
+// The header SafetensorsWriter would write for these tensors, so the two paths give identical
+// files.
+absl::StatusOr<std::string> SafetensorsHeader(const StepMetadata& m, DType dtype) {
+  std::vector<HeaderTensor> tensors;
+  tensors.reserve(m.tensors.size());
+  for (const TensorRecord& t : m.tensors) tensors.push_back({t.name, dtype, t.shape});
+  return EncodeSafetensorsHeader(tensors, {{"format", "pt"}, {"producer", "accel"}});
 }
 
 // Validates the checkpoint's model config against its layout table.
@@ -94,7 +81,8 @@ absl::StatusOr<ConsolidateStats> ConsolidateToSafetensors(Env* env, const std::s
   stats.step = reader->metadata().meta.step;
   stats.world_size = reader->metadata().meta.world_size;
 
-  const std::string header = SafetensorsHeader(reader->metadata(), options.dtype);
+  ACCEL_ASSIGN_OR_RETURN(const std::string header,
+                         SafetensorsHeader(reader->metadata(), options.dtype));
   const std::string tmp = out_path + ".tmp";
   ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, env->NewWritableFile(tmp));
   absl::Status s = file->Append(header);

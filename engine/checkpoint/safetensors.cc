@@ -67,10 +67,6 @@ std::optional<int64_t> CheckedNumel(std::span<const int64_t> shape) {
 
 }  // namespace
 
-std::string ShapeToString(std::span<const int64_t> shape) {
-  return absl::StrCat("[", absl::StrJoin(shape.begin(), shape.end(), ", "), "]");
-}
-
 // ---------------------------------------------------------------------------------------------
 // Reader
 
@@ -340,20 +336,21 @@ absl::Status SafetensorsWriter::AddEntry(std::string name, std::vector<int64_t> 
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> SafetensorsWriter::BuildHeader() const {
+absl::StatusOr<std::string> EncodeSafetensorsHeader(
+    const std::vector<HeaderTensor>& tensors, const std::map<std::string, std::string>& metadata) {
   std::string json;
   try {
     nlohmann::ordered_json header = nlohmann::ordered_json::object();
-    if (!metadata_.empty()) {
+    if (!metadata.empty()) {
       nlohmann::ordered_json meta = nlohmann::ordered_json::object();
-      for (const auto& [k, v] : metadata_) meta[k] = v;
+      for (const auto& [k, v] : metadata) meta[k] = v;
       header["__metadata__"] = std::move(meta);
     }
     uint64_t offset = 0;
-    for (const Entry& e : entries_) {
-      const uint64_t nbytes = static_cast<uint64_t>(e.numel) * DTypeSize(e.file_dtype);
+    for (const HeaderTensor& e : tensors) {
+      const uint64_t nbytes = static_cast<uint64_t>(NumElements(e.shape)) * DTypeSize(e.dtype);
       nlohmann::ordered_json t;
-      t["dtype"] = std::string(SafetensorsDTypeName(e.file_dtype));
+      t["dtype"] = std::string(SafetensorsDTypeName(e.dtype));
       t["shape"] = e.shape;
       t["data_offsets"] = {offset, offset + nbytes};
       header[e.name] = std::move(t);
@@ -371,6 +368,13 @@ absl::StatusOr<std::string> SafetensorsWriter::BuildHeader() const {
   for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((n >> (8 * i)) & 0xff);
   out += json;
   return out;
+}
+
+absl::StatusOr<std::string> SafetensorsWriter::BuildHeader() const {
+  std::vector<HeaderTensor> tensors;
+  tensors.reserve(entries_.size());
+  for (const Entry& e : entries_) tensors.push_back({e.name, e.file_dtype, e.shape});
+  return EncodeSafetensorsHeader(tensors, metadata_);
 }
 
 absl::Status SafetensorsWriter::WriteTo(WritableFile* file, const std::string& header) const {

@@ -29,6 +29,7 @@
 #include "absl/status/statusor.h"
 #include "engine/base/env.h"
 #include "engine/tensor/dtype.h"
+#include "engine/tensor/flat_layout.h"
 
 namespace accel::checkpoint {
 
@@ -46,8 +47,6 @@ struct TensorInfo {
   uint64_t nbytes = 0;
 };
 
-// "[2, 3]"; "[]" for a scalar.
-std::string ShapeToString(std::span<const int64_t> shape);
 
 // An open safetensors file. Open reads and validates only the header; tensor data is read on
 // demand. Immutable after Open, so every method is safe to call from several threads at once.
@@ -95,6 +94,18 @@ class SafetensorsReader {
 // insertion order; the header is space-padded so the data block starts 8-byte aligned.
 // The writer borrows tensor data: each pointer must stay valid until Write returns.
 // Not thread-safe.
+// The header of a safetensors file holding `tensors` back to back in that order: the 8-byte
+// length, the JSON (metadata first, when any), space-padded so the data block starts 8-byte
+// aligned. InvalidArgument when a name is not UTF-8. Writers that stream their own data
+// (consolidation) use it to produce the same bytes SafetensorsWriter does.
+struct HeaderTensor {
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> shape;
+};
+[[nodiscard]] absl::StatusOr<std::string> EncodeSafetensorsHeader(
+    const std::vector<HeaderTensor>& tensors, const std::map<std::string, std::string>& metadata);
+
 class SafetensorsWriter {
  public:
   // Adds a tensor whose data is already in `dtype` (numel * DTypeSize(dtype) bytes at data;

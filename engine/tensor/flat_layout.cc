@@ -5,8 +5,8 @@
 
 namespace accel {
 
-std::string ShapeToString(const std::vector<int64_t>& shape) {
-  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
+std::string ShapeToString(std::span<const int64_t> shape) {
+  return absl::StrCat("[", absl::StrJoin(shape.begin(), shape.end(), ", "), "]");
 }
 
 int64_t NumElements(const std::vector<int64_t>& shape) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,7 +22,7 @@ struct LayoutEntry {
   int64_t numel = 0;
 };
 
-std::string ShapeToString(const std::vector<int64_t>& shape);
+std::string ShapeToString(std::span<const int64_t> shape);
 int64_t NumElements(const std::vector<int64_t>& shape);
 
 class FlatLayout {

@@ -73,8 +73,8 @@ TEST(FlatLayoutTest, FindAndGet) {
 }
 
 TEST(FlatLayoutTest, ShapeHelpers) {
-  EXPECT_EQ(ShapeToString({}), "[]");
-  EXPECT_EQ(ShapeToString({2, 3, 4}), "[2, 3, 4]");
+  EXPECT_EQ(ShapeToString(std::vector<int64_t>{}), "[]");
+  EXPECT_EQ(ShapeToString(std::vector<int64_t>{2, 3, 4}), "[2, 3, 4]");
   EXPECT_EQ(NumElements({}), 1);
   EXPECT_EQ(NumElements({2, 3, 4}), 24);
   EXPECT_EQ(NumElements({5, 0}), 0);
