@@ -20,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/model/param_specs.h"
+#include "engine/tensor/dtype.h"
 
 namespace accel::shard {
 
@@ -51,6 +52,21 @@ struct ShardOptions {
   // Reduce gradients after every micro-step (DeepSpeed stage 2) instead of at the
   // accumulation boundary only.
   bool reduce_every_micro_step = false;
+  // Mixed precision (DESIGN.md §3.2): parameters are all-gathered and computed in param_dtype,
+  // gradients reduced in reduce_dtype (f32 accumulation inside the collective). When either is
+  // not f32 the optimizer updates fp32 master copies of this rank's ranges, and the
+  // low-precision parameters are rounded from them after every step.
+  DType param_dtype = DType::kF32;
+  DType reduce_dtype = DType::kF32;
+  // DeepSpeed ZeRO-3 scheduling, in elements; 0 = FSDP's rule (prefetch exactly the next unit,
+  // no cap on what is gathered). prefetch_bucket_numel: keep prefetching later units until this
+  // many elements are in flight (stage3_prefetch_bucket_size). max_live_numel: never hold more
+  // gathered elements than this at once, the unit in use excepted (stage3_max_live_parameters).
+  // max_reuse_distance: a unit needed again within this many elements of gathering stays
+  // gathered instead of being freed (stage3_max_reuse_distance).
+  int64_t prefetch_bucket_numel = 0;
+  int64_t max_live_numel = 0;
+  int64_t max_reuse_distance = 0;
 };
 
 struct UnitShard {

@@ -79,18 +79,35 @@ absl::Status ShardedModel::Wait(const std::shared_ptr<comm::Work>& work) {
   return work->Wait(timeout_);
 }
 
+std::pair<int64_t, int64_t> ShardedModel::HeldRange(int u) const {
+  const UnitShard& us = plan_.unit(u);
+  if (plan_.params_persistent()) return {0, us.numel};
+  return {us.shard_begin, us.shard_begin + us.shard_valid};
+}
+
+absl::Status ShardedModel::LoadUnitRange(int u, const float* values) {
+  if (u < 0 || u >= plan_.num_units()) {
+    return absl::InvalidArgumentError(absl::StrCat("unit ", u, " out of range"));
+  }
+  const UnitShard& us = plan_.unit(u);
+  Unit& unit = units_[u];
+  if (plan_.params_persistent()) {
+    std::memcpy(unit.full.as<float>(), values, us.numel * sizeof(float));
+  } else {
+    unit.shard.Zero();
+    std::memcpy(unit.shard.as<float>(), values, us.shard_valid * sizeof(float));
+    MaybeFree(u);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ShardedModel::LoadUnit(int u, const float* unit_values) {
+  return LoadUnitRange(u, unit_values + HeldRange(u).first);
+}
+
 absl::Status ShardedModel::LoadFull(const float* full) {
   for (int u = 0; u < plan_.num_units(); ++u) {
-    const UnitShard& us = plan_.unit(u);
-    Unit& unit = units_[u];
-    if (plan_.params_persistent()) {
-      std::memcpy(unit.full.as<float>(), full + us.offset, us.numel * sizeof(float));
-    } else {
-      unit.shard.Zero();
-      std::memcpy(unit.shard.as<float>(), full + us.offset + us.shard_begin,
-                  us.shard_valid * sizeof(float));
-      MaybeFree(u);
-    }
+    ACCEL_RETURN_IF_ERROR(LoadUnit(u, full + plan_.unit(u).offset));
   }
   return absl::OkStatus();
 }
@@ -99,17 +116,23 @@ absl::Status ShardedModel::BroadcastFull(float* full, int root) {
   return Wait(groups_.world->Broadcast(full, layout_->num_params(), DType::kF32, root));
 }
 
-absl::Status ShardedModel::GatherFull(float* out) {
-  for (int u = 0; u < plan_.num_units(); ++u) {
-    const UnitShard& us = plan_.unit(u);
-    if (plan_.params_persistent()) {
-      std::memcpy(out + us.offset, units_[u].full.as<float>(), us.numel * sizeof(float));
-      continue;
-    }
-    ACCEL_RETURN_IF_ERROR(EnsureGathered(u));
-    std::memcpy(out + us.offset, units_[u].full.as<float>(), us.numel * sizeof(float));
+absl::Status ShardedModel::GatherUnit(int u, float* out) {
+  if (u < 0 || u >= plan_.num_units()) {
+    return absl::InvalidArgumentError(absl::StrCat("unit ", u, " out of range"));
+  }
+  const UnitShard& us = plan_.unit(u);
+  if (!plan_.params_persistent()) ACCEL_RETURN_IF_ERROR(EnsureGathered(u));
+  std::memcpy(out, units_[u].full.as<float>(), us.numel * sizeof(float));
+  if (!plan_.params_persistent()) {
     units_[u].keep_for_step = false;
     MaybeFree(u);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ShardedModel::GatherFull(float* out) {
+  for (int u = 0; u < plan_.num_units(); ++u) {
+    ACCEL_RETURN_IF_ERROR(GatherUnit(u, out + plan_.unit(u).offset));
   }
   return absl::OkStatus();
 }

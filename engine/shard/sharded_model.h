@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -67,6 +68,18 @@ class ShardedModel final : public model::ParamAccess {
   // Takes this rank's pieces of a full parameter vector (layout order, num_params floats); every
   // rank must pass the same values (same seed, same file, or after BroadcastFull).
   [[nodiscard]] absl::Status LoadFull(const float* full);
+  // The part of unit u, relative to the unit, whose values this rank keeps: [0, numel) when
+  // parameters persist, else the real part of its shard. Empty for an all-padding shard.
+  std::pair<int64_t, int64_t> HeldRange(int u) const;
+  // Sets this rank's copy of unit u from `values`, which hold exactly HeldRange(u)'s elements
+  // (fp32; the master copy under mixed precision, rounded into the low-precision one). Local.
+  [[nodiscard]] absl::Status LoadUnitRange(int u, const float* values);
+  // Same from the whole unit's numel values.
+  [[nodiscard]] absl::Status LoadUnit(int u, const float* unit_values);
+  // Unit u's full fp32 parameters (the master values under mixed precision) into `out` (numel
+  // floats) on every rank; memory beyond `out` is bounded by the unit. Collective over the
+  // shard group (and, for hybrid strategies, every rank must call it too).
+  [[nodiscard]] absl::Status GatherUnit(int u, float* out);
   // Rank `root`'s full vector to every rank (sync_module_states). In place.
   [[nodiscard]] absl::Status BroadcastFull(float* full, int root);
   // Gathers the full parameters (layout order) into `out` on every rank.

@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -27,6 +28,7 @@
 #include "engine/optim/adamw.h"
 #include "engine/optim/lr_schedule.h"
 #include "engine/shard/sharded_model.h"
+#include "engine/train/loss_scaler.h"
 #include "engine/train/metrics.h"
 
 namespace accel::train {
@@ -57,14 +59,30 @@ struct TrainOptions {
   int64_t checkpoint_every = 0;
   int keep_last = 0;
   std::string resume_dir;
+  // What a checkpoint save writes (Accelerate's fsdp_state_dict_type / DeepSpeed's
+  // zero3_save_16bit_model): kSharded = every rank its own ranges (resumable); kFull = rank 0
+  // writes DIR/step_N/model.safetensors in fp32, gathered unit by unit. save_16bit adds (or,
+  // with kFull, replaces the fp32 file with) a bf16 model.safetensors (f16 when training in
+  // fp16).
+  enum class StateDictType { kSharded, kFull };
+  StateDictType state_dict_type = StateDictType::kSharded;
+  bool save_16bit = false;
+  // Efficient loading of init_weights. cpu_ram_efficient_loading (with sync_module_states): only
+  // rank 0 reads the file, unit by unit, and the others receive what they hold. zero3_init:
+  // every rank reads only the byte ranges it holds, no broadcast.
+  bool cpu_ram_efficient_loading = false;
+  bool zero3_init = false;
+  // fp16 dynamic loss scaling, used when shard.param_dtype or shard.reduce_dtype is f16.
+  LossScalingOptions loss_scaling;
 };
 
 // What a checkpoint save did, for the metrics stream and acceld.
 struct CheckpointEvent {
   int64_t step = 0;
   std::string path;
-  std::string kind;      // "sharded"
-  int64_t bytes = 0;     // this rank's file
+  std::string kind;      // "sharded", "full", "16bit" (or "full+16bit", "sharded+16bit")
+  int64_t bytes = 0;     // all ranks' files together
+  std::vector<int64_t> rank_bytes;  // bytes written by each rank, indexed by rank
   double seconds = 0;
 };
 
