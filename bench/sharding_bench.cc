@@ -1,9 +1,12 @@
 // Sharding throughput: tokens/s of each strategy with N ranks (threads of this process, 1 compute
 // thread each, gloo over loopback TCP), next to no_shard measured in the same run, plus bytes
-// sent and model-state memory per rank.
+// sent, exposed communication and model-state memory per rank. With --dtypes fp32,bf16 each
+// strategy also runs under bf16 mixed precision, printed next to its fp32 run.
 //
-//   accel_bench_sharding [--models small,gpt2] [--strategies no_shard,zero1,shard_grad_op,full_shard]
-//                        [--ranks 2] [--steps 3] [--warmup 1] [--batch 4] [--seq 64] [--output json]
+//   accel_bench_sharding [--models small,gpt2] [--strategies
+//   no_shard,zero1,shard_grad_op,full_shard]
+//                        [--dtypes fp32] [--ranks 2] [--steps 3] [--warmup 1] [--batch 4]
+//                        [--seq 64] [--output json]
 #include <algorithm>
 #include <cstdio>
 #include <mutex>
@@ -27,6 +30,7 @@ using accel::model::Gpt2Config;
 
 struct RankResult {
   std::vector<double> step_seconds;
+  std::vector<double> comm_wait_seconds;
   int64_t bytes_sent = 0;
   int64_t model_state_bytes = 0;
 };
@@ -42,12 +46,13 @@ absl::StatusOr<std::vector<RankResult>> RunRanks(const accel::train::TrainOption
       statuses[r] = [&]() -> absl::Status {
         accel::kernels::SetNumThreads(1);
         accel::MemoryLedger ledger;
-        ACCEL_ASSIGN_OR_RETURN(auto groups, accel::shard::CreateGlooProcessGroups(
-                                                &store, prefix, r, ranks, o.shard));
+        ACCEL_ASSIGN_OR_RETURN(
+            auto groups, accel::shard::CreateGlooProcessGroups(&store, prefix, r, ranks, o.shard));
         ACCEL_ASSIGN_OR_RETURN(auto trainer, accel::train::Trainer::Create(
                                                  o, groups.view(), accel::Env::Default(), &ledger));
         ACCEL_RETURN_IF_ERROR(trainer->Train([&](const accel::train::StepMetrics& m) {
           results[r].step_seconds.push_back(m.step_seconds);
+          results[r].comm_wait_seconds.push_back(m.comm_wait_seconds);
           return absl::OkStatus();
         }));
         results[r].bytes_sent = groups.world->stats().total_sent();
@@ -71,11 +76,16 @@ absl::StatusOr<std::vector<RankResult>> RunRanks(const accel::train::TrainOption
 int main(int argc, char** argv) {
   CLI::App app{"accel sharding throughput benchmark"};
   std::string models = "small,gpt2", strategies = "no_shard,zero1,shard_grad_op,full_shard";
+  std::string dtypes = "fp32";
   std::string output = "text", data = ACCEL_DEFAULT_DATA, scratch = "/tmp";
   int ranks = 2;
   int64_t steps = 3, warmup = 1, batch = 4, seq = 64;
   app.add_option("--models", models)->capture_default_str();
   app.add_option("--strategies", strategies)->capture_default_str();
+  app.add_option("--dtypes", dtypes,
+                 "fp32, bf16 (mixed: bf16 params and reduction, fp32 "
+                 "master), fp16")
+      ->capture_default_str();
   app.add_option("--ranks", ranks)->capture_default_str();
   app.add_option("--steps", steps)->capture_default_str();
   app.add_option("--warmup", warmup)->capture_default_str();
@@ -88,8 +98,9 @@ int main(int argc, char** argv) {
   const bool json = output == "json";
   nlohmann::json all = nlohmann::json::array();
   if (!json) {
-    std::printf("%-6s %-14s %9s %10s %9s %12s %12s\n", "model", "strategy", "step ms", "tok/s",
-                "vs none", "sent MB/step", "state MiB/rk");
+    std::printf("%-6s %-14s %-5s %9s %10s %9s %8s %12s %9s %12s\n", "model", "strategy", "dtype",
+                "step ms", "tok/s", "vs none", "vs fp32", "sent MB/step", "wait ms",
+                "state MiB/rk");
   }
   int run = 0;
   for (const std::string& name : std::vector<std::string>(absl::StrSplit(models, ','))) {
@@ -102,47 +113,70 @@ int main(int argc, char** argv) {
     }
     double baseline = 0;
     for (const std::string& s : std::vector<std::string>(absl::StrSplit(strategies, ','))) {
-      accel::train::TrainOptions o;
-      o.model_config = cfg;
-      o.data = data;
-      o.batch = batch;
-      o.seq = seq;
-      o.steps = warmup + steps;
-      o.adamw.weight_decay = 0.1f;
-      auto strategy = accel::shard::ParseStrategy(s);
-      if (!strategy.ok()) {
-        std::fprintf(stderr, "error: %s\n", std::string(strategy.status().message()).c_str());
-        return 1;
-      }
-      o.shard.strategy = *strategy;
-      o.shard.hybrid_group_size = ranks;
-      auto results = RunRanks(o, ranks, absl::StrCat("bench", run++));
-      if (!results.ok()) {
-        std::fprintf(stderr, "error: %s\n", std::string(results.status().message()).c_str());
-        return 1;
-      }
-      // A step takes as long as its slowest rank.
-      std::vector<double> steps_s;
-      for (int64_t i = warmup; i < warmup + steps; ++i) {
-        double slowest = 0;
-        for (const RankResult& r : *results) slowest = std::max(slowest, r.step_seconds[i]);
-        steps_s.push_back(slowest);
-      }
-      std::sort(steps_s.begin(), steps_s.end());
-      const double median = steps_s[steps_s.size() / 2];
-      const double tok_s = static_cast<double>(ranks * batch * seq) / median;
-      if (s == "no_shard") baseline = tok_s;
-      const double sent_mb = static_cast<double>((*results)[0].bytes_sent) / (warmup + steps) / 1e6;
-      const double state_mib = static_cast<double>((*results)[0].model_state_bytes) / (1 << 20);
-      all.push_back({{"model", name}, {"strategy", s}, {"ranks", ranks},
-                     {"step_ms", median * 1e3}, {"tokens_per_s", tok_s},
-                     {"vs_no_shard", baseline > 0 ? tok_s / baseline : 0.0},
-                     {"sent_mb_per_step_rank0", sent_mb}, {"model_state_mib_rank0", state_mib}});
-      if (!json) {
-        std::printf("%-6s %-14s %9.1f %10.1f %8.2fx %12.1f %12.1f\n", name.c_str(), s.c_str(),
-                    median * 1e3, tok_s, baseline > 0 ? tok_s / baseline : 0.0, sent_mb,
-                    state_mib);
-        std::fflush(stdout);
+      double fp32_tok_s = 0;
+      for (const std::string& dt : std::vector<std::string>(absl::StrSplit(dtypes, ','))) {
+        accel::train::TrainOptions o;
+        o.model_config = cfg;
+        o.data = data;
+        o.batch = batch;
+        o.seq = seq;
+        o.steps = warmup + steps;
+        o.adamw.weight_decay = 0.1f;
+        auto strategy = accel::shard::ParseStrategy(s);
+        if (!strategy.ok()) {
+          std::fprintf(stderr, "error: %s\n", std::string(strategy.status().message()).c_str());
+          return 1;
+        }
+        o.shard.strategy = *strategy;
+        o.shard.hybrid_group_size = ranks;
+        auto dtype = accel::ParseDType(dt);
+        if (!dtype.ok()) {
+          std::fprintf(stderr, "error: --dtypes: %s\n",
+                       std::string(dtype.status().message()).c_str());
+          return 1;
+        }
+        o.shard.param_dtype = o.shard.reduce_dtype = *dtype;
+        auto results = RunRanks(o, ranks, absl::StrCat("bench", run++));
+        if (!results.ok()) {
+          std::fprintf(stderr, "error: %s\n", std::string(results.status().message()).c_str());
+          return 1;
+        }
+        // A step takes as long as its slowest rank.
+        std::vector<double> steps_s, waits;
+        for (int64_t i = warmup; i < warmup + steps; ++i) {
+          double slowest = 0;
+          for (const RankResult& r : *results) slowest = std::max(slowest, r.step_seconds[i]);
+          steps_s.push_back(slowest);
+          waits.push_back((*results)[0].comm_wait_seconds[i]);
+        }
+        std::sort(steps_s.begin(), steps_s.end());
+        std::sort(waits.begin(), waits.end());
+        const double median = steps_s[steps_s.size() / 2];
+        const double wait_ms = waits[waits.size() / 2] * 1e3;
+        const double tok_s = static_cast<double>(ranks * batch * seq) / median;
+        if (s == "no_shard" && *dtype == accel::DType::kF32) baseline = tok_s;
+        if (*dtype == accel::DType::kF32) fp32_tok_s = tok_s;
+        const double sent_mb =
+            static_cast<double>((*results)[0].bytes_sent) / (warmup + steps) / 1e6;
+        const double state_mib = static_cast<double>((*results)[0].model_state_bytes) / (1 << 20);
+        const double vs_fp32 = fp32_tok_s > 0 ? tok_s / fp32_tok_s : 0.0;
+        all.push_back({{"model", name},
+                       {"strategy", s},
+                       {"dtype", dt},
+                       {"ranks", ranks},
+                       {"step_ms", median * 1e3},
+                       {"tokens_per_s", tok_s},
+                       {"vs_no_shard", baseline > 0 ? tok_s / baseline : 0.0},
+                       {"vs_fp32", vs_fp32},
+                       {"comm_wait_ms", wait_ms},
+                       {"sent_mb_per_step_rank0", sent_mb},
+                       {"model_state_mib_rank0", state_mib}});
+        if (!json) {
+          std::printf("%-6s %-14s %-5s %9.1f %10.1f %8.2fx %7.2fx %12.1f %9.1f %12.1f\n",
+                      name.c_str(), s.c_str(), dt.c_str(), median * 1e3, tok_s,
+                      baseline > 0 ? tok_s / baseline : 0.0, vs_fp32, sent_mb, wait_ms, state_mib);
+          std::fflush(stdout);
+        }
       }
     }
   }

@@ -1,20 +1,15 @@
+// ShardedModel: setup, loading and gathering, and the parameter side of ParamAccess (gathers,
+// prefetch, freeing). The gradient side is in sharded_model_grads.cc.
 #include "engine/shard/sharded_model.h"
 
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
-#include "engine/kernels/adamw.h"
 
 namespace accel::shard {
-namespace {
 
 using model::Pass;
-
-// A double travels through an f32 all-gather as its two 32-bit halves (a bit copy).
-constexpr size_t kDoubleAsFloats = sizeof(double) / sizeof(float);
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<ShardedModel>> ShardedModel::Create(
     const model::Gpt2Layout* layout, ShardPlan plan, ProcessGroups groups, absl::Duration timeout,
@@ -33,8 +28,17 @@ absl::StatusOr<std::unique_ptr<ShardedModel>> ShardedModel::Create(
                                                    "communicator of ",
                                                    plan.num_replicas(), " ranks"));
   }
+  for (DType d : {plan.options().param_dtype, plan.options().reduce_dtype}) {
+    if (d != DType::kF32 && d != DType::kBF16 && d != DType::kF16) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("parameter and reduce dtypes must be fp32, bf16 or fp16, got ",
+                       std::string(DTypeName(d))));
+    }
+  }
   std::unique_ptr<ShardedModel> m(new ShardedModel(
       layout, std::move(plan), groups, timeout, ledger ? ledger : MemoryLedger::Default()));
+  m->mixed_ = m->plan_.options().param_dtype != DType::kF32 ||
+              m->plan_.options().reduce_dtype != DType::kF32;
   ACCEL_RETURN_IF_ERROR(m->Allocate());
   return m;
 }
@@ -48,8 +52,8 @@ ShardedModel::~ShardedModel() {
 }
 
 absl::Status ShardedModel::Allocate() {
-  auto alloc = [&](int64_t n, MemoryCategory c, Buffer* b) -> absl::Status {
-    ACCEL_ASSIGN_OR_RETURN(*b, AllocateFloats(n, MemoryPool::kDevice, c, ledger_));
+  auto alloc = [&](int64_t bytes, MemoryCategory c, Buffer* b) -> absl::Status {
+    ACCEL_ASSIGN_OR_RETURN(*b, Buffer::Allocate(bytes, MemoryPool::kDevice, c, ledger_));
     return absl::OkStatus();
   };
   units_.resize(plan_.num_units());
@@ -57,27 +61,57 @@ absl::Status ShardedModel::Allocate() {
     const UnitShard& us = plan_.unit(u);
     Unit& unit = units_[u];
     if (plan_.params_persistent()) {
-      ACCEL_RETURN_IF_ERROR(alloc(us.padded_numel, MemoryCategory::kParams, &unit.full));
+      ACCEL_RETURN_IF_ERROR(alloc(us.padded_numel * param_size(), MemoryCategory::kParams,
+                                  &unit.full));
       unit.gathered = true;
     } else {
-      ACCEL_RETURN_IF_ERROR(alloc(us.shard_numel, MemoryCategory::kParams, &unit.shard));
+      ACCEL_RETURN_IF_ERROR(alloc(us.shard_numel * param_size(), MemoryCategory::kParams,
+                                  &unit.shard));
     }
-    if (plan_.reduce_per_unit()) {
-      ACCEL_RETURN_IF_ERROR(alloc(us.shard_numel, MemoryCategory::kGrads, &unit.shard_grads));
+    const int64_t reduced_numel = plan_.reduce_per_unit() ? us.shard_numel : us.padded_numel;
+    if (mixed_) {
+      ACCEL_RETURN_IF_ERROR(alloc(MasterLength(u) * sizeof(float),
+                                  MemoryCategory::kOptimizerState, &unit.master));
+      ACCEL_RETURN_IF_ERROR(alloc(reduced_numel * reduce_size(), MemoryCategory::kGrads,
+                                  &unit.reduced));
+    } else if (plan_.reduce_per_unit()) {
+      ACCEL_RETURN_IF_ERROR(alloc(reduced_numel * sizeof(float), MemoryCategory::kGrads,
+                                  &unit.reduced));
     } else {
-      ACCEL_RETURN_IF_ERROR(alloc(us.padded_numel, MemoryCategory::kGrads, &unit.full_grads));
+      ACCEL_RETURN_IF_ERROR(alloc(reduced_numel * sizeof(float), MemoryCategory::kGrads,
+                                  &unit.full_grads));
     }
   }
   return absl::OkStatus();
 }
 
+std::string ShardedModel::DTypesJson() const {
+  const ShardOptions& o = plan_.options();
+  const std::string params(DTypeName(o.param_dtype)), grads(DTypeName(o.reduce_dtype));
+  return absl::StrCat(R"({"params":")", params, R"(","grads":")", grads, R"(","master":")",
+                      mixed_ ? "f32" : params, R"(","optimizer":"f32"})");
+}
+
+int64_t ShardedModel::MasterBegin(int u) const {
+  return plan_.optimizer_sharded() ? plan_.unit(u).shard_begin : 0;
+}
+
+int64_t ShardedModel::MasterLength(int u) const {
+  return plan_.optimizer_sharded() ? plan_.unit(u).shard_numel : plan_.unit(u).padded_numel;
+}
+
 float ShardedModel::GradScale(int accum) const {
-  return 1.0f / static_cast<float>(accum * plan_.world());
+  return static_cast<float>(loss_scale_ / (static_cast<double>(accum) * plan_.world()));
 }
 
 absl::Status ShardedModel::Wait(const std::shared_ptr<comm::Work>& work) {
-  return work->Wait(timeout_);
+  const absl::Time start = absl::Now();
+  absl::Status s = work->Wait(timeout_);
+  comm_wait_seconds_ += absl::ToDoubleSeconds(absl::Now() - start);
+  return s;
 }
+
+// ---- loading and gathering ------------------------------------------------------------------
 
 std::pair<int64_t, int64_t> ShardedModel::HeldRange(int u) const {
   const UnitShard& us = plan_.unit(u);
@@ -91,13 +125,22 @@ absl::Status ShardedModel::LoadUnitRange(int u, const float* values) {
   }
   const UnitShard& us = plan_.unit(u);
   Unit& unit = units_[u];
-  if (plan_.params_persistent()) {
-    std::memcpy(unit.full.as<float>(), values, us.numel * sizeof(float));
-  } else {
-    unit.shard.Zero();
-    std::memcpy(unit.shard.as<float>(), values, us.shard_valid * sizeof(float));
-    MaybeFree(u);
+  const DType param_dtype = plan_.options().param_dtype;
+  const auto [held_begin, held_end] = HeldRange(u);
+  if (mixed_) {
+    // The master takes the part of the held values inside its range; padding stays zero.
+    unit.master.Zero();
+    const int64_t from = std::max(held_begin, MasterBegin(u));
+    const int64_t to = std::min(std::min(held_end, us.numel), MasterBegin(u) + MasterLength(u));
+    if (to > from) {
+      std::memcpy(unit.master.as<float>() + (from - MasterBegin(u)), values + (from - held_begin),
+                  (to - from) * sizeof(float));
+    }
   }
+  Buffer& target = plan_.params_persistent() ? unit.full : unit.shard;
+  target.Zero();
+  ConvertDType(values, DType::kF32, target.data(), param_dtype, held_end - held_begin);
+  if (!plan_.params_persistent()) MaybeFree(u);
   return absl::OkStatus();
 }
 
@@ -121,10 +164,25 @@ absl::Status ShardedModel::GatherUnit(int u, float* out) {
     return absl::InvalidArgumentError(absl::StrCat("unit ", u, " out of range"));
   }
   const UnitShard& us = plan_.unit(u);
+  Unit& unit = units_[u];
+  if (mixed_) {
+    // The masters, not the rounded copies: a full save holds what the optimizer holds.
+    if (!plan_.optimizer_sharded()) {
+      std::memcpy(out, unit.master.as<float>(), us.numel * sizeof(float));
+      return absl::OkStatus();
+    }
+    ACCEL_ASSIGN_OR_RETURN(Buffer all, buffers_.Acquire(us.padded_numel * sizeof(float),
+                                                        MemoryCategory::kCommunication, false));
+    absl::Status s = Wait(groups_.shard->AllGather(unit.master.data(), all.data(),
+                                                   us.shard_numel, DType::kF32));
+    if (s.ok()) std::memcpy(out, all.as<float>(), us.numel * sizeof(float));
+    buffers_.Release(std::move(all));
+    return s;
+  }
   if (!plan_.params_persistent()) ACCEL_RETURN_IF_ERROR(EnsureGathered(u));
-  std::memcpy(out, units_[u].full.as<float>(), us.numel * sizeof(float));
+  std::memcpy(out, unit.full.as<float>(), us.numel * sizeof(float));
   if (!plan_.params_persistent()) {
-    units_[u].keep_for_step = false;
+    unit.keep_for_step = false;
     MaybeFree(u);
   }
   return absl::OkStatus();
@@ -137,27 +195,16 @@ absl::Status ShardedModel::GatherFull(float* out) {
   return absl::OkStatus();
 }
 
-void ShardedModel::ZeroGrads() {
-  for (Unit& unit : units_) {
-    unit.full_grads.Zero();
-    unit.shard_grads.Zero();
-  }
-}
-
-void ShardedModel::BeginMicroStep(int micro, int accum) {
-  reducing_micro_step_ = plan_.options().reduce_every_micro_step || micro == accum - 1;
-}
-
 // ---- parameters -----------------------------------------------------------------------------
 
 absl::Status ShardedModel::IssueGather(int u) {
   Unit& unit = units_[u];
   const UnitShard& us = plan_.unit(u);
   // Every element is overwritten by the gather: no need to zero.
-  ACCEL_ASSIGN_OR_RETURN(unit.full, buffers_.Acquire(us.padded_numel * sizeof(float),
+  ACCEL_ASSIGN_OR_RETURN(unit.full, buffers_.Acquire(us.padded_numel * param_size(),
                                                      MemoryCategory::kParams, /*zero=*/false));
   unit.gather = groups_.shard->AllGather(unit.shard.data(), unit.full.data(), us.shard_numel,
-                                         DType::kF32);
+                                         plan_.options().param_dtype);
   return absl::OkStatus();
 }
 
@@ -177,197 +224,51 @@ absl::Status ShardedModel::EnsureGathered(int u) {
 
 void ShardedModel::MaybeFree(int u) {
   Unit& unit = units_[u];
-  if (plan_.params_persistent() || unit.keep_for_step || unit.gather) return;
+  if (plan_.params_persistent() || unit.keep_for_step || unit.keep_for_reuse || unit.gather) {
+    return;
+  }
   buffers_.Release(std::move(unit.full));
   unit.gathered = false;
 }
 
-int ShardedModel::NextInBackward(int u) const {
-  if (u == 0) return plan_.num_units() - 1 >= 1 ? plan_.num_units() - 1 : -1;
-  return u >= 2 ? u - 1 : -1;  // block 0 is last; the root stays gathered
-}
-
-absl::Status ShardedModel::Prefetch(int u) {
-  if (u < 0 || u >= plan_.num_units()) return absl::OkStatus();
-  Unit& unit = units_[u];
-  if (unit.gathered || unit.gather) return absl::OkStatus();
-  int inflight = 0;
-  for (const Unit& other : units_) inflight += other.gather ? 1 : 0;
-  if (inflight >= plan_.options().max_inflight_gathers) return absl::OkStatus();
-  return IssueGather(u);
+absl::Status ShardedModel::ReleaseCompute(int u) {
+  buffers_.Release(std::move(units_[u].compute));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<const float*> ShardedModel::Params(int u, Pass pass) {
   if (!plan_.params_persistent()) {
     ACCEL_RETURN_IF_ERROR(EnsureGathered(u));
-    const ShardOptions& o = plan_.options();
-    if (pass == Pass::kForward && o.forward_prefetch && u + 1 < plan_.num_units()) {
-      ACCEL_RETURN_IF_ERROR(Prefetch(u + 1));
-    }
-    if (pass == Pass::kBackward && o.backward_prefetch == BackwardPrefetch::kBackwardPre) {
-      ACCEL_RETURN_IF_ERROR(Prefetch(NextInBackward(u)));
-    }
+    ACCEL_RETURN_IF_ERROR(pass == Pass::kForward ? PrefetchForward(u) : PrefetchBackward(u));
   }
-  return units_[u].full.as<float>();
+  Unit& unit = units_[u];
+  if (!mixed_) return unit.full.as<float>();
+  if (unit.compute.empty()) {
+    const int64_t n = plan_.unit(u).padded_numel;
+    ACCEL_ASSIGN_OR_RETURN(unit.compute, buffers_.Acquire(n * sizeof(float),
+                                                          MemoryCategory::kParams, false));
+    ConvertDType(unit.full.data(), plan_.options().param_dtype, unit.compute.data(), DType::kF32,
+                 n);
+  }
+  return unit.compute.as<float>();
 }
 
 absl::Status ShardedModel::Release(int u, Pass pass) {
+  // The root serves both ends of each pass: its fp32 copy lives until FinishStep.
+  if (mixed_ && u != 0) ACCEL_RETURN_IF_ERROR(ReleaseCompute(u));
   if (plan_.params_persistent()) return absl::OkStatus();
   if (pass == Pass::kForward) {
-    if (u != 0 && plan_.options().reshard_after_forward) MaybeFree(u);
+    if (u != 0 && plan_.options().reshard_after_forward) {
+      const int64_t reuse = plan_.options().max_reuse_distance;
+      units_[u].keep_for_reuse = reuse > 0 && ReuseDistanceAfterForward(u) <= reuse;
+      MaybeFree(u);
+    }
     return absl::OkStatus();
   }
+  units_[u].keep_for_reuse = false;
   if (u != 0) MaybeFree(u);
   if (plan_.options().backward_prefetch == BackwardPrefetch::kBackwardPost) {
     ACCEL_RETURN_IF_ERROR(Prefetch(NextInBackward(u)));
-  }
-  return absl::OkStatus();
-}
-
-// ---- gradients ------------------------------------------------------------------------------
-
-absl::StatusOr<float*> ShardedModel::Grads(int u) {
-  Unit& unit = units_[u];
-  if (unit.full_grads.empty()) {
-    ACCEL_ASSIGN_OR_RETURN(unit.full_grads,
-                           buffers_.Acquire(plan_.unit(u).padded_numel * sizeof(float),
-                                            MemoryCategory::kGrads, /*zero=*/true));
-  }
-  return unit.full_grads.as<float>();
-}
-
-absl::Status ShardedModel::GradsReady(int u) {
-  if (!plan_.reduce_per_unit() || !reducing_micro_step_) return absl::OkStatus();
-  // Bound the unreduced full-gradient buffers alive at once: finish all but the newest.
-  ACCEL_RETURN_IF_ERROR(DrainReduces(1));
-  Unit& unit = units_[u];
-  const UnitShard& us = plan_.unit(u);
-  float* g = unit.full_grads.as<float>();
-  pending_reduces_.push_back(
-      {u, groups_.shard->ReduceScatter(g, g + us.shard_begin, us.shard_numel, DType::kF32), true});
-  return absl::OkStatus();
-}
-
-absl::Status ShardedModel::CompleteReduce(const PendingReduce& p) {
-  ACCEL_RETURN_IF_ERROR(Wait(p.work));
-  Unit& unit = units_[p.unit];
-  const UnitShard& us = plan_.unit(p.unit);
-  float* slice = unit.full_grads.as<float>() + us.shard_begin;
-  if (plan_.hybrid() && groups_.replicate != nullptr && groups_.replicate->size() > 1) {
-    ACCEL_RETURN_IF_ERROR(
-        Wait(groups_.replicate->AllReduce(slice, us.shard_numel, DType::kF32)));
-  }
-  float* acc = unit.shard_grads.as<float>();
-  for (int64_t i = 0; i < us.shard_numel; ++i) acc[i] += slice[i];
-  buffers_.Release(std::move(unit.full_grads));
-  return absl::OkStatus();
-}
-
-absl::Status ShardedModel::DrainReduces(size_t keep) {
-  while (pending_reduces_.size() > keep) {
-    PendingReduce p = pending_reduces_.front();
-    pending_reduces_.pop_front();
-    ACCEL_RETURN_IF_ERROR(CompleteReduce(p));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ShardedModel::EndMicroStep(int micro, int accum) {
-  ACCEL_RETURN_IF_ERROR(DrainReduces(0));
-  if (plan_.reduce_per_unit() || micro != accum - 1) return absl::OkStatus();
-  // no_shard / zero1: reduce every unit's full gradient at the boundary. no_shard's all-reduce
-  // and zero1's reduce-scatter use the same chunks, so the reduced values are identical.
-  std::vector<std::shared_ptr<comm::Work>> works;
-  for (int u = 0; u < plan_.num_units(); ++u) {
-    const UnitShard& us = plan_.unit(u);
-    float* g = units_[u].full_grads.as<float>();
-    if (plan_.strategy() == Strategy::kNoShard) {
-      works.push_back(groups_.shard->AllReduce(g, us.padded_numel, DType::kF32));
-    } else {
-      works.push_back(
-          groups_.shard->ReduceScatter(g, g + us.shard_begin, us.shard_numel, DType::kF32));
-    }
-  }
-  for (const auto& w : works) ACCEL_RETURN_IF_ERROR(Wait(w));
-  return absl::OkStatus();
-}
-
-namespace {
-const float* ShardGradPointer(const UnitShard& us, const Buffer& full_grads,
-                              const Buffer& shard_grads) {
-  return shard_grads.empty() ? full_grads.as<float>() + us.shard_begin : shard_grads.as<float>();
-}
-}  // namespace
-
-absl::StatusOr<double> ShardedModel::GradNormSquared() {
-  double partial = 0;
-  for (int u = 0; u < plan_.num_units(); ++u) {
-    const UnitShard& us = plan_.unit(u);
-    partial += kernels::SquaredL2Norm(
-        ShardGradPointer(us, units_[u].full_grads, units_[u].shard_grads), us.shard_valid);
-  }
-  // Replicas of a hybrid group hold identical shards: sum within the shard group only.
-  const int n = groups_.shard->size();
-  std::vector<double> all(n);
-  ACCEL_RETURN_IF_ERROR(Wait(groups_.shard->AllGather(&partial, all.data(), kDoubleAsFloats,
-                                                      DType::kF32)));
-  double total = 0;
-  for (double v : all) total += v;
-  return total;
-}
-
-absl::StatusOr<double> ShardedModel::MeanOverRanks(double value) {
-  const int n = groups_.world->size();
-  std::vector<double> all(n);
-  ACCEL_RETURN_IF_ERROR(
-      Wait(groups_.world->AllGather(&value, all.data(), kDoubleAsFloats, DType::kF32)));
-  double total = 0;
-  for (double v : all) total += v;
-  return total / n;
-}
-
-std::vector<OwnedRange> ShardedModel::OwnedRanges() {
-  std::vector<OwnedRange> ranges;
-  for (int u = 0; u < plan_.num_units(); ++u) {
-    const UnitShard& us = plan_.unit(u);
-    Unit& unit = units_[u];
-    if (!plan_.optimizer_sharded()) {
-      ranges.push_back({u, us.offset, us.offset + us.numel, unit.full.as<float>(),
-                        unit.full_grads.as<float>()});
-      continue;
-    }
-    if (us.shard_valid == 0) continue;
-    float* params = plan_.params_persistent() ? unit.full.as<float>() + us.shard_begin
-                                              : unit.shard.as<float>();
-    ranges.push_back({u, us.offset + us.shard_begin, us.offset + us.shard_begin + us.shard_valid,
-                      params, ShardGradPointer(us, unit.full_grads, unit.shard_grads)});
-  }
-  return ranges;  // the same ranges, in the same order, as ShardPlan::OwnedFlatRanges()
-}
-
-absl::Status ShardedModel::FinishStep() {
-  if (plan_.params_persistent()) {
-    if (!plan_.optimizer_sharded()) return absl::OkStatus();
-    // Every rank updated its own slice in place: gather the slices back into full parameters.
-    std::vector<std::shared_ptr<comm::Work>> works;
-    for (int u = 0; u < plan_.num_units(); ++u) {
-      const UnitShard& us = plan_.unit(u);
-      float* full = units_[u].full.as<float>();
-      works.push_back(groups_.shard->AllGather(full + us.shard_begin, full, us.shard_numel,
-                                               DType::kF32));
-    }
-    for (const auto& w : works) ACCEL_RETURN_IF_ERROR(Wait(w));
-    return absl::OkStatus();
-  }
-  // Gathered copies are stale now that the shards moved: drop every one.
-  for (int u = 0; u < plan_.num_units(); ++u) {
-    Unit& unit = units_[u];
-    if (unit.gather) {
-      ACCEL_RETURN_IF_ERROR(Wait(unit.gather));
-      unit.gather.reset();
-    }
-    unit.keep_for_step = false;
-    MaybeFree(u);
   }
   return absl::OkStatus();
 }

@@ -14,14 +14,25 @@
 // DeadlineExceeded), never a hang.
 //
 // Reduced gradients are the mean over data-parallel ranks: each rank's backward runs with
-// dloss = 1 / (accum · world) (GradScale()) and the reductions sum.
-// Buffers are charged to the ledger: params / grads categories in the device pool.
+// dloss = loss_scale / (accum · world) (GradScale()) and the reductions sum.
+//
+// Mixed precision (plan.options().param_dtype / reduce_dtype not f32, DESIGN.md §3.2): the
+// resident parameters are in param_dtype and travel in it; the model still computes on fp32
+// values (an fp32 copy of each unit while it is in use, exactly the low-precision values);
+// gradients are reduced in reduce_dtype (fp32 accumulation inside the collective) and kept in
+// it between micro-steps; the optimizer updates fp32 master copies of the owned ranges on
+// fp32, unscaled gradients (OwnedRanges), and FinishStep rounds the masters back to
+// param_dtype and re-gathers where parameters stay full.
+// Buffers are charged to the ledger in the device pool: params (the param_dtype copies),
+// grads (reduced gradients), optimizer state (fp32 masters; AdamW adds its moments), and
+// transient buffers to their category while in use, to "other" while cached.
 // Not thread-safe (one trainer thread); communication runs on the communicators' threads.
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -62,7 +73,21 @@ class ShardedModel final : public model::ParamAccess {
   ~ShardedModel() override;
 
   const ShardPlan& plan() const { return plan_; }
-  // The backward's dloss for one micro-step of `accum`: 1 / (accum · world).
+  // Whether parameters or gradients are kept in a 16-bit dtype (fp32 masters exist).
+  bool mixed_precision() const { return mixed_; }
+  // The dtypes of every buffer class, for logs and memory records:
+  // {"params":"bf16","grads":"bf16","master":"fp32","optimizer":"fp32"}.
+  std::string DTypesJson() const;
+  // fp16 loss scaling: gradients are produced multiplied by `scale` and divided by it before
+  // the optimizer sees them. 1 by default.
+  void set_loss_scale(double scale) { loss_scale_ = scale; }
+  // Seconds spent blocked in collectives since the last call (exposed communication).
+  double TakeCommWaitSeconds() {
+    const double s = comm_wait_seconds_;
+    comm_wait_seconds_ = 0;
+    return s;
+  }
+  // The backward's dloss for one micro-step of `accum`: loss_scale / (accum · world).
   float GradScale(int accum) const;
 
   // Takes this rank's pieces of a full parameter vector (layout order, num_params floats); every
@@ -108,18 +133,29 @@ class ShardedModel final : public model::ParamAccess {
 
  private:
   struct Unit {
+    // Parameters, in param_dtype.
     Buffer full;         // padded_numel: resident (persistent strategies) or while gathered
     Buffer shard;        // shard_numel: sharded params (full shard only)
-    Buffer full_grads;   // padded_numel: while gradients accumulate unreduced
-    Buffer shard_grads;  // shard_numel: reduced gradient shard (per-unit reducing strategies)
+    // fp32 local gradients while they accumulate unreduced (padded_numel). Resident and also
+    // the reduced result for fp32 no_shard / zero1; from the pool otherwise.
+    Buffer full_grads;
+    // Reduced gradients: fp32 shard_numel for per-unit reducing strategies; under mixed
+    // precision in reduce_dtype, padded_numel (no_shard, zero1) or shard_numel (the others).
+    Buffer reduced;
+    // Mixed precision only.
+    Buffer master;     // fp32 master of the optimizer range: MasterBegin(), MasterLength()
+    Buffer compute;    // fp32 copy of `full` while the model uses it
+    Buffer comm;       // reduce_dtype copy of full_grads while it is reduce-scattered
+    Buffer opt_grads;  // fp32 unscaled gradients of the optimizer range, during the update
     std::shared_ptr<comm::Work> gather;  // in-flight all-gather into `full`
     bool gathered = false;
     bool keep_for_step = false;  // persistent small unit, or the root during a step
+    bool keep_for_reuse = false;  // needed again within max_reuse_distance: not freed
   };
   struct PendingReduce {
     int unit;
     std::shared_ptr<comm::Work> work;
-    bool accumulate;  // add into shard_grads (else the reduction wrote them directly)
+    bool accumulate;  // add into `reduced` (else the reduction wrote it directly)
   };
 
   ShardedModel(const model::Gpt2Layout* layout, ShardPlan plan, ProcessGroups groups,
@@ -127,6 +163,18 @@ class ShardedModel final : public model::ParamAccess {
       : layout_(layout), plan_(std::move(plan)), groups_(groups), timeout_(timeout),
         ledger_(ledger), buffers_(MemoryPool::kDevice, ledger) {}
   absl::Status Allocate();
+  size_t param_size() const { return DTypeSize(plan_.options().param_dtype); }
+  size_t reduce_size() const { return DTypeSize(plan_.options().reduce_dtype); }
+  // The optimizer range of unit u relative to the unit: the whole padded unit under no_shard,
+  // else this rank's shard.
+  int64_t MasterBegin(int u) const;
+  int64_t MasterLength(int u) const;
+  absl::Status PrepareOptimizerGrads();
+  absl::Status ReleaseCompute(int unit);
+  int64_t LiveGatheredNumel(int except) const;
+  absl::Status PrefetchForward(int unit);
+  absl::Status PrefetchBackward(int unit);
+  int64_t ReuseDistanceAfterForward(int unit) const;
   absl::Status Wait(const std::shared_ptr<comm::Work>& work);
   absl::Status IssueGather(int unit);
   absl::Status EnsureGathered(int unit);
@@ -146,6 +194,9 @@ class ShardedModel final : public model::ParamAccess {
   // Gathered parameters and unit gradients come and go every step: their memory is cached.
   BufferPool buffers_;
   std::deque<PendingReduce> pending_reduces_;
+  bool mixed_ = false;
+  double loss_scale_ = 1;
+  double comm_wait_seconds_ = 0;
   bool reducing_micro_step_ = true;  // whether this micro-step's gradients are reduced now
   bool accumulate_reduced_ = false;  // whether reduced shards add to earlier micro-steps'
 };

@@ -18,6 +18,13 @@ std::string StepMetricsToJson(const StepMetrics& m) {
   j["elapsed_seconds"] = m.elapsed_seconds;
   j["eta_seconds"] = m.eta_seconds;
   j["skipped"] = m.skipped;
+  if (m.loss_scale != 1) j["loss_scale"] = m.loss_scale;
+  j["comm_wait_seconds"] = m.comm_wait_seconds;
+  if (!m.ranks.empty()) {
+    nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
+    for (const RankStats& r : m.ranks) ranks.push_back(nlohmann::ordered_json::parse(r.ToJson()));
+    j["ranks"] = std::move(ranks);
+  }
   // NaN/inf are not JSON; nlohmann writes them as null, which readers can tell apart.
   return j.dump();
 }

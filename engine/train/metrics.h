@@ -4,10 +4,12 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "engine/base/env.h"
+#include "engine/train/rank_stats.h"
 
 namespace accel::train {
 
@@ -23,7 +25,14 @@ struct StepMetrics {
   double tokens_per_s = 0;
   double elapsed_seconds = 0;
   double eta_seconds = 0;    // remaining steps at the mean step time so far
-  bool skipped = false;      // non-finite loss or gradient: update skipped
+  bool skipped = false;      // non-finite loss or gradient (fp16 overflow): update skipped
+  double loss_scale = 1;     // fp16 dynamic loss scale used for this step (1 otherwise)
+  // Seconds the trainer waited on collectives in this step (exposed communication; the rest of
+  // step_seconds is compute and communication that overlapped it).
+  double comm_wait_seconds = 0;
+  // Every rank's memory and traffic, on steps with a stats record (TrainOptions::
+  // rank_stats_every); empty otherwise.
+  std::vector<RankStats> ranks;
 };
 
 // One JSON object, no trailing newline: {"step":..,"loss":..,"lr":..,"grad_norm":..,

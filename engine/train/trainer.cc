@@ -87,6 +87,9 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
     }
     ACCEL_RETURN_IF_ERROR(t->sharded_->LoadFull(full.as<float>()));
   }
+  if (options.shard.param_dtype == DType::kF16 || options.shard.reduce_dtype == DType::kF16) {
+    t->scaler_ = LossScaler(options.loss_scaling);
+  }
   for (const shard::OwnedRange& r : t->sharded_->OwnedRanges()) {
     ACCEL_ASSIGN_OR_RETURN(optim::AdamW opt,
                            optim::AdamW::Create(*t->layout_, r.flat_begin, r.flat_end,
@@ -124,6 +127,7 @@ absl::StatusOr<StepMetrics> Trainer::TrainStep() {
   const int accum = static_cast<int>(options_.grad_accum);
   shard::ShardedModel& sharded = *sharded_;
   sharded.ZeroGrads();
+  sharded.set_loss_scale(scaler_.scale());
   double loss_sum = 0;
   for (int micro = 0; micro < accum; ++micro) {
     sharded.BeginMicroStep(micro, accum);
@@ -144,7 +148,10 @@ absl::StatusOr<StepMetrics> Trainer::TrainStep() {
   m.loss = static_cast<float>(mean_loss);
   m.lr = options_.schedule.LrAt(step_);
   m.grad_norm = std::sqrt(norm_squared);
-  m.skipped = !std::isfinite(m.loss) || !std::isfinite(m.grad_norm);
+  m.loss_scale = scaler_.scale();
+  // Under fp16 an overflow (a non-finite norm of the unscaled gradients) is expected now and
+  // then: the scaler skips the step and lowers the scale. Every rank sees the same norm.
+  m.skipped = scaler_.Update(std::isfinite(m.grad_norm)) || !std::isfinite(m.loss);
   if (!m.skipped) {
     m.clip_scale = optim::ClipScale(m.grad_norm, options_.grad_clip);
     std::vector<shard::OwnedRange> ranges = sharded.OwnedRanges();
@@ -154,6 +161,11 @@ absl::StatusOr<StepMetrics> Trainer::TrainStep() {
   }
   ACCEL_RETURN_IF_ERROR(sharded.FinishStep());
   ++step_;
+  m.comm_wait_seconds = sharded.TakeCommWaitSeconds();
+  const int64_t every = options_.rank_stats_every;
+  if (every > 0 && (step_ % every == 0 || step_ == options_.steps)) {
+    ACCEL_ASSIGN_OR_RETURN(m.ranks, CollectRankStats(m.comm_wait_seconds));
+  }
   m.tokens = static_cast<int64_t>(accum) * options_.batch * options_.seq * world();
   m.step_seconds = static_cast<double>(env_->NowMicros() - start) * 1e-6;
   m.tokens_per_s = m.step_seconds > 0 ? static_cast<double>(m.tokens) / m.step_seconds : 0;
@@ -162,6 +174,27 @@ absl::StatusOr<StepMetrics> Trainer::TrainStep() {
   m.eta_seconds = elapsed_seconds_ / static_cast<double>(step_) *
                   static_cast<double>(options_.steps - step_);
   return m;
+}
+
+absl::StatusOr<std::vector<RankStats>> Trainer::CollectRankStats(double comm_wait_seconds) {
+  RankStats mine = RankStats::FromLedger(rank(), *ledger_);
+  int64_t sent = 0, received = 0;
+  // Non-hybrid plans use the world communicator as the shard group: count each one once.
+  std::vector<comm::Communicator*> distinct = {groups_.world};
+  for (comm::Communicator* c : {groups_.shard, groups_.replicate}) {
+    if (c != nullptr && c != groups_.world) distinct.push_back(c);
+  }
+  for (comm::Communicator* c : distinct) {
+    const comm::CommStats s = c->stats();
+    sent += s.total_sent();
+    received += s.total_received();
+  }
+  mine.bytes_sent = sent - stats_sent_;
+  mine.bytes_received = received - stats_received_;
+  mine.comm_wait_seconds = comm_wait_seconds;
+  stats_sent_ = sent;
+  stats_received_ = received;
+  return GatherRankStats(groups_.world, mine, absl::Seconds(300));
 }
 
 absl::Status Trainer::Train(

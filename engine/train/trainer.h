@@ -74,6 +74,10 @@ struct TrainOptions {
   bool zero3_init = false;
   // fp16 dynamic loss scaling, used when shard.param_dtype or shard.reduce_dtype is f16.
   LossScalingOptions loss_scaling;
+  // Every this many steps (and at the last), the step's record carries every rank's memory,
+  // bytes communicated since the previous such record, and collective wait time
+  // (StepMetrics::ranks; a small all-gather on the world group). 0: never.
+  int64_t rank_stats_every = 0;
 };
 
 // What a checkpoint save did, for the metrics stream and acceld.
@@ -122,10 +126,12 @@ class Trainer {
   int rank() const { return groups_.world->rank(); }
   int world() const { return groups_.world->size(); }
   int64_t step() const { return step_; }
+  const LossScaler& loss_scaler() const { return scaler_; }
   MemoryLedger* ledger() const { return ledger_; }
 
  private:
   Trainer() = default;
+  absl::StatusOr<std::vector<RankStats>> CollectRankStats(double comm_wait_seconds);
 
   TrainOptions options_;
   Env* env_ = nullptr;
@@ -139,6 +145,8 @@ class Trainer {
   std::vector<optim::AdamW> optimizers_;  // one per owned range
   std::unique_ptr<data::BatchLoader> loader_;
   std::vector<int32_t> inputs_, targets_;
+  LossScaler scaler_;  // enabled under fp16 only
+  int64_t stats_sent_ = 0, stats_received_ = 0;  // communicator totals at the last stats record
   int64_t step_ = 0;
   double elapsed_seconds_ = 0;
 };

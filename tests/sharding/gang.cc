@@ -41,8 +41,10 @@ absl::StatusOr<GangResult> RunGang(const train::TrainOptions& options, int world
     ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> trainer,
                            train::Trainer::Create(options, groups.view(), Env::Default(), &ledger));
     std::vector<float> losses;
+    std::vector<train::StepMetrics> steps;
     ACCEL_RETURN_IF_ERROR(trainer->Train([&](const train::StepMetrics& m) {
       losses.push_back(m.loss);
+      steps.push_back(m);
       return absl::OkStatus();
     }));
     int64_t state = 0;
@@ -60,6 +62,7 @@ absl::StatusOr<GangResult> RunGang(const train::TrainOptions& options, int world
     if (rank == 0) {
       result.params = std::move(params);
       result.losses = std::move(losses);
+      result.steps = std::move(steps);
       result.num_params = trainer->layout().num_params();
       result.total_padded = trainer->sharded().plan().total_padded();
     }

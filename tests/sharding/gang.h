@@ -14,6 +14,7 @@ namespace accel::testing {
 struct GangResult {
   std::vector<float> params;               // rank 0's gathered final parameters
   std::vector<float> losses;               // rank 0's per-step losses (agreed across ranks)
+  std::vector<train::StepMetrics> steps;   // rank 0's step records
   std::vector<int64_t> model_state_bytes;  // per rank, between steps: params + grads + optimizer
   std::vector<comm::CommStats> stats;      // per rank, world (+ shard + replicate) groups summed
   int64_t num_params = 0;

@@ -114,6 +114,41 @@ TEST_F(ShardEquivalenceTest, PrefetchSettingsAreBitIdentical) {
   }
 }
 
+// DeepSpeed's stage-3 knobs change when units are gathered and freed, never the arithmetic.
+TEST_F(ShardEquivalenceTest, DeepSpeedPrefetchBucketLiveCapAndReuseAreBitIdentical) {
+  auto base = RunGang(Options(Strategy::kNoShard, 1, 2), 2);
+  ASSERT_TRUE(base.ok());
+  train::TrainOptions plain = Options(Strategy::kFullShard, 1, 2);
+  auto full = RunGang(plain, 2);
+  ASSERT_TRUE(full.ok());
+  auto layout = model::Gpt2Layout::Create({"eq", 2, 4, 20, 256, 16});
+  ASSERT_TRUE(layout.ok());
+  const int64_t block = layout->unit(1).numel;
+  struct Knobs {
+    int64_t bucket, live, reuse;
+  };
+  for (Knobs k : {Knobs{3 * block, 0, 0}, Knobs{3 * block, 2 * block, 0},
+                  Knobs{block / 2, 0, 0}, Knobs{0, 0, 4 * block}}) {
+    train::TrainOptions o = plain;
+    o.shard.prefetch_bucket_numel = k.bucket;
+    o.shard.max_live_numel = k.live;
+    o.shard.max_reuse_distance = k.reuse;
+    auto run = RunGang(o, 2);
+    ASSERT_TRUE(run.ok()) << run.status();
+    EXPECT_EQ(run->params, base->params) << k.bucket << " " << k.live << " " << k.reuse;
+    const auto gathered = [](const GangResult& g) {
+      return g.stats[0].ops[static_cast<int>(comm::OpKind::kAllGather)].bytes_sent;
+    };
+    if (k.reuse > 0) {
+      // The last block (reuse distance 0) stays gathered from its forward to its backward:
+      // one all-gather of it fewer per step.
+      EXPECT_LT(gathered(*run), gathered(*full));
+    } else {
+      EXPECT_EQ(gathered(*run), gathered(*full));
+    }
+  }
+}
+
 TEST_F(ShardEquivalenceTest, HybridAndPerMicroStepReductionMatchOneRank) {
   for (Strategy s : {Strategy::kHybridShard, Strategy::kHybridShardZero2}) {
     for (int accum : {1, 4}) {

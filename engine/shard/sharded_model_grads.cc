@@ -1,0 +1,272 @@
+// ShardedModel's gradient side: local accumulation, reductions (all-reduce at the boundary, or
+// reduce-scatter per unit as backward produces it), the global norm, the optimizer's view of
+// its ranges, and the end of a step (rounding masters and re-gathering under mixed precision).
+#include <algorithm>
+#include <cstring>
+
+#include "engine/base/status_macros.h"
+#include "engine/kernels/adamw.h"
+#include "engine/shard/sharded_model.h"
+
+namespace accel::shard {
+namespace {
+
+// A double travels through an f32 all-gather as its two 32-bit halves (a bit copy).
+constexpr size_t kDoubleAsFloats = sizeof(double) / sizeof(float);
+
+// dst[i] = round(dst[i] + src[i]) for 16-bit (or f32) values, summed in fp32.
+void AccumulateInDType(void* dst, const void* src, int64_t n, DType dtype) {
+  constexpr int64_t kChunk = 1024;
+  float a[kChunk], b[kChunk];
+  const size_t size = DTypeSize(dtype);
+  for (int64_t i = 0; i < n; i += kChunk) {
+    const int64_t m = std::min(kChunk, n - i);
+    char* d = static_cast<char*>(dst) + i * size;
+    ConvertDType(d, dtype, a, DType::kF32, m);
+    ConvertDType(static_cast<const char*>(src) + i * size, dtype, b, DType::kF32, m);
+    for (int64_t j = 0; j < m; ++j) a[j] += b[j];
+    ConvertDType(a, DType::kF32, d, dtype, m);
+  }
+}
+
+}  // namespace
+
+void ShardedModel::ZeroGrads() {
+  for (Unit& unit : units_) {
+    unit.full_grads.Zero();
+    unit.reduced.Zero();
+  }
+}
+
+void ShardedModel::BeginMicroStep(int micro, int accum) {
+  reducing_micro_step_ = plan_.options().reduce_every_micro_step || micro == accum - 1;
+}
+
+absl::StatusOr<float*> ShardedModel::Grads(int u) {
+  Unit& unit = units_[u];
+  if (unit.full_grads.empty()) {
+    ACCEL_ASSIGN_OR_RETURN(unit.full_grads,
+                           buffers_.Acquire(plan_.unit(u).padded_numel * sizeof(float),
+                                            MemoryCategory::kGrads, /*zero=*/true));
+  }
+  return unit.full_grads.as<float>();
+}
+
+absl::Status ShardedModel::GradsReady(int u) {
+  if (!plan_.reduce_per_unit() || !reducing_micro_step_) return absl::OkStatus();
+  // Bound the unreduced full-gradient buffers alive at once: finish all but the newest.
+  ACCEL_RETURN_IF_ERROR(DrainReduces(1));
+  Unit& unit = units_[u];
+  const UnitShard& us = plan_.unit(u);
+  const DType reduce_dtype = plan_.options().reduce_dtype;
+  if (!mixed_) {
+    float* g = unit.full_grads.as<float>();
+    pending_reduces_.push_back(
+        {u, groups_.shard->ReduceScatter(g, g + us.shard_begin, us.shard_numel, reduce_dtype),
+         true});
+    return absl::OkStatus();
+  }
+  ACCEL_ASSIGN_OR_RETURN(unit.comm, buffers_.Acquire(us.padded_numel * reduce_size(),
+                                                     MemoryCategory::kCommunication, false));
+  ConvertDType(unit.full_grads.data(), DType::kF32, unit.comm.data(), reduce_dtype,
+               us.padded_numel);
+  buffers_.Release(std::move(unit.full_grads));
+  char* c = unit.comm.as<char>();
+  pending_reduces_.push_back(
+      {u,
+       groups_.shard->ReduceScatter(c, c + us.shard_begin * reduce_size(), us.shard_numel,
+                                    reduce_dtype),
+       true});
+  return absl::OkStatus();
+}
+
+absl::Status ShardedModel::CompleteReduce(const PendingReduce& p) {
+  ACCEL_RETURN_IF_ERROR(Wait(p.work));
+  Unit& unit = units_[p.unit];
+  const UnitShard& us = plan_.unit(p.unit);
+  const DType reduce_dtype = plan_.options().reduce_dtype;
+  Buffer& source = mixed_ ? unit.comm : unit.full_grads;
+  char* slice = source.as<char>() + us.shard_begin * reduce_size();
+  if (plan_.hybrid() && groups_.replicate != nullptr && groups_.replicate->size() > 1) {
+    ACCEL_RETURN_IF_ERROR(
+        Wait(groups_.replicate->AllReduce(slice, us.shard_numel, reduce_dtype)));
+  }
+  AccumulateInDType(unit.reduced.data(), slice, us.shard_numel, reduce_dtype);
+  buffers_.Release(std::move(source));
+  return absl::OkStatus();
+}
+
+absl::Status ShardedModel::DrainReduces(size_t keep) {
+  while (pending_reduces_.size() > keep) {
+    PendingReduce p = pending_reduces_.front();
+    pending_reduces_.pop_front();
+    ACCEL_RETURN_IF_ERROR(CompleteReduce(p));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ShardedModel::EndMicroStep(int micro, int accum) {
+  ACCEL_RETURN_IF_ERROR(DrainReduces(0));
+  if (micro != accum - 1) return absl::OkStatus();
+  if (!plan_.reduce_per_unit()) {
+    // no_shard / zero1: reduce every unit's full gradient at the boundary. no_shard's
+    // all-reduce and zero1's reduce-scatter use the same chunks, so the reduced values are
+    // identical.
+    const DType reduce_dtype = plan_.options().reduce_dtype;
+    std::vector<std::shared_ptr<comm::Work>> works;
+    for (int u = 0; u < plan_.num_units(); ++u) {
+      const UnitShard& us = plan_.unit(u);
+      Unit& unit = units_[u];
+      char* g = unit.full_grads.as<char>();
+      if (mixed_) {
+        ConvertDType(g, DType::kF32, unit.reduced.data(), reduce_dtype, us.padded_numel);
+        buffers_.Release(std::move(unit.full_grads));
+        g = unit.reduced.as<char>();
+      }
+      if (plan_.strategy() == Strategy::kNoShard) {
+        works.push_back(groups_.shard->AllReduce(g, us.padded_numel, reduce_dtype));
+      } else {
+        works.push_back(groups_.shard->ReduceScatter(g, g + us.shard_begin * reduce_size(),
+                                                     us.shard_numel, reduce_dtype));
+      }
+    }
+    for (const auto& w : works) ACCEL_RETURN_IF_ERROR(Wait(w));
+  }
+  return mixed_ ? PrepareOptimizerGrads() : absl::OkStatus();
+}
+
+// fp32, unscaled gradients of each optimizer range, from the reduced (16-bit) ones.
+absl::Status ShardedModel::PrepareOptimizerGrads() {
+  const DType reduce_dtype = plan_.options().reduce_dtype;
+  const float unscale = static_cast<float>(1.0 / loss_scale_);
+  for (int u = 0; u < plan_.num_units(); ++u) {
+    Unit& unit = units_[u];
+    const int64_t n = MasterLength(u);
+    ACCEL_ASSIGN_OR_RETURN(unit.opt_grads, buffers_.Acquire(n * sizeof(float),
+                                                            MemoryCategory::kGrads, false));
+    const int64_t from = plan_.reduce_per_unit() ? 0 : MasterBegin(u);
+    float* g = unit.opt_grads.as<float>();
+    ConvertDType(unit.reduced.as<char>() + from * reduce_size(), reduce_dtype, g, DType::kF32, n);
+    if (unscale != 1.0f) {
+      for (int64_t i = 0; i < n; ++i) g[i] *= unscale;
+    }
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+// This rank's partition of unit u's reduced fp32 gradient (shard_valid elements).
+const float* NormPartition(const UnitShard& us, bool optimizer_sharded, const float* grads) {
+  return optimizer_sharded ? grads : grads + us.shard_begin;
+}
+}  // namespace
+
+absl::StatusOr<double> ShardedModel::GradNormSquared() {
+  double partial = 0;
+  for (int u = 0; u < plan_.num_units(); ++u) {
+    const UnitShard& us = plan_.unit(u);
+    const Unit& unit = units_[u];
+    const float* grads = nullptr;
+    bool sharded_view = true;
+    if (mixed_) {
+      grads = unit.opt_grads.as<float>();
+      sharded_view = plan_.optimizer_sharded();
+    } else if (!unit.reduced.empty()) {
+      grads = unit.reduced.as<float>();
+    } else {
+      grads = unit.full_grads.as<float>();
+      sharded_view = false;
+    }
+    partial += kernels::SquaredL2Norm(NormPartition(us, sharded_view, grads), us.shard_valid);
+  }
+  // Replicas of a hybrid group hold identical shards: sum within the shard group only.
+  const int n = groups_.shard->size();
+  std::vector<double> all(n);
+  ACCEL_RETURN_IF_ERROR(Wait(groups_.shard->AllGather(&partial, all.data(), kDoubleAsFloats,
+                                                      DType::kF32)));
+  double total = 0;
+  for (double v : all) total += v;
+  return total;
+}
+
+absl::StatusOr<double> ShardedModel::MeanOverRanks(double value) {
+  const int n = groups_.world->size();
+  std::vector<double> all(n);
+  ACCEL_RETURN_IF_ERROR(
+      Wait(groups_.world->AllGather(&value, all.data(), kDoubleAsFloats, DType::kF32)));
+  double total = 0;
+  for (double v : all) total += v;
+  return total / n;
+}
+
+std::vector<OwnedRange> ShardedModel::OwnedRanges() {
+  std::vector<OwnedRange> ranges;
+  for (int u = 0; u < plan_.num_units(); ++u) {
+    const UnitShard& us = plan_.unit(u);
+    Unit& unit = units_[u];
+    if (!plan_.optimizer_sharded()) {
+      float* params = mixed_ ? unit.master.as<float>() : unit.full.as<float>();
+      const float* grads = mixed_ ? unit.opt_grads.as<float>() : unit.full_grads.as<float>();
+      ranges.push_back({u, us.offset, us.offset + us.numel, params, grads});
+      continue;
+    }
+    if (us.shard_valid == 0) continue;
+    float* params = mixed_                      ? unit.master.as<float>()
+                    : plan_.params_persistent() ? unit.full.as<float>() + us.shard_begin
+                                                : unit.shard.as<float>();
+    const float* grads = mixed_                 ? unit.opt_grads.as<float>()
+                         : !unit.reduced.empty() ? unit.reduced.as<float>()
+                                                 : unit.full_grads.as<float>() + us.shard_begin;
+    ranges.push_back(
+        {u, us.offset + us.shard_begin, us.offset + us.shard_begin + us.shard_valid, params,
+         grads});
+  }
+  return ranges;  // the same ranges, in the same order, as ShardPlan::OwnedFlatRanges()
+}
+
+absl::Status ShardedModel::FinishStep() {
+  const DType param_dtype = plan_.options().param_dtype;
+  // Gathered copies are stale once the shards move: wait for stragglers and drop them.
+  for (int u = 0; u < plan_.num_units(); ++u) {
+    Unit& unit = units_[u];
+    if (unit.gather) {
+      ACCEL_RETURN_IF_ERROR(Wait(unit.gather));
+      unit.gather.reset();
+    }
+    if (mixed_) {
+      buffers_.Release(std::move(unit.opt_grads));
+      ACCEL_RETURN_IF_ERROR(ReleaseCompute(u));
+    }
+  }
+  if (mixed_) {
+    // Round the updated masters into the parameters this rank holds.
+    for (int u = 0; u < plan_.num_units(); ++u) {
+      Unit& unit = units_[u];
+      char* dst = plan_.params_persistent()
+                      ? unit.full.as<char>() + MasterBegin(u) * param_size()
+                      : unit.shard.as<char>();
+      ConvertDType(unit.master.data(), DType::kF32, dst, param_dtype, MasterLength(u));
+    }
+  }
+  if (plan_.params_persistent()) {
+    if (!plan_.optimizer_sharded()) return absl::OkStatus();
+    // Every rank updated its own slice in place: gather the slices back into full parameters.
+    std::vector<std::shared_ptr<comm::Work>> works;
+    for (int u = 0; u < plan_.num_units(); ++u) {
+      const UnitShard& us = plan_.unit(u);
+      char* full = units_[u].full.as<char>();
+      works.push_back(groups_.shard->AllGather(full + us.shard_begin * param_size(), full,
+                                               us.shard_numel, param_dtype));
+    }
+    for (const auto& w : works) ACCEL_RETURN_IF_ERROR(Wait(w));
+    return absl::OkStatus();
+  }
+  for (int u = 0; u < plan_.num_units(); ++u) {
+    units_[u].keep_for_step = false;
+    units_[u].keep_for_reuse = false;
+    MaybeFree(u);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace accel::shard
