@@ -18,6 +18,9 @@ __global__ void FillScaled(float* out, int n, float scale) {
 
 absl::Status CudaStatus(int error, const char* call, const char* file, int line) {
   if (error == cudaSuccess) return absl::OkStatus();
+  // The runtime also keeps this error as its "last error"; clear it so that the next launch
+  // check (cudaGetLastError) does not report it a second time. Sticky errors stay regardless.
+  (void)cudaGetLastError();
   auto e = static_cast<cudaError_t>(error);
   std::string msg = absl::StrCat(call, " failed at ", file, ":", line, ": ", cudaGetErrorName(e),
                                  " (", cudaGetErrorString(e), ")");

@@ -1,0 +1,40 @@
+// dtype casts on the device (kernels.h: ConvertDType), bit-exact with engine/tensor/dtype.cc.
+#include <cuda_runtime.h>
+
+#include "engine/kernels/cuda/common.cuh"
+#include "engine/kernels/cuda/kernels.h"
+
+namespace accel::kernels::cuda {
+namespace {
+
+template <typename Src, typename Dst>
+__global__ void ConvertKernel(const Src* src, Dst* dst, int64_t n) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    dst[i] = FromFloat<Dst>(ToFloat(src[i]));
+  }
+}
+
+}  // namespace
+
+absl::Status ConvertDType(const void* src, DType src_dtype, void* dst, DType dst_dtype, int64_t n,
+                          cudaStream_t stream) {
+  if (absl::Status s = CheckSizes("ConvertDType", {n}); !s.ok()) return s;
+  if (n == 0) return absl::OkStatus();
+  if (src_dtype == dst_dtype) {
+    ACCEL_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, static_cast<size_t>(n) * DTypeSize(src_dtype),
+                                               cudaMemcpyDeviceToDevice, stream));
+    return absl::OkStatus();
+  }
+  return DispatchDType(src_dtype, [&](auto src_tag) {
+    using Src = decltype(src_tag);
+    return DispatchDType(dst_dtype, [&](auto dst_tag) {
+      using Dst = decltype(dst_tag);
+      ConvertKernel<Src, Dst><<<GridFor(n), kThreads, 0, stream>>>(static_cast<const Src*>(src),
+                                                                   static_cast<Dst*>(dst), n);
+      return ACCEL_CUDA_LAUNCH_STATUS("ConvertKernel");
+    });
+  });
+}
+
+}  // namespace accel::kernels::cuda

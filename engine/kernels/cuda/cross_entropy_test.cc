@@ -1,0 +1,61 @@
+// Fused softmax + cross-entropy against kernels::ref, including in place (dlogits == logits).
+#include <cstdint>
+#include <vector>
+
+#include "engine/kernels/cross_entropy.h"
+#include "engine/kernels/cuda/kernels.h"
+#include "engine/kernels/cuda/test_util.h"
+#include "engine/testing/matchers.h"
+#include "engine/testing/random.h"
+#include "gtest/gtest.h"
+
+namespace accel::kernels::cuda {
+namespace {
+
+using ::accel::cuda::testing::DeviceArray;
+using ::accel::cuda::testing::DeviceOk;
+using ::accel::testing::AllClose;
+using ::accel::testing::TestRng;
+
+struct Case {
+  int64_t N, V;
+};
+// V = 50257 is GPT-2's vocabulary (not a multiple of the block size); 1 and 33 exercise
+// blocks narrower than a thousand threads.
+constexpr Case kCases[] = {{1, 1}, {3, 33}, {17, 1000}, {5, 50257}};
+
+TEST(CudaCrossEntropyTest, ForwardAndBackwardMatchRef) {
+  ACCEL_SKIP_WITHOUT_GPU();
+  for (const Case& c : kCases) {
+    for (bool in_place : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "N=" << c.N << " V=" << c.V << " in_place=" << in_place);
+      TestRng rng(c.N * 7 + c.V);
+      const std::vector<float> logits = rng.NormalVector(c.N * c.V, 0.0f, 4.0f);
+      const std::vector<int32_t> targets = rng.IntVector(c.N, 0, static_cast<int32_t>(c.V));
+      const float dloss = 1.0f / static_cast<float>(c.N);
+      std::vector<float> losses(c.N), dlogits(c.N * c.V);
+      ref::SoftmaxCrossEntropyBackward(dlogits.data(), losses.data(), logits.data(),
+                                       targets.data(), c.N, c.V, dloss);
+
+      DeviceArray<float> d_logits(logits), d_losses(c.N), d_dlogits(c.N * c.V);
+      DeviceArray<int32_t> d_targets(targets);
+      ASSERT_TRUE(SoftmaxCrossEntropyForward(d_losses.get(), d_logits.get(), d_targets.get(), c.N,
+                                             c.V, nullptr)
+                      .ok());
+      ASSERT_TRUE(DeviceOk());
+      EXPECT_TRUE(AllClose(d_losses.Download(), losses, 1e-5, 1e-5));
+
+      float* out = in_place ? d_logits.get() : d_dlogits.get();
+      ASSERT_TRUE(SoftmaxCrossEntropyBackward(out, d_losses.get(), d_logits.get(),
+                                              d_targets.get(), c.N, c.V, dloss, nullptr)
+                      .ok());
+      ASSERT_TRUE(DeviceOk());
+      EXPECT_TRUE(AllClose(d_losses.Download(), losses, 1e-5, 1e-5));
+      const std::vector<float> got = in_place ? d_logits.Download() : d_dlogits.Download();
+      EXPECT_TRUE(AllClose(got, dlogits, 1e-7, 1e-4));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace accel::kernels::cuda
