@@ -108,6 +108,15 @@ class Reader {
 
 }  // namespace
 
+bool IsKnownKind(std::string_view kind) {
+  return kind == kKindSharded || kind == kKindFull || kind == kKind16Bit ||
+         kind == kKindSharded16Bit || kind == kKindShardedFull;
+}
+
+bool KindHasRankFiles(std::string_view kind) {
+  return kind == kKindSharded || kind == kKindSharded16Bit || kind == kKindShardedFull;
+}
+
 std::string RankFileName(int rank) { return absl::StrCat("rank_", rank, ".bin"); }
 
 uint64_t StepMetadata::total_bytes() const {
@@ -136,8 +145,21 @@ std::string StepMetadataToJson(const StepMetadata& m) {
   root["optimizer_step"] = m.meta.optimizer_step;
   root["world_size"] = m.meta.world_size;
   root["strategy"] = m.meta.strategy;
+  // Written only when they differ from the defaults, so a plain sharded step reads (and
+  // checksums) exactly as before the other kinds existed.
+  if (m.meta.kind != kKindSharded) root["kind"] = m.meta.kind;
+  if (!m.meta.model_files.empty()) {
+    root["model_files"] = Json::array();
+    for (const ModelFileInfo& f : m.meta.model_files) {
+      root["model_files"].push_back({{"file", f.file},
+                                     {"dtype", std::string(SafetensorsDTypeName(f.dtype))},
+                                     {"bytes", f.bytes},
+                                     {"crc32c", Hex32(f.crc32c)}});
+    }
+  }
   root["model_config"] = ConfigValue(m.meta.model_config_json);
   root["train_config"] = ConfigValue(m.meta.train_config_json);
+  if (!m.meta.loss_scaler_json.empty()) root["loss_scaler"] = ConfigValue(m.meta.loss_scaler_json);
   Json layout;
   layout["dtype"] = "F32";
   layout["num_params"] = m.num_params;
@@ -200,11 +222,43 @@ absl::StatusOr<StepMetadata> StepMetadataFromJson(std::string_view text, const s
   ACCEL_ASSIGN_OR_RETURN(m.meta.optimizer_step, r.Int(root, "optimizer_step"));
   ACCEL_ASSIGN_OR_RETURN(int64_t world, r.Int(root, "world_size"));
   ACCEL_ASSIGN_OR_RETURN(m.meta.strategy, r.String(root, "strategy"));
+  if (root.contains("kind")) {
+    ACCEL_ASSIGN_OR_RETURN(m.meta.kind, r.String(root, "kind"));
+    if (!IsKnownKind(m.meta.kind)) return r.Bad(absl::StrCat("unknown kind \"", m.meta.kind, "\""));
+  }
+  if (root.contains("model_files")) {
+    ACCEL_ASSIGN_OR_RETURN(const Json* files, r.Field(root, "model_files", Json::value_t::array));
+    for (const Json& f : *files) {
+      if (!f.is_object()) return r.Missing("model_files", "an array of objects");
+      ModelFileInfo info;
+      ACCEL_ASSIGN_OR_RETURN(info.file, r.String(f, "file"));
+      if (info.file.empty() || info.file.find('/') != std::string::npos) {
+        return r.Bad("unexpected model file name " + info.file);
+      }
+      ACCEL_ASSIGN_OR_RETURN(std::string dtype, r.String(f, "dtype"));
+      absl::StatusOr<DType> parsed = ParseDType(dtype);
+      if (!parsed.ok()) return r.Missing("model_files.dtype", "F32, BF16 or F16");
+      info.dtype = *parsed;
+      ACCEL_ASSIGN_OR_RETURN(int64_t bytes, r.Int(f, "bytes"));
+      info.bytes = static_cast<uint64_t>(bytes);
+      ACCEL_ASSIGN_OR_RETURN(std::string crc, r.String(f, "crc32c"));
+      char* end = nullptr;
+      info.crc32c = static_cast<uint32_t>(std::strtoul(crc.c_str(), &end, 16));
+      if (crc.size() != 8 || end != crc.c_str() + 8) {
+        return r.Missing("model_files.crc32c", "8 hex digits");
+      }
+      m.meta.model_files.push_back(std::move(info));
+    }
+  }
+  if (!KindHasRankFiles(m.meta.kind) && m.meta.model_files.empty()) {
+    return r.Bad(absl::StrCat("a \"", m.meta.kind, "\" step must list its model_files"));
+  }
   if (!root.contains("model_config") || !root.contains("train_config")) {
     return r.Missing("model_config", "present");
   }
   m.meta.model_config_json = ConfigText(root["model_config"]);
   m.meta.train_config_json = ConfigText(root["train_config"]);
+  if (root.contains("loss_scaler")) m.meta.loss_scaler_json = ConfigText(root["loss_scaler"]);
 
   ACCEL_ASSIGN_OR_RETURN(const Json* layout, r.Field(root, "layout", Json::value_t::object));
   ACCEL_ASSIGN_OR_RETURN(m.num_params, r.Int(*layout, "num_params"));
@@ -232,6 +286,15 @@ absl::StatusOr<StepMetadata> StepMetadataFromJson(std::string_view text, const s
     m.tensors.push_back(std::move(rec));
   }
   ACCEL_ASSIGN_OR_RETURN(const Json* ranks, r.Field(root, "ranks", Json::value_t::array));
+  if (!KindHasRankFiles(m.meta.kind)) {
+    // The model file is the whole state; world_size records who saved it.
+    if (world < 1 || !ranks->empty()) {
+      return r.Bad(absl::StrCat("a \"", m.meta.kind, "\" step has no rank files, but world_size ",
+                                world, " and ", ranks->size(), " rank entries"));
+    }
+    m.meta.world_size = static_cast<int>(world);
+    return m;
+  }
   if (world < 1 || static_cast<int64_t>(ranks->size()) != world) {
     return r.Bad(absl::StrCat("world_size ", world, " but ", ranks->size(), " rank entries"));
   }

@@ -134,14 +134,25 @@ void Prune(Env* env, const std::string& dir, int64_t step, int keep_last) {
 absl::Status WriteMetadataAndCommit(Env* env, const std::string& dir, const CheckpointMeta& meta,
                                     const model::Gpt2Layout& layout, int keep_last) {
   const std::string context = absl::StrCat("committing checkpoint step ", meta.step, " in ", dir);
-  if (meta.step < 0 || meta.world_size < 1 ||
-      static_cast<int>(meta.ranges_by_rank.size()) != meta.world_size) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(context, ": needs step >= 0 and one range list per rank (world_size ",
-                     meta.world_size, ", ", meta.ranges_by_rank.size(), " lists)"));
+  if (!IsKnownKind(meta.kind)) {
+    return absl::InvalidArgumentError(absl::StrCat(context, ": unknown kind \"", meta.kind, "\""));
   }
-  ACCEL_RETURN_IF_ERROR(CheckRangesTile(meta.ranges_by_rank, layout.num_params(),
-                                        absl::StatusCode::kInvalidArgument, context));
+  const bool rank_files = KindHasRankFiles(meta.kind);
+  const size_t lists = rank_files ? static_cast<size_t>(std::max(meta.world_size, 0)) : 0;
+  if (meta.step < 0 || meta.world_size < 1 || meta.ranges_by_rank.size() != lists) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        context, ": needs step >= 0 and one range list per rank for a kind with rank files, none ",
+        "otherwise (kind ", meta.kind, ", world_size ", meta.world_size, ", ",
+        meta.ranges_by_rank.size(), " lists)"));
+  }
+  if (!rank_files && meta.model_files.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(context, ": a \"", meta.kind, "\" step needs its model file"));
+  }
+  if (rank_files) {
+    ACCEL_RETURN_IF_ERROR(CheckRangesTile(meta.ranges_by_rank, layout.num_params(),
+                                          absl::StatusCode::kInvalidArgument, context));
+  }
   StepMetadata m;
   m.meta = meta;
   if (m.meta.model_config_json.empty()) {
@@ -151,11 +162,22 @@ absl::Status WriteMetadataAndCommit(Env* env, const std::string& dir, const Chec
 
   const std::string tmp = StepTmpDir(dir, meta.step);
   std::set<std::string> expected = {std::string(kMetadataFileName)};
-  for (int r = 0; r < meta.world_size; ++r) {
+  for (int r = 0; rank_files && r < meta.world_size; ++r) {
     ACCEL_ASSIGN_OR_RETURN(RankFileRecord rec,
                            ExamineRankFile(env, tmp, meta.step, r, meta.ranges_by_rank[r]));
     expected.insert(rec.file);
     m.files.push_back(std::move(rec));
+  }
+  for (const ModelFileInfo& f : meta.model_files) {
+    const std::string path = JoinPath(tmp, f.file);
+    absl::StatusOr<uint64_t> size = env->GetFileSize(path);
+    if (!size.ok() || *size != f.bytes) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          context, ": model file ", path, " is missing or not ", f.bytes,
+          " bytes (it must be finished before the commit)"));
+    }
+    expected.insert(f.file);
+    expected.insert("config.json");  // written beside every model file
   }
   // Files left by an earlier attempt at this step with more ranks would otherwise be renamed
   // into the committed directory.

@@ -76,6 +76,11 @@ absl::StatusOr<ConsolidateStats> ConsolidateToSafetensors(Env* env, const std::s
     return absl::InvalidArgumentError("consolidate: chunk_elements must be >= 1");
   }
   ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<StepReader> reader, StepReader::Open(env, step_dir));
+  if (!KindHasRankFiles(reader->metadata().meta.kind)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(step_dir, " is a \"", reader->metadata().meta.kind,
+                     "\" checkpoint: its ", kModelFileName, " is already the consolidated model"));
+  }
   ACCEL_ASSIGN_OR_RETURN(model::Gpt2Config config, ModelConfig(*reader));
   ConsolidateStats stats;
   stats.step = reader->metadata().meta.step;

@@ -66,8 +66,11 @@ StepReport InspectStep(Env* env, const std::string& path, const std::string& nam
   }
   r.step = m.meta.step;
   if (!verify) return r;
-  for (int rank = 0; rank < m.meta.world_size && r.status.ok(); ++rank) {
-    r.status = (*reader)->VerifyFile(rank);
+  for (size_t rank = 0; rank < m.files.size() && r.status.ok(); ++rank) {
+    r.status = (*reader)->VerifyFile(static_cast<int>(rank));
+  }
+  for (size_t i = 0; i < m.meta.model_files.size() && r.status.ok(); ++i) {
+    r.status = VerifyModelFile(env, path, m.meta.model_files[i]);
   }
   r.verified = r.status.ok();
   return r;

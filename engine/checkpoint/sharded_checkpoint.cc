@@ -2,7 +2,9 @@
 // commit.cc.
 #include "engine/checkpoint/sharded_checkpoint.h"
 
+#include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -11,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
 #include "engine/checkpoint/checkpoint_metadata.h"
+#include "engine/checkpoint/crc32c.h"
 #include "engine/checkpoint/rank_file.h"
 #include "engine/checkpoint/step_reader.h"
 
@@ -60,6 +63,36 @@ absl::StatusOr<std::string> LatestStepDir(Env* env, const std::string& dir) {
 absl::StatusOr<CheckpointMeta> ReadMetadata(Env* env, const std::string& step_dir) {
   ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<StepReader> reader, StepReader::Open(env, step_dir));
   return reader->metadata().meta;
+}
+
+absl::Status VerifyModelFile(Env* env, const std::string& step_dir, const ModelFileInfo& info) {
+  const std::string path = JoinPath(step_dir, info.file);
+  if (!env->FileExists(path)) {
+    return absl::DataLossError(
+        absl::StrCat(path, ": missing, but ", kMetadataFileName, " lists it"));
+  }
+  ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, env->NewRandomAccessFile(path));
+  if (file->Size() != info.bytes) {
+    return absl::DataLossError(absl::StrCat(
+        path, ": ", file->Size() < info.bytes ? "truncated at offset " : "unexpected bytes at offset ",
+        std::min(file->Size(), info.bytes), ": the file has ", file->Size(), " bytes, ",
+        kMetadataFileName, " says ", info.bytes));
+  }
+  constexpr uint64_t kChunk = uint64_t{1} << 20;
+  std::vector<char> buf(static_cast<size_t>(std::min(kChunk, std::max<uint64_t>(info.bytes, 1))));
+  uint32_t crc = 0;
+  for (uint64_t at = 0; at < info.bytes;) {
+    const uint64_t n = std::min<uint64_t>(buf.size(), info.bytes - at);
+    ACCEL_RETURN_IF_ERROR(file->Read(at, static_cast<size_t>(n), buf.data()));
+    crc = crc32c::Extend(crc, buf.data(), static_cast<size_t>(n));
+    at += n;
+  }
+  if (crc != info.crc32c) {
+    return absl::DataLossError(absl::StrCat(path, ": its CRC-32C differs from the one ",
+                                            kMetadataFileName,
+                                            " records: the file is corrupt or from another save"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status LoadRanges(Env* env, const std::string& step_dir, const model::Gpt2Layout& layout,

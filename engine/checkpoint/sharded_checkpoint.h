@@ -21,11 +21,13 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "engine/base/env.h"
+#include "engine/checkpoint/full_model_writer.h"
 #include "engine/model/param_specs.h"
 
 namespace accel::checkpoint {
@@ -55,9 +57,30 @@ struct CheckpointMeta {
   // Stored in metadata.json as JSON objects when they are JSON (read back compact), else strings.
   std::string model_config_json;  // model::Gpt2ConfigToJson
   std::string train_config_json;  // the resolved training options, for inspection
-  // ranges_by_rank[r] = the flat ranges rank r's file holds, in file order.
+  // fp16 dynamic loss-scaler state (engine/train/loss_scaler.h JSON); empty when not in use.
+  std::string loss_scaler_json;
+  // ranges_by_rank[r] = the flat ranges rank r's file holds, in file order. Empty for a kind
+  // without rank files.
   std::vector<std::vector<std::pair<int64_t, int64_t>>> ranges_by_rank;
+  // What the step holds: "sharded" = rank files (exact resume); "sharded+full" = rank files plus
+  // an fp32 model.safetensors (what the trainer writes for FULL_STATE_DICT); "sharded+16bit" =
+  // rank files plus a 16-bit model.safetensors. "full" and "16bit" are model-file-only steps
+  // (weights, no optimizer state), still read for resume. Model files sit in the step directory
+  // beside config.json.
+  std::string kind = "sharded";
+  std::vector<ModelFileInfo> model_files;
 };
+
+// The step kinds above; KindHasRankFiles says which carry rank files (and so resume exactly).
+inline constexpr char kKindSharded[] = "sharded";
+inline constexpr char kKindFull[] = "full";
+inline constexpr char kKind16Bit[] = "16bit";
+inline constexpr char kKindSharded16Bit[] = "sharded+16bit";
+inline constexpr char kKindShardedFull[] = "sharded+full";
+bool IsKnownKind(std::string_view kind);
+bool KindHasRankFiles(std::string_view kind);
+// The name of a model file in a step directory.
+inline constexpr char kModelFileName[] = "model.safetensors";
 
 // How a rank file is cut into checksummed blocks. A partial read verifies (and so reads) whole
 // blocks: smaller blocks make partial loads read less, larger ones make the table smaller.
@@ -77,7 +100,9 @@ std::string StepTmpDir(const std::string& dir, int64_t step);
 [[nodiscard]] absl::Status WriteRankFile(Env* env, const std::string& dir, int64_t step, int rank,
                                          const std::vector<SaveRange>& ranges,
                                          const RankFileOptions& options = {});
-// Rank 0, after every rank's WriteRankFile returned. Checks each rank file against
+// Rank 0, after every rank's WriteRankFile returned (kinds with rank files) and after the model
+// files of meta.model_files were written into StepTmpDir (each must exist there with its
+// recorded size, else FailedPrecondition). Checks each rank file against
 // meta.ranges_by_rank (FailedPrecondition if one is missing, DataLoss if one holds other ranges
 // or another step) and that the ranges of all ranks tile the layout exactly once
 // (InvalidArgument); an empty meta.model_config_json is filled from layout.config().
@@ -91,11 +116,17 @@ std::string StepTmpDir(const std::string& dir, int64_t step);
                                                   const CheckpointMeta& meta,
                                                   const model::Gpt2Layout& layout, int keep_last);
 
+// Verifies a step's model file i (meta.model_files[i]): its size and its CRC-32C, reading the whole
+// file in chunks. DataLoss naming the file otherwise.
+[[nodiscard]] absl::Status VerifyModelFile(Env* env, const std::string& step_dir,
+                                           const ModelFileInfo& info);
+
 // The step directory DIR/latest points at; NotFound if there is none, DataLoss if `latest` is
 // malformed or names a step without metadata.json.
 [[nodiscard]] absl::StatusOr<std::string> LatestStepDir(Env* env, const std::string& dir);
 [[nodiscard]] absl::StatusOr<CheckpointMeta> ReadMetadata(Env* env, const std::string& step_dir);
-// Fills every LoadRange from the checkpoint, reading only the needed byte ranges (whole
+// Fills every LoadRange from the checkpoint (a kind with rank files; FailedPrecondition for
+// "full" / "16bit" steps, whose model.safetensors hf_gpt2.h / hf_gpt2_ranges.h read), reading only the needed byte ranges (whole
 // checksummed blocks around them), verifying checksums of what it reads. A null pointer skips
 // that section (e.g. params only, for inference or a fresh optimizer). InvalidArgument if the
 // checkpoint's layout table differs from `layout` (names, shapes, offsets) or a range lies

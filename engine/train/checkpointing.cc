@@ -1,35 +1,168 @@
-// Trainer's sharded checkpoint save and resume (engine/checkpoint/sharded_checkpoint.h drives
-// the files; this is the collective protocol around it).
+// Trainer's checkpoint saves (sharded, full, 16-bit), resume and SaveWeights: the collective
+// protocol around engine/checkpoint, which does the files.
+//
+// A save runs in three phases so that no rank is ever left waiting on one that failed:
+//   1. write: every rank its rank file (sharded kinds); then, for a model file, every rank gathers
+//      unit by unit and rank 0 streams the unit into model.safetensors (FullModelWriter). A
+//      local write error is remembered, not returned, so the collectives go on.
+//   2. agree: all-gather each rank's bytes written, or -1 for a failure → every rank learns
+//      rank_bytes and whether any rank failed (then all return an error; nothing is committed).
+//   3. commit: rank 0 writes metadata.json, renames the step and moves `latest`, then broadcasts
+//      the outcome, which every rank returns.
+// A collective that fails (a peer that never calls SaveCheckpoint: DeadlineExceeded; one that
+// died: Unavailable) is returned at once, annotated with the step and what every rank must do.
+#include <algorithm>
+#include <memory>
+
 #include "absl/strings/str_cat.h"
+#include "engine/base/logging.h"
 #include "engine/base/status_macros.h"
+#include "engine/checkpoint/checkpoint_metadata.h"
+#include "engine/checkpoint/full_model_writer.h"
 #include "engine/checkpoint/sharded_checkpoint.h"
 #include "engine/train/trainer.h"
 #include "nlohmann/json.hpp"
 
 namespace accel::train {
+namespace {
+
+constexpr absl::Duration kTimeout = absl::Seconds(300);
+
+// int64 values travel as two f32 slots: all-gather and broadcast copy bytes, nothing is summed.
+absl::StatusOr<std::vector<int64_t>> AllGatherInt64(comm::Communicator* c, int64_t value) {
+  std::vector<int64_t> all(static_cast<size_t>(c->size()));
+  ACCEL_RETURN_IF_ERROR(c->AllGather(&value, all.data(), 2, DType::kF32)->Wait(kTimeout));
+  return all;
+}
+
+absl::StatusOr<int64_t> BroadcastInt64(comm::Communicator* c, int64_t value, int root) {
+  ACCEL_RETURN_IF_ERROR(c->Broadcast(&value, 2, DType::kF32, root)->Wait(kTimeout));
+  return value;
+}
+
+// Every kind the trainer writes carries rank files, so every checkpoint resumes exactly (as
+// Accelerate's save_state does under FULL_STATE_DICT, which saves the optimizer too);
+// FULL_STATE_DICT adds the gathered fp32 model file, save_16bit a 16-bit one instead.
+std::string KindOf(const TrainOptions& o) {
+  if (o.save_16bit) return checkpoint::kKindSharded16Bit;
+  return o.state_dict_type == TrainOptions::StateDictType::kFull ? checkpoint::kKindShardedFull
+                                                                 : checkpoint::kKindSharded;
+}
+
+// The model file's dtype: fp32 for FULL_STATE_DICT; for 16-bit saves the training's
+// half-precision type (f16 when parameters are computed in f16, bf16 otherwise).
+DType ModelFileDType(const TrainOptions& o) {
+  if (!o.save_16bit) return DType::kF32;
+  return o.shard.param_dtype == DType::kF16 ? DType::kF16 : DType::kBF16;
+}
+
+}  // namespace
+
+absl::Status Trainer::GatherUnits(
+    const std::function<absl::Status(int unit, const float* values)>& sink) {
+  int64_t largest = 1;
+  for (int u = 0; u < layout_->num_units(); ++u) largest = std::max(largest, layout_->unit(u).numel);
+  ACCEL_ASSIGN_OR_RETURN(Buffer unit, AllocateFloats(static_cast<size_t>(largest),
+                                                     MemoryPool::kHost, MemoryCategory::kOther,
+                                                     ledger_));
+  absl::Status sink_status;
+  for (int u = 0; u < layout_->num_units(); ++u) {
+    ACCEL_RETURN_IF_ERROR(sharded_->GatherUnit(u, unit.as<float>()));
+    if (rank() == 0 && sink_status.ok()) sink_status = sink(u, unit.as<float>());
+  }
+  return sink_status;
+}
 
 absl::StatusOr<CheckpointEvent> Trainer::SaveCheckpoint(const std::string& dir, int keep_last) {
   const int64_t start = env_->NowMicros();
+  const std::string context =
+      absl::StrCat("checkpoint save of step ", step_, " into ", dir, " (rank ", rank(), ")");
+  auto collective_failed = [&](const absl::Status& s) {
+    return Annotate(s, absl::StrCat(context, ": waiting for the other ranks (every rank must call "
+                                             "SaveCheckpoint for the same step)"));
+  };
   const shard::ShardPlan& plan = sharded_->plan();
-  std::vector<checkpoint::SaveRange> ranges;
-  if (plan.PrimaryReplica()) {
-    std::vector<shard::OwnedRange> owned = sharded_->OwnedRanges();
-    for (size_t i = 0; i < owned.size(); ++i) {
-      ranges.push_back({owned[i].flat_begin, owned[i].flat_end, owned[i].params,
-                        optimizers_[i].exp_avg().as<float>(),
-                        optimizers_[i].exp_avg_sq().as<float>()});
+  const std::string kind = KindOf(options_);
+  const bool rank_files = checkpoint::KindHasRankFiles(kind);
+  const bool model_file = kind != checkpoint::kKindSharded;
+  const std::string tmp = checkpoint::StepTmpDir(dir, step_);
+
+  // Phase 1: write.
+  absl::Status local;
+  int64_t my_bytes = 0;
+  if (rank_files) {
+    std::vector<checkpoint::SaveRange> ranges;
+    if (plan.PrimaryReplica()) {
+      std::vector<shard::OwnedRange> owned = sharded_->OwnedRanges();
+      for (size_t i = 0; i < owned.size(); ++i) {
+        ranges.push_back({owned[i].flat_begin, owned[i].flat_end, owned[i].params,
+                          optimizers_[i].exp_avg().as<float>(),
+                          optimizers_[i].exp_avg_sq().as<float>()});
+      }
+    }
+    local = checkpoint::WriteRankFile(env_, dir, step_, rank(), ranges);
+    if (local.ok()) {
+      absl::StatusOr<uint64_t> size =
+          env_->GetFileSize(JoinPath(tmp, checkpoint::RankFileName(rank())));
+      local = size.status();
+      if (size.ok()) my_bytes += static_cast<int64_t>(*size);
     }
   }
-  ACCEL_RETURN_IF_ERROR(checkpoint::WriteRankFile(env_, dir, step_, rank(), ranges));
-  ACCEL_RETURN_IF_ERROR(groups_.world->Barrier()->Wait(absl::Seconds(300)));
+  std::vector<checkpoint::ModelFileInfo> model_files;
+  if (model_file) {
+    std::unique_ptr<checkpoint::FullModelWriter> writer;
+    if (rank() == 0 && local.ok()) {
+      absl::Status created = env_->CreateDirs(tmp);
+      if (!created.ok() && !env_->FileExists(tmp)) local = created;
+      if (local.ok()) {
+        auto w = checkpoint::FullModelWriter::Create(
+            env_, JoinPath(tmp, checkpoint::kModelFileName), layout_.get(),
+            ModelFileDType(options_));
+        local = w.status();
+        if (w.ok()) writer = std::move(*w);
+      }
+    }
+    ACCEL_RETURN_IF_ERROR(collective_failed(GatherUnits([&](int u, const float* values) {
+      if (local.ok() && writer != nullptr) local = writer->AppendUnit(u, values);
+      return absl::OkStatus();
+    })));
+    if (writer != nullptr && local.ok()) {
+      absl::StatusOr<checkpoint::ModelFileInfo> info = writer->Finish(/*write_config=*/true);
+      local = info.status();
+      if (info.ok()) {
+        my_bytes += static_cast<int64_t>(info->bytes);
+        my_bytes += static_cast<int64_t>(
+            env_->GetFileSize(JoinPath(tmp, "config.json")).value_or(0));
+        model_files.push_back(*info);
+      }
+    }
+  }
+
+  // Phase 2: agree.
+  absl::StatusOr<std::vector<int64_t>> all =
+      AllGatherInt64(groups_.world, local.ok() ? my_bytes : -1);
+  if (!all.ok()) return collective_failed(all.status());
+  if (!local.ok()) return Annotate(local, context);
   CheckpointEvent event;
   event.step = step_;
   event.path = checkpoint::StepDir(dir, step_);
-  event.kind = "sharded";
-  for (const auto& r : ranges) event.bytes += 3 * (r.flat_end - r.flat_begin) * 4;
+  event.kind = kind;
+  for (int r = 0; r < world(); ++r) {
+    if ((*all)[r] < 0) {
+      return absl::AbortedError(absl::StrCat(context, ": rank ", r, " could not write its part; ",
+                                             "the step is not committed (see rank ", r, "'s log)"));
+    }
+    event.rank_bytes.push_back((*all)[r]);
+    event.bytes += (*all)[r];
+  }
+
+  // Phase 3: rank 0 commits; everyone returns its outcome.
+  absl::Status committed;
   if (rank() == 0) {
     checkpoint::CheckpointMeta meta;
     meta.step = step_;
+    meta.kind = kind;
+    meta.model_files = model_files;
     meta.data_position = step_ * options_.grad_accum;
     meta.optimizer_step = optimizers_.empty() ? 0 : optimizers_.front().step();
     meta.world_size = world();
@@ -42,17 +175,30 @@ absl::StatusOr<CheckpointEvent> Trainer::SaveCheckpoint(const std::string& dir, 
                             {"lr", options_.schedule.base_lr},
                             {"seed", options_.seed}};
     meta.train_config_json = train.dump();
+    if (scaler_.enabled()) meta.loss_scaler_json = scaler_.ToJson();
     // Every rank's ranges follow from the plan alone (a pure function of rank).
-    for (int r = 0; r < world(); ++r) {
-      ACCEL_ASSIGN_OR_RETURN(shard::ShardPlan p,
-                             shard::ShardPlan::Create(*layout_, world(), r, plan.options()));
-      meta.ranges_by_rank.push_back(p.PrimaryReplica() ? p.OwnedFlatRanges()
-                                                       : std::vector<std::pair<int64_t, int64_t>>{});
+    for (int r = 0; rank_files && r < world(); ++r) {
+      absl::StatusOr<shard::ShardPlan> p =
+          shard::ShardPlan::Create(*layout_, world(), r, plan.options());
+      if (!p.ok()) {
+        committed = p.status();
+        break;
+      }
+      meta.ranges_by_rank.push_back(p->PrimaryReplica()
+                                        ? p->OwnedFlatRanges()
+                                        : std::vector<std::pair<int64_t, int64_t>>{});
     }
-    ACCEL_RETURN_IF_ERROR(checkpoint::WriteMetadataAndCommit(env_, dir, meta, *layout_, keep_last));
+    if (committed.ok()) {
+      committed = checkpoint::WriteMetadataAndCommit(env_, dir, meta, *layout_, keep_last);
+    }
   }
-  // Nobody goes on (or reports the save) before it is committed.
-  ACCEL_RETURN_IF_ERROR(groups_.world->Barrier()->Wait(absl::Seconds(300)));
+  absl::StatusOr<int64_t> outcome = BroadcastInt64(groups_.world, committed.ok() ? 1 : 0, 0);
+  if (!outcome.ok()) return collective_failed(outcome.status());
+  if (!committed.ok()) return Annotate(committed, context);
+  if (*outcome != 1) {
+    return absl::AbortedError(
+        absl::StrCat(context, ": rank 0 could not commit the step (see rank 0's log)"));
+  }
   event.seconds = static_cast<double>(env_->NowMicros() - start) * 1e-6;
   return event;
 }
@@ -61,6 +207,27 @@ absl::Status Trainer::Resume(const std::string& dir) {
   ACCEL_ASSIGN_OR_RETURN(std::string step_dir, checkpoint::LatestStepDir(env_, dir));
   ACCEL_ASSIGN_OR_RETURN(checkpoint::CheckpointMeta meta,
                          checkpoint::ReadMetadata(env_, step_dir));
+  if (meta.data_position != meta.step * options_.grad_accum) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        step_dir, ": saved with ", meta.data_position / std::max<int64_t>(meta.step, 1),
+        " micro-batches per step; resuming with grad_accum ", options_.grad_accum,
+        " would change the data order"));
+  }
+  if (!checkpoint::KindHasRankFiles(meta.kind)) {
+    // A full / 16-bit step is the weights alone: verified, then each rank reads its own ranges.
+    const checkpoint::ModelFileInfo& file = meta.model_files.front();
+    ACCEL_RETURN_IF_ERROR(checkpoint::VerifyModelFile(env_, step_dir, file));
+    ACCEL_RETURN_IF_ERROR(LoadHeldRanges(JoinPath(step_dir, file.file)));
+    if (rank() == 0) {
+      ACCEL_LOG(warn,
+                "resuming from {} ({} checkpoint, {}): weights and step only; the optimizer "
+                "state is not in it and starts fresh, so the run is not bit-identical to an "
+                "uninterrupted one (save sharded checkpoints for an exact resume)",
+                step_dir, meta.kind, DTypeName(file.dtype));
+    }
+    step_ = meta.step;
+    return absl::OkStatus();
+  }
   std::vector<shard::OwnedRange> owned = sharded_->OwnedRanges();
   std::vector<checkpoint::LoadRange> ranges;
   for (size_t i = 0; i < owned.size(); ++i) {
@@ -70,15 +237,37 @@ absl::Status Trainer::Resume(const std::string& dir) {
   }
   ACCEL_RETURN_IF_ERROR(checkpoint::LoadRanges(env_, step_dir, *layout_, ranges));
   for (optim::AdamW& opt : optimizers_) opt.set_step(meta.optimizer_step);
-  if (meta.data_position != meta.step * options_.grad_accum) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        step_dir, ": saved with ", meta.data_position / std::max<int64_t>(meta.step, 1),
-        " micro-batches per step; resuming with grad_accum ", options_.grad_accum,
-        " would change the data order"));
+  if (scaler_.enabled() && !meta.loss_scaler_json.empty()) {
+    ACCEL_RETURN_IF_ERROR(Annotate(scaler_.FromJson(meta.loss_scaler_json),
+                                   absl::StrCat(step_dir, "/metadata.json: loss_scaler")));
   }
   step_ = meta.step;
   // Ranks that keep full parameters loaded only their slices: gather the rest.
   return sharded_->FinishStep();
+}
+
+absl::Status Trainer::SaveWeights(const std::string& path, DType dtype) {
+  std::unique_ptr<checkpoint::FullModelWriter> writer;
+  absl::Status local;
+  if (rank() == 0) {
+    local = env_->CreateDirs(DirName(path));
+    if (local.ok()) {
+      auto w = checkpoint::FullModelWriter::Create(env_, path, layout_.get(), dtype);
+      local = w.status();
+      if (w.ok()) writer = std::move(*w);
+    }
+  }
+  ACCEL_RETURN_IF_ERROR(GatherUnits([&](int u, const float* values) {
+    if (local.ok() && writer != nullptr) local = writer->AppendUnit(u, values);
+    return absl::OkStatus();
+  }));
+  if (writer != nullptr && local.ok()) local = writer->Finish(/*write_config=*/true).status();
+  ACCEL_ASSIGN_OR_RETURN(int64_t ok, BroadcastInt64(groups_.world, local.ok() ? 1 : 0, 0));
+  if (!local.ok()) return local;
+  if (ok != 1) {
+    return absl::AbortedError(absl::StrCat("rank 0 could not write ", path, " (see its log)"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace accel::train

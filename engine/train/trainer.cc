@@ -70,23 +70,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
   ACCEL_ASSIGN_OR_RETURN(t->sharded_,
                          shard::ShardedModel::Create(t->layout_.get(), std::move(plan), groups,
                                                      absl::Seconds(300), t->ledger_));
-  {
-    // The full initial vector exists only during setup, as "other" host memory.
-    const int64_t n = t->layout_->num_params();
-    ACCEL_ASSIGN_OR_RETURN(Buffer full, AllocateFloats(n, MemoryPool::kHost,
-                                                       MemoryCategory::kOther, t->ledger_));
-    const bool read_here = !options.sync_module_states || rank == 0;
-    if (read_here && options.init_weights.empty()) {
-      model::InitGpt2Params(*t->layout_, options.seed, full.as<float>());
-    } else if (read_here) {
-      ACCEL_RETURN_IF_ERROR(checkpoint::LoadHfGpt2Weights(env, options.init_weights, *t->layout_,
-                                                          full.as<float>()));
-    }
-    if (options.sync_module_states) {
-      ACCEL_RETURN_IF_ERROR(t->sharded_->BroadcastFull(full.as<float>(), 0));
-    }
-    ACCEL_RETURN_IF_ERROR(t->sharded_->LoadFull(full.as<float>()));
-  }
+  ACCEL_RETURN_IF_ERROR(t->InitWeights());  // weight_loading.cc
   if (options.shard.param_dtype == DType::kF16 || options.shard.reduce_dtype == DType::kF16) {
     t->scaler_ = LossScaler(options.loss_scaling);
   }
@@ -219,11 +203,6 @@ absl::StatusOr<std::vector<float>> Trainer::GatherParams() {
   return full;
 }
 
-absl::Status Trainer::SaveWeights(const std::string& path, DType dtype) {
-  ACCEL_ASSIGN_OR_RETURN(std::vector<float> full, GatherParams());
-  if (rank() != 0) return absl::OkStatus();
-  ACCEL_RETURN_IF_ERROR(env_->CreateDirs(DirName(path)));
-  return checkpoint::SaveHfGpt2Weights(env_, path, *layout_, full.data(), dtype);
-}
+// SaveWeights (unit by unit) is in checkpointing.cc.
 
 }  // namespace accel::train

@@ -60,10 +60,9 @@ struct TrainOptions {
   int keep_last = 0;
   std::string resume_dir;
   // What a checkpoint save writes (Accelerate's fsdp_state_dict_type / DeepSpeed's
-  // zero3_save_16bit_model): kSharded = every rank its own ranges (resumable); kFull = rank 0
-  // writes DIR/step_N/model.safetensors in fp32, gathered unit by unit. save_16bit adds (or,
-  // with kFull, replaces the fp32 file with) a bf16 model.safetensors (f16 when training in
-  // fp16).
+  // zero3_save_16bit_model). Every rank always writes its own ranges (exact resume); kFull adds
+  // DIR/step_N/model.safetensors in fp32, gathered unit by unit and written by rank 0;
+  // save_16bit adds a bf16 model.safetensors instead (f16 when training in fp16).
   enum class StateDictType { kSharded, kFull };
   StateDictType state_dict_type = StateDictType::kSharded;
   bool save_16bit = false;
@@ -84,8 +83,8 @@ struct TrainOptions {
 struct CheckpointEvent {
   int64_t step = 0;
   std::string path;
-  std::string kind;      // "sharded", "full", "16bit" (or "full+16bit", "sharded+16bit")
-  int64_t bytes = 0;     // all ranks' files together
+  std::string kind;      // "sharded", "full", "16bit", "sharded+16bit" (docs/checkpoint_format.md)
+  int64_t bytes = 0;     // all ranks' files together (rank files, model file, config.json)
   std::vector<int64_t> rank_bytes;  // bytes written by each rank, indexed by rank
   double seconds = 0;
 };
@@ -106,11 +105,15 @@ class Trainer {
   // One optimizer step.
   [[nodiscard]] absl::StatusOr<StepMetrics> TrainStep();
 
-  // Saves a sharded checkpoint of the current step into `dir` (DIR/step_N, DIR/latest).
-  // Collective: every rank writes its own ranges; rank 0 commits.
+  // Saves a checkpoint of the current step into `dir` (DIR/step_N, DIR/latest) of the kind
+  // options().state_dict_type / save_16bit ask for. Collective: every rank must call it; a rank
+  // that calls it alone gets the communicator's DeadlineExceeded / Unavailable, annotated.
+  // Sharded: every rank writes its own ranges. Full / 16-bit: gathered unit by unit, rank 0
+  // streams model.safetensors. Rank 0 commits; every rank returns the same outcome.
   [[nodiscard]] absl::StatusOr<CheckpointEvent> SaveCheckpoint(const std::string& dir,
                                                                int keep_last);
   // Loads DIR's latest checkpoint into this rank's ranges and continues from its step.
+  // A "full" / "16bit" step restores weights and step only: the optimizer starts fresh (logged).
   // Collective.
   [[nodiscard]] absl::Status Resume(const std::string& dir);
 
@@ -132,6 +135,16 @@ class Trainer {
  private:
   Trainer() = default;
   absl::StatusOr<std::vector<RankStats>> CollectRankStats(double comm_wait_seconds);
+  // weight_loading.cc: the initial weights by options_ (seeded or --init-weights; default,
+  // sync_module_states, cpu_ram_efficient_loading, zero3_init).
+  [[nodiscard]] absl::Status InitWeights();
+  // Every rank reads only its HeldRange of each unit from an HF GPT-2 safetensors file.
+  [[nodiscard]] absl::Status LoadHeldRanges(const std::string& path);
+  // checkpointing.cc: gathers the parameters unit by unit (collective) and hands each unit to
+  // `sink` on rank 0; memory beyond the model is one unit. A sink error is returned after the
+  // last unit (the gathers go on, so no rank is left waiting).
+  [[nodiscard]] absl::Status GatherUnits(
+      const std::function<absl::Status(int unit, const float* values)>& sink);
 
   TrainOptions options_;
   Env* env_ = nullptr;

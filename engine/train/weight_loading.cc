@@ -1,0 +1,133 @@
+// Trainer::InitWeights: where the initial parameters come from, and how much host memory that
+// costs each rank (docs/checkpoint_format.md, "Efficient loading"). Every temporary buffer is
+// charged to the ledger as host / other, so the memory statistics show the difference:
+//
+//   mode                                        reads the file       peak host "other" per rank
+//   default                                     every rank, whole    the full model
+//   sync_module_states                          rank 0, whole        the full model (broadcast)
+//   cpu_ram_efficient_loading (+ sync implied)  rank 0, unit by unit rank 0: one unit (file) or
+//                                                                     the model (seeded init);
+//                                                                     others: one unit
+//   zero3_init (with --init-weights)            every rank, its own  the largest held range
+//                                               byte ranges only
+//
+// cpu_ram_efficient_loading implies sync_module_states, as in Accelerate. zero3_init applies to
+// --init-weights; a seeded init is computed whole (every rank, or rank 0 with either sync mode).
+#include <algorithm>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "engine/base/logging.h"
+#include "engine/base/status_macros.h"
+#include "engine/checkpoint/hf_gpt2.h"
+#include "engine/checkpoint/hf_gpt2_ranges.h"
+#include "engine/train/trainer.h"
+
+namespace accel::train {
+namespace {
+
+constexpr absl::Duration kLoadTimeout = absl::Seconds(300);
+
+int64_t LargestUnit(const model::Gpt2Layout& layout) {
+  int64_t n = 0;
+  for (int u = 0; u < layout.num_units(); ++u) n = std::max(n, layout.unit(u).numel);
+  return n;
+}
+
+}  // namespace
+
+absl::Status Trainer::LoadHeldRanges(const std::string& path) {
+  ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<checkpoint::HfGpt2File> file,
+                         checkpoint::HfGpt2File::Open(env_, path, layout_.get()));
+  int64_t largest = 1;
+  for (int u = 0; u < layout_->num_units(); ++u) {
+    auto [b, e] = sharded_->HeldRange(u);
+    largest = std::max(largest, e - b);
+  }
+  ACCEL_ASSIGN_OR_RETURN(Buffer held, AllocateFloats(static_cast<size_t>(largest),
+                                                     MemoryPool::kHost, MemoryCategory::kOther,
+                                                     ledger_));
+  for (int u = 0; u < layout_->num_units(); ++u) {
+    auto [b, e] = sharded_->HeldRange(u);
+    const int64_t base = layout_->unit(u).offset;
+    ACCEL_RETURN_IF_ERROR(file->ReadFlat(base + b, base + e, held.as<float>()));
+    ACCEL_RETURN_IF_ERROR(sharded_->LoadUnitRange(u, held.as<float>()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::InitWeights() {
+  const TrainOptions& o = options_;
+  const int64_t n = layout_->num_params();
+  if (!o.init_weights.empty() && o.zero3_init) return LoadHeldRanges(o.init_weights);
+
+  if (o.cpu_ram_efficient_loading) {
+    // Rank 0 is the only reader; every unit goes out by broadcast with one trailing status
+    // element (1: good), so a read failure on rank 0 ends every rank's load with an error
+    // instead of leaving the others waiting.
+    const int64_t largest = LargestUnit(*layout_);
+    ACCEL_ASSIGN_OR_RETURN(Buffer unit_buf, AllocateFloats(static_cast<size_t>(largest + 1),
+                                                           MemoryPool::kHost,
+                                                           MemoryCategory::kOther, ledger_));
+    Buffer full;  // rank 0, seeded init only
+    std::unique_ptr<checkpoint::HfGpt2File> file;
+    absl::Status source_status;
+    if (rank() == 0) {
+      if (o.init_weights.empty()) {
+        absl::StatusOr<Buffer> b =
+            AllocateFloats(static_cast<size_t>(n), MemoryPool::kHost, MemoryCategory::kOther,
+                           ledger_);
+        source_status = b.status();
+        if (b.ok()) {
+          full = std::move(*b);
+          model::InitGpt2Params(*layout_, o.seed, full.as<float>());
+        }
+      } else {
+        absl::StatusOr<std::unique_ptr<checkpoint::HfGpt2File>> f =
+            checkpoint::HfGpt2File::Open(env_, o.init_weights, layout_.get());
+        source_status = f.status();
+        if (f.ok()) file = std::move(*f);
+      }
+    }
+    float* buf = unit_buf.as<float>();
+    for (int u = 0; u < layout_->num_units(); ++u) {
+      const model::UnitRange& range = layout_->unit(u);
+      if (rank() == 0) {
+        if (source_status.ok() && file != nullptr) {
+          source_status = file->ReadFlat(range.offset, range.offset + range.numel, buf);
+        } else if (source_status.ok()) {
+          std::copy_n(full.as<float>() + range.offset, range.numel, buf);
+        }
+        buf[range.numel] = source_status.ok() ? 1.0f : 0.0f;
+      }
+      ACCEL_RETURN_IF_ERROR(
+          Annotate(groups_.world->Broadcast(buf, range.numel + 1, DType::kF32, 0)->Wait(
+                       kLoadTimeout),
+                   absl::StrCat("receiving unit ", u, " of the initial weights from rank 0")));
+      if (buf[range.numel] != 1.0f) {
+        if (rank() == 0) return source_status;
+        return absl::UnavailableError(
+            absl::StrCat("rank 0 could not read the initial weights (",
+                         o.init_weights.empty() ? "seeded init" : o.init_weights,
+                         "); see rank 0's error"));
+      }
+      ACCEL_RETURN_IF_ERROR(sharded_->LoadUnit(u, buf));
+    }
+    return absl::OkStatus();
+  }
+
+  // The full initial vector exists only during setup, as "other" host memory.
+  ACCEL_ASSIGN_OR_RETURN(Buffer full, AllocateFloats(static_cast<size_t>(n), MemoryPool::kHost,
+                                                     MemoryCategory::kOther, ledger_));
+  const bool read_here = !o.sync_module_states || rank() == 0;
+  if (read_here && o.init_weights.empty()) {
+    model::InitGpt2Params(*layout_, o.seed, full.as<float>());
+  } else if (read_here) {
+    ACCEL_RETURN_IF_ERROR(
+        checkpoint::LoadHfGpt2Weights(env_, o.init_weights, *layout_, full.as<float>()));
+  }
+  if (o.sync_module_states) ACCEL_RETURN_IF_ERROR(sharded_->BroadcastFull(full.as<float>(), 0));
+  return sharded_->LoadFull(full.as<float>());
+}
+
+}  // namespace accel::train
