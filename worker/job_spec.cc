@@ -1,9 +1,14 @@
 #include "worker/job_spec.h"
 
+#include <optional>
+
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
+#include "engine/config/document.h"
+#include "engine/config/resolve.h"
 #include "engine/optim/lr_schedule.h"
 #include "engine/shard/shard_plan.h"
+#include "worker/plan_options.h"
 
 namespace accel::worker {
 namespace {
@@ -12,9 +17,50 @@ absl::Status Keyed(const char* key, const absl::Status& s) {
   return absl::InvalidArgumentError(absl::StrCat(key, ": ", s.message()));
 }
 
+// The spec's Accelerate YAML (+ DeepSpeed JSON), resolved as acceld checked it at submit
+// (server/job_configs.h: the job's values fill "auto", no environment) and applied over `o`,
+// replacing what the `sharding` section set. Errors name the file the client read and the key.
+absl::Status ApplySpecConfig(const accel::v1::JobSpec& spec, train::TrainOptions& o,
+                             JobConfigReport& report) {
+  const bool has_yaml = !spec.accelerate_config_text().empty();
+  const bool has_json = !spec.deepspeed_config_text().empty();
+  if (!has_yaml && !has_json) return absl::OkStatus();
+  const std::string yaml_source = spec.accelerate_config_path().empty()
+                                      ? "accelerate_config"
+                                      : spec.accelerate_config_path();
+  const std::string json_source = spec.deepspeed_config_path().empty()
+                                      ? "deepspeed_config"
+                                      : spec.deepspeed_config_path();
+  if (!has_yaml) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "deepspeed_config: ", json_source,
+        " needs an Accelerate config with distributed_type: DEEPSPEED"));
+  }
+  ACCEL_ASSIGN_OR_RETURN(config::Document yaml,
+                         config::ParseYamlDocument(spec.accelerate_config_text(), yaml_source));
+  std::optional<config::Document> json;
+  if (has_json) {
+    ACCEL_ASSIGN_OR_RETURN(json,
+                           config::ParseJsonDocument(spec.deepspeed_config_text(), json_source));
+  }
+  config::ConfigInputs in;
+  in.accelerate_config = yaml_source;
+  in.deepspeed_config = has_json ? json_source : "";
+  in.job = JobSettingsFromOptions(o);
+  in.job_complete = true;
+  ACCEL_ASSIGN_OR_RETURN(config::TrainPlan plan,
+                         config::ResolveDocuments(yaml, json ? &*json : nullptr, in));
+  ACCEL_RETURN_IF_ERROR(
+      CheckPlanWorld(plan, spec.resources().num_processes(), "resources.num_processes"));
+  report.source = has_json ? absl::StrCat(yaml_source, " + ", json_source) : yaml_source;
+  report.notes = plan.warnings;
+  return ApplyTrainPlan(plan, &o, &report.notes);
+}
+
 }  // namespace
 
-absl::StatusOr<train::TrainOptions> JobSpecToTrainOptions(const accel::v1::JobSpec& spec) {
+absl::StatusOr<train::TrainOptions> JobSpecToTrainOptions(const accel::v1::JobSpec& spec,
+                                                          JobConfigReport* report) {
   train::TrainOptions o;
   const auto& m = spec.model();
   o.model = m.preset().empty() ? o.model : m.preset();
@@ -59,14 +105,17 @@ absl::StatusOr<train::TrainOptions> JobSpecToTrainOptions(const accel::v1::JobSp
   }
   if (sh.has_reshard_after_forward()) o.shard.reshard_after_forward = sh.reshard_after_forward();
   o.sync_module_states = sh.sync_module_states();
+  JobConfigReport unused;
+  ACCEL_RETURN_IF_ERROR(ApplySpecConfig(spec, o, report != nullptr ? *report : unused));
   return o;
 }
 
 absl::StatusOr<JobRun> JobRunFromSpec(const accel::v1::JobSpec& spec) {
   JobRun run;
-  ACCEL_ASSIGN_OR_RETURN(run.train, JobSpecToTrainOptions(spec));
+  ACCEL_ASSIGN_OR_RETURN(run.train, JobSpecToTrainOptions(spec, &run.config));
   run.threads = std::max(1, spec.resources().threads_per_process());
   run.log_every = std::max<int64_t>(1, spec.train().log_every());
+  run.train.rank_stats_every = run.log_every;  // memory and traffic of every rank, per record
   run.checkpoint_dir = spec.checkpoint().dir();
   run.checkpoint_every = std::max<int64_t>(0, spec.checkpoint().every_n_steps());
   run.keep_last = std::max(0, spec.checkpoint().keep_last());

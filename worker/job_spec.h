@@ -1,11 +1,15 @@
 // accel.v1.JobSpec (what acceld hands a worker in its Assignment) -> the engine's TrainOptions
 // plus the worker's own settings (threads, metrics cadence, checkpoints, collective deadline).
-// Sharding comes from the spec's `sharding` section for now; resolving `accelerate_config_text`
-// (engine/config) is wired in later and will override it.
+// When the spec carries an Accelerate config (accelerate_config_text, + deepspeed_config_text),
+// it is resolved (engine/config) and applied with ApplyTrainPlan (worker/plan_options.h): the
+// plan replaces the `sharding` section entirely, and decides accumulation, clipping and, for a
+// DeepSpeed JSON with optimizer/scheduler sections, the optimizer and LR schedule; the job's
+// train values fill the config's "auto" fields (docs/job.md, "The Accelerate config").
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -13,6 +17,12 @@
 #include "engine/train/trainer.h"
 
 namespace accel::worker {
+
+// What the spec's config resolved to, for the worker's log.
+struct JobConfigReport {
+  std::string source;              // "fsdp.yaml" or "ds.yaml + ds.json"; empty: no config
+  std::vector<std::string> notes;  // resolver warnings and mapping notes
+};
 
 struct JobRun {
   train::TrainOptions train;
@@ -22,11 +32,14 @@ struct JobRun {
   int64_t checkpoint_every = 0;  // 0: only at the end
   int keep_last = 0;             // 0: keep all
   absl::Duration comm_timeout = absl::Seconds(120);
+  JobConfigReport config;
 };
 
-// InvalidArgument naming the spec key (e.g. "sharding.strategy: ...") when a value does not map.
+// InvalidArgument naming the spec key (e.g. "sharding.strategy: ...") when a value does not map,
+// or the config file and key path when the config does not resolve or apply, or when its
+// num_processes differs from resources.num_processes. `report` (optional) receives the notes.
 [[nodiscard]] absl::StatusOr<train::TrainOptions> JobSpecToTrainOptions(
-    const accel::v1::JobSpec& spec);
+    const accel::v1::JobSpec& spec, JobConfigReport* report = nullptr);
 [[nodiscard]] absl::StatusOr<JobRun> JobRunFromSpec(const accel::v1::JobSpec& spec);
 
 }  // namespace accel::worker

@@ -1,6 +1,7 @@
 #include "worker/standalone.h"
 
 #include <cstdio>
+#include <map>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -10,6 +11,8 @@
 #include "engine/comm/file_store.h"
 #include "engine/kernels/threading.h"
 #include "engine/shard/process_groups.h"
+#include "worker/standalone_config.h"
+#include "worker/torchrun_store.h"
 
 namespace accel::worker {
 namespace {
@@ -65,13 +68,29 @@ void AddStandaloneFlags(CLI::App& app, StandaloneFlags& f) {
   // Data parallelism and sharding.
   app.add_option("--rank", f.rank, "this rank (default: $RANK, else 0)");
   app.add_option("--world-size", f.world_size, "ranks in the gang (default: $WORLD_SIZE, else 1)");
-  app.add_option("--rdzv-dir", f.rdzv_dir, "rendezvous directory shared by all ranks (fresh per run)");
+  app.add_option("--rdzv-dir", f.rdzv_dir,
+                 "rendezvous directory shared by all ranks (fresh per run); without it a "
+                 "world > 1 meets at $MASTER_ADDR:$MASTER_PORT (torchrun's variables)");
+  app.add_option("--config", f.config,
+                 "Accelerate config YAML (FSDP, DeepSpeed or DDP); flags given here still win");
+  app.add_option("--deepspeed-config", f.deepspeed_config,
+                 "DeepSpeed JSON (wins over the YAML's deepspeed_config_file)");
+  // Which flags the user typed, so the config overrides only defaults.
+  app.parse_complete_callback([&app, &f] {
+    for (const CLI::Option* o : app.get_options()) {
+      if (o->count() > 0) f.given.insert(o->get_name());
+    }
+  });
   app.add_option("--run-id", f.run_id, "names this run's keys in the rendezvous store")
       ->capture_default_str();
   app.add_option("--comm-timeout", f.comm_timeout_s, "deadline of every collective, seconds")
       ->capture_default_str();
   app.add_option("--strategy", f.strategy,
                  "no_shard | zero1 | shard_grad_op | full_shard | hybrid_shard | hybrid_shard_zero2")
+      ->capture_default_str();
+  app.add_option("--mixed-precision", f.mixed_precision,
+                 "no | bf16 | fp16: parameters and gradient reduction in 16 bits with fp32 "
+                 "masters (fp16 with dynamic loss scaling); docs/sharding.md")
       ->capture_default_str();
   app.add_option("--hybrid-group-size", t.shard.hybrid_group_size, "ranks per shard group (hybrid)");
   app.add_flag("--forward-prefetch", t.shard.forward_prefetch, "gather unit i+1 before unit i's forward");
@@ -93,6 +112,24 @@ void AddStandaloneFlags(CLI::App& app, StandaloneFlags& f) {
   app.add_option("--resume", t.resume_dir, "continue from DIR's latest checkpoint (any world size or strategy)");
   app.add_flag("--sync-module-states", t.sync_module_states,
                "rank 0 initialises or loads the weights and broadcasts them");
+  const std::map<std::string, train::TrainOptions::StateDictType> state_dict_types = {
+      {"sharded", train::TrainOptions::StateDictType::kSharded},
+      {"sharded_state_dict", train::TrainOptions::StateDictType::kSharded},
+      {"full", train::TrainOptions::StateDictType::kFull},
+      {"full_state_dict", train::TrainOptions::StateDictType::kFull}};
+  app.add_option("--state-dict-type", t.state_dict_type,
+                 "checkpoint kind: sharded (rank files, exact resume) or full (rank 0 writes "
+                 "model.safetensors, gathered unit by unit)")
+      ->transform(CLI::CheckedTransformer(state_dict_types, CLI::ignore_case))
+      ->option_text("sharded|full");
+  app.add_flag("--save-16bit", t.save_16bit,
+               "checkpoints carry a bf16 (f16 when training in f16) model.safetensors; with "
+               "--state-dict-type full it replaces the fp32 one");
+  app.add_flag("--cpu-ram-efficient-loading", t.cpu_ram_efficient_loading,
+               "only rank 0 reads --init-weights, unit by unit; the others receive each unit "
+               "(implies --sync-module-states)");
+  app.add_flag("--zero3-init", t.zero3_init,
+               "every rank reads only its own byte ranges of --init-weights");
 }
 
 namespace {
@@ -123,6 +160,9 @@ absl::Status RunStandalone(StandaloneFlags f) {
   ACCEL_ASSIGN_OR_RETURN(DType save_dtype, ParseDType(f.save_dtype));
   if (f.shuffle >= 0) f.train.shuffle_seed = static_cast<uint64_t>(f.shuffle);
   if (f.log_every <= 0) f.log_every = 1;
+  // Every rank's memory and traffic ride on the records rank 0 writes: each one when a machine
+  // reads them (--metrics-out, --output json), else on the progress cadence.
+  f.train.rank_stats_every = !f.metrics_out.empty() || f.output == "json" ? 1 : f.log_every;
   const int threads = f.threads > 0 ? f.threads : static_cast<int>(std::thread::hardware_concurrency());
   kernels::SetNumThreads(threads);
   ACCEL_ASSIGN_OR_RETURN(f.train.shard.strategy, shard::ParseStrategy(f.strategy));
@@ -134,18 +174,41 @@ absl::Status RunStandalone(StandaloneFlags f) {
         absl::StrCat("rank ", rank, " is outside a world of ", world, " ranks"));
   }
   if (world > 1) SetLogTag(absl::StrCat("rank ", rank));
+  if (f.mixed_precision == "bf16" || f.mixed_precision == "fp16") {
+    const DType half = f.mixed_precision == "bf16" ? DType::kBF16 : DType::kF16;
+    f.train.shard.param_dtype = f.train.shard.reduce_dtype = half;
+  } else if (f.mixed_precision != "no") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--mixed-precision must be no, bf16 or fp16, got ", f.mixed_precision));
+  }
+  // --config / --deepspeed-config: the resolved plan replaces defaults, not typed flags.
+  const char* world_source = f.world_size >= 0            ? "--world-size"
+                             : std::getenv("WORLD_SIZE") ? "WORLD_SIZE"
+                                                         : "no --world-size or WORLD_SIZE";
+  ACCEL_ASSIGN_OR_RETURN(StandaloneConfig resolved, ApplyStandaloneConfig(&f, world, world_source));
+  if (rank == 0) PrintResolvedMode(f.train, resolved, f.output == "json");
 
-  // Communicators: a gang of `world` ranks meets in the rendezvous directory.
+  // Communicators: a gang of `world` ranks meets in the rendezvous directory, or at rank 0's
+  // store on MASTER_ADDR:MASTER_PORT (torchrun's variables).
+  NetworkRendezvous rdzv;  // outlives the groups: rank 0 serves until training ends
   std::unique_ptr<comm::Store> store;
   shard::OwnedProcessGroups groups;
+  comm::GlooOptions gloo;
+  gloo.timeout = absl::Seconds(f.comm_timeout_s);
   if (world > 1) {
-    if (f.rdzv_dir.empty()) {
+    ACCEL_ASSIGN_OR_RETURN(std::optional<TorchrunEnv> torchrun, TorchrunEnvFromEnvironment());
+    if (!f.rdzv_dir.empty()) {
+      ACCEL_ASSIGN_OR_RETURN(store, comm::FileStore::Open(f.rdzv_dir));
+    } else if (torchrun.has_value()) {
+      ACCEL_ASSIGN_OR_RETURN(rdzv, StartTorchrunRendezvous(*torchrun, rank,
+                                                           absl::Seconds(f.comm_timeout_s)));
+      store = std::move(rdzv.store);
+      gloo.hostname = rdzv.local_address;
+    } else {
       return absl::InvalidArgumentError(absl::StrCat(
-          "a world of ", world, " ranks needs --rdzv-dir (a directory all ranks share)"));
+          "a world of ", world, " ranks needs --rdzv-dir (a directory all ranks share) or "
+          "torchrun's MASTER_ADDR and MASTER_PORT"));
     }
-    ACCEL_ASSIGN_OR_RETURN(store, comm::FileStore::Open(f.rdzv_dir));
-    comm::GlooOptions gloo;
-    gloo.timeout = absl::Seconds(f.comm_timeout_s);
     ACCEL_ASSIGN_OR_RETURN(groups, shard::CreateGlooProcessGroups(store.get(), f.run_id, rank,
                                                                   world, f.train.shard, gloo));
   }
@@ -173,13 +236,19 @@ absl::Status RunStandalone(StandaloneFlags f) {
   auto on_checkpoint = [&](const train::CheckpointEvent& e) -> absl::Status {
     if (!speaker) return absl::OkStatus();
     if (json) {
+      std::string rank_bytes;
+      for (size_t r = 0; r < e.rank_bytes.size(); ++r) {
+        absl::StrAppend(&rank_bytes, r == 0 ? "" : ",", e.rank_bytes[r]);
+      }
       std::printf("{\"event\":\"checkpoint\",\"step\":%lld,\"path\":\"%s\",\"kind\":\"%s\","
-                  "\"bytes\":%lld,\"seconds\":%.3f}\n",
+                  "\"bytes\":%lld,\"rank_bytes\":[%s],\"seconds\":%.3f}\n",
                   static_cast<long long>(e.step), e.path.c_str(), e.kind.c_str(),
-                  static_cast<long long>(e.bytes), e.seconds);
+                  static_cast<long long>(e.bytes), rank_bytes.c_str(), e.seconds);
     } else {
-      std::printf("checkpoint step %lld -> %s (%s, %.1f MB on rank 0, %.2f s)\n",
+      std::printf("checkpoint step %lld -> %s (%s, %.1f MB over %zu ranks, %.1f MB on rank 0, "
+                  "%.2f s)\n",
                   static_cast<long long>(e.step), e.path.c_str(), e.kind.c_str(), e.bytes / 1e6,
+                  e.rank_bytes.size(), e.rank_bytes.empty() ? 0.0 : e.rank_bytes[0] / 1e6,
                   e.seconds);
     }
     std::fflush(stdout);

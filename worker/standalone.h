@@ -2,6 +2,7 @@
 // (or JSON lines with --output json) and optionally writing metrics and the final weights.
 #pragma once
 
+#include <set>
 #include <string>
 
 #include "CLI/CLI.hpp"
@@ -18,6 +19,7 @@ struct StandaloneFlags {
   std::string metrics_out;
   std::string save_final;
   std::string save_dtype = "f32";
+  std::string mixed_precision = "no";  // no | bf16 | fp16 (Accelerate's --mixed_precision)
   std::string output = "text";  // text | json
   int64_t shuffle = -1;         // < 0: no shuffling
   // Data-parallel gang (torchrun's RANK / WORLD_SIZE when the flags are not given).
@@ -28,6 +30,12 @@ struct StandaloneFlags {
   double comm_timeout_s = 120;
   std::string strategy = "no_shard";
   std::string backward_prefetch = "backward_pre";
+  // Accelerate YAML and DeepSpeed JSON (worker/standalone_config.h): the plan they resolve to
+  // replaces the defaults; flags given on the command line still win.
+  std::string config;
+  std::string deepspeed_config;
+  // Long names ("--strategy") of the flags given on the command line, filled after parsing.
+  std::set<std::string> given;
 };
 
 // Registers the standalone flags on `app`, writing into `flags`.

@@ -94,9 +94,11 @@ TEST_F(WorkerE2eTest, SavedWeightsHaveHuggingFaceNamesAndTrainAgain) {
   EXPECT_EQ(code3, 0) << err3;
   std::istringstream out(ReadAll(dir_ + "/again.out"));
   int lines = 0;
-  for (std::string line; std::getline(out, line); ++lines) {
+  for (std::string line; std::getline(out, line);) {
     auto j = nlohmann::json::parse(line, nullptr, false);
     ASSERT_FALSE(j.is_discarded()) << line;
+    if (j.contains("event")) continue;  // the startup "mode" line, checkpoint events
+    ++lines;
     EXPECT_TRUE(j.contains("loss") && j.contains("tokens_per_s") && j.contains("grad_norm"));
   }
   EXPECT_EQ(lines, 2);
@@ -120,6 +122,43 @@ TEST_F(WorkerE2eTest, TwoProcessesMatchOneWithTheGlobalBatch) {
   for (int s = 0; s < 4; ++s) {
     double a = one[s]["loss"], b = two[s]["loss"];
     EXPECT_NEAR(a, b, 1e-5 * a) << "step " << s;
+  }
+}
+
+// --mixed-precision bf16 across two processes: the records carry every rank's memory (bf16
+// parameter shards) and traffic, and the run tracks the fp32 one within bf16's precision.
+TEST_F(WorkerE2eTest, Bf16MixedPrecisionRecordsEveryRanksMemoryAndTraffic) {
+  auto run = [&](const std::string& name, const std::string& precision) {
+    std::vector<ChildProcess> ranks;
+    for (int r = 0; r < 2; ++r) {
+      ranks.push_back(StartProcess(
+          Worker({"--steps", "3", "--world-size", "2", "--rank", std::to_string(r), "--rdzv-dir",
+                  dir_ + "/rdzv_" + name, "--strategy", "full_shard", "--mixed-precision",
+                  precision, "--metrics-out", dir_ + "/" + name + ".jsonl", "--comm-timeout",
+                  "30"}),
+          dir_, name + std::to_string(r)));
+    }
+    for (auto& c : ranks) EXPECT_EQ(WaitProcess(c, 120), 0) << ReadAll(c.stderr_path);
+    return Metrics(dir_ + "/" + name + ".jsonl");
+  };
+  auto fp32 = run("fp32", "no");
+  auto bf16 = run("bf16", "bf16");
+  ASSERT_EQ(fp32.size(), 3u);
+  ASSERT_EQ(bf16.size(), 3u);
+  for (int s = 0; s < 3; ++s) {
+    double a = fp32[s]["loss"], b = bf16[s]["loss"];
+    EXPECT_NEAR(a, b, 1e-2 * a) << "step " << s;
+    ASSERT_TRUE(bf16[s].contains("ranks")) << bf16[s].dump();
+    ASSERT_EQ(bf16[s]["ranks"].size(), 2u);
+    for (int r = 0; r < 2; ++r) {
+      const nlohmann::json& rank = bf16[s]["ranks"][r];
+      EXPECT_EQ(rank["rank"], r);
+      EXPECT_GT(rank["bytes_sent"].get<int64_t>(), 0);
+      // Half the parameter bytes of the fp32 run: bf16 shards.
+      const int64_t bf16_params = rank["memory"]["device"]["params"]["current"];
+      const int64_t fp32_params = fp32[s]["ranks"][r]["memory"]["device"]["params"]["current"];
+      EXPECT_EQ(2 * bf16_params, fp32_params) << "step " << s << " rank " << r;
+    }
   }
 }
 

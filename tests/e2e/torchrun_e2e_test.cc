@@ -1,0 +1,154 @@
+// accel-worker started the torchrun way: MASTER_ADDR / MASTER_PORT / RANK / WORLD_SIZE in the
+// environment and no --rdzv-dir, rank 0 serving the rendezvous store; the plan taken from an
+// Accelerate config (--config). Real processes, real gloo over 127.0.0.1.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "engine/base/env.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/e2e/process.h"
+
+namespace accel::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A port the kernel just handed out and released: free unless something races for it.
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return -1;
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+class TorchrunE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/torchrun_e2e_" + std::to_string(::getpid()) + "_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    ASSERT_TRUE(Env::Default()->CreateDirs(dir_).ok());
+  }
+  void TearDown() override { (void)Env::Default()->DeleteRecursively(dir_); }
+
+  // `env` goes in front through /usr/bin/env, as a launcher would set it.
+  std::vector<std::string> Worker(std::vector<std::string> env, std::vector<std::string> extra) {
+    std::vector<std::string> argv = {"/usr/bin/env"};
+    argv.insert(argv.end(), env.begin(), env.end());
+    std::vector<std::string> worker = {ACCEL_WORKER_BIN, "--standalone", "--model", "gpt2-tiny",
+                                       "--data", ACCEL_DATA, "--batch", "2", "--seq", "32",
+                                       "--threads", "1", "--steps", "4", "--comm-timeout", "30"};
+    argv.insert(argv.end(), worker.begin(), worker.end());
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return argv;
+  }
+  std::string WriteConfig(const std::string& name, const std::string& text) {
+    const std::string path = dir_ + "/" + name;
+    EXPECT_TRUE(WriteFileAtomic(Env::Default(), path, text).ok());
+    return path;
+  }
+  std::vector<double> Losses(const std::string& path) {
+    std::vector<double> losses;
+    std::ifstream f(path);
+    for (std::string line; std::getline(f, line);) {
+      losses.push_back(nlohmann::json::parse(line)["loss"].get<double>());
+    }
+    return losses;
+  }
+  std::string dir_;
+};
+
+constexpr char kFullShard[] = R"(distributed_type: FSDP
+mixed_precision: 'no'
+num_processes: 2
+fsdp_config:
+  fsdp_sharding_strategy: FULL_SHARD
+  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP
+  fsdp_transformer_layer_cls_to_wrap: GPT2Block
+  fsdp_backward_prefetch: BACKWARD_PRE
+  fsdp_state_dict_type: SHARDED_STATE_DICT
+)";
+
+TEST_F(TorchrunE2eTest, TorchrunEnvAndConfigTrainLikeTheRdzvDirRun) {
+  // Reference: the same strategy by flags, meeting in a directory.
+  std::vector<ChildProcess> ranks;
+  for (int r = 0; r < 2; ++r) {
+    ranks.push_back(StartProcess(
+        Worker({}, {"--world-size", "2", "--rank", std::to_string(r), "--rdzv-dir",
+                    dir_ + "/rdzv", "--strategy", "full_shard", "--metrics-out",
+                    dir_ + "/dir.jsonl"}),
+        dir_, "dir" + std::to_string(r)));
+  }
+  for (auto& c : ranks) ASSERT_EQ(WaitProcess(c, 120), 0) << ReadAll(c.stderr_path);
+
+  // torchrun's variables, the plan from the config; rank 1 starts before rank 0 listens.
+  const std::string config = WriteConfig("fsdp.yaml", kFullShard);
+  const int port = FreePort();
+  ASSERT_GT(port, 0);
+  ranks.clear();
+  for (int r : {1, 0}) {
+    const std::string rank = std::to_string(r);
+    ranks.push_back(StartProcess(
+        Worker({"MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port), "RANK=" + rank,
+                "WORLD_SIZE=2", "LOCAL_RANK=" + rank, "LOCAL_WORLD_SIZE=2"},
+               {"--config", config, "--metrics-out", dir_ + "/env.jsonl", "--output", "json"}),
+        dir_, "env" + rank));
+    if (r == 1) usleep(300 * 1000);
+  }
+  for (auto& c : ranks) ASSERT_EQ(WaitProcess(c, 120), 0) << ReadAll(c.stderr_path);
+
+  const std::vector<double> a = Losses(dir_ + "/dir.jsonl"), b = Losses(dir_ + "/env.jsonl");
+  ASSERT_EQ(a.size(), 4u);
+  ASSERT_EQ(b.size(), 4u);
+  for (int s = 0; s < 4; ++s) EXPECT_NEAR(a[s], b[s], 1e-6 * a[s]) << "step " << s;
+
+  // Rank 0's first JSON line says what it resolved.
+  std::istringstream out(ReadAll(dir_ + "/env0.out"));
+  std::string first;
+  ASSERT_TRUE(std::getline(out, first));
+  auto mode = nlohmann::json::parse(first);
+  EXPECT_EQ(mode["event"], "mode");
+  EXPECT_EQ(mode["strategy"], "full_shard");
+  EXPECT_EQ(mode["params"], "f32");
+  EXPECT_EQ(mode["config"], config);
+  EXPECT_EQ(ReadAll(dir_ + "/env1.out"), "");  // rank 0 speaks for the gang
+}
+
+TEST_F(TorchrunE2eTest, ConfigForAnotherWorldSizeIsRejectedNamingBoth) {
+  const std::string config = WriteConfig("fsdp.yaml", kFullShard);
+  ChildProcess c = StartProcess(Worker({"WORLD_SIZE=1", "RANK=0"}, {"--config", config}), dir_,
+                                "w");
+  EXPECT_EQ(WaitProcess(c, 60), 1);
+  const std::string err = ReadAll(c.stderr_path);
+  EXPECT_THAT(err, HasSubstr("num_processes"));
+  EXPECT_THAT(err, HasSubstr("2 processes"));
+  EXPECT_THAT(err, HasSubstr("world size is 1 (WORLD_SIZE)"));
+}
+
+TEST_F(TorchrunE2eTest, MissingRendezvousStoreFailsWithinTheTimeout) {
+  // Rank 1 alone: nobody serves MASTER_PORT, so it gives up after --comm-timeout.
+  const int port = FreePort();
+  ChildProcess c = StartProcess(
+      Worker({"MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port), "RANK=1",
+              "WORLD_SIZE=2"},
+             {"--comm-timeout", "2"}),
+      dir_, "lonely");
+  EXPECT_EQ(WaitProcess(c, 60), 1);
+  EXPECT_THAT(ReadAll(c.stderr_path), HasSubstr("MASTER_ADDR:MASTER_PORT"));
+}
+
+}  // namespace
+}  // namespace accel::testing

@@ -1,0 +1,144 @@
+#include "worker/standalone_config.h"
+
+#include <cstdio>
+#include <functional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "engine/base/status_macros.h"
+#include "engine/config/document.h"
+#include "engine/config/resolve.h"
+#include "worker/plan_options.h"
+
+extern char** environ;
+
+namespace accel::worker {
+namespace {
+
+using Copy = std::function<void(train::TrainOptions& to, const train::TrainOptions& from)>;
+
+// Every flag whose setting a config can also decide, and the fields it owns.
+const std::vector<std::pair<std::string, Copy>>& FlagFields() {
+  using O = train::TrainOptions;
+  static const auto* table = new std::vector<std::pair<std::string, Copy>>{
+      {"--strategy", [](O& t, const O& f) { t.shard.strategy = f.shard.strategy; }},
+      {"--hybrid-group-size",
+       [](O& t, const O& f) { t.shard.hybrid_group_size = f.shard.hybrid_group_size; }},
+      {"--forward-prefetch",
+       [](O& t, const O& f) { t.shard.forward_prefetch = f.shard.forward_prefetch; }},
+      {"--backward-prefetch",
+       [](O& t, const O& f) { t.shard.backward_prefetch = f.shard.backward_prefetch; }},
+      {"--no-reshard-after-forward",
+       [](O& t, const O& f) { t.shard.reshard_after_forward = f.shard.reshard_after_forward; }},
+      {"--param-persistence-threshold",
+       [](O& t, const O& f) {
+         t.shard.param_persistence_threshold = f.shard.param_persistence_threshold;
+       }},
+      {"--reduce-every-micro-step",
+       [](O& t, const O& f) {
+         t.shard.reduce_every_micro_step = f.shard.reduce_every_micro_step;
+       }},
+      {"--batch", [](O& t, const O& f) { t.batch = f.batch; }},
+      {"--grad-accum", [](O& t, const O& f) { t.grad_accum = f.grad_accum; }},
+      {"--grad-clip", [](O& t, const O& f) { t.grad_clip = f.grad_clip; }},
+      {"--lr", [](O& t, const O& f) { t.schedule.base_lr = f.schedule.base_lr; }},
+      {"--min-lr", [](O& t, const O& f) { t.schedule.min_lr = f.schedule.min_lr; }},
+      {"--warmup", [](O& t, const O& f) { t.schedule.warmup_steps = f.schedule.warmup_steps; }},
+      {"--schedule", [](O& t, const O& f) { t.schedule.kind = f.schedule.kind; }},
+      {"--weight-decay", [](O& t, const O& f) { t.adamw.weight_decay = f.adamw.weight_decay; }},
+      {"--beta1", [](O& t, const O& f) { t.adamw.beta1 = f.adamw.beta1; }},
+      {"--beta2", [](O& t, const O& f) { t.adamw.beta2 = f.adamw.beta2; }},
+      {"--eps", [](O& t, const O& f) { t.adamw.eps = f.adamw.eps; }},
+      {"--sync-module-states",
+       [](O& t, const O& f) { t.sync_module_states = f.sync_module_states; }},
+      {"--state-dict-type", [](O& t, const O& f) { t.state_dict_type = f.state_dict_type; }},
+      {"--save-16bit", [](O& t, const O& f) { t.save_16bit = f.save_16bit; }},
+      {"--cpu-ram-efficient-loading",
+       [](O& t, const O& f) { t.cpu_ram_efficient_loading = f.cpu_ram_efficient_loading; }},
+      {"--zero3-init", [](O& t, const O& f) { t.zero3_init = f.zero3_init; }},
+      {"--mixed-precision",
+       [](O& t, const O& f) {
+         t.shard.param_dtype = f.shard.param_dtype;
+         t.shard.reduce_dtype = f.shard.reduce_dtype;
+       }},
+  };
+  return *table;
+}
+
+config::EnvMap ProcessEnvironment() {
+  config::EnvMap env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string kv(*e);
+    const size_t eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return env;
+}
+
+}  // namespace
+
+absl::StatusOr<StandaloneConfig> ApplyStandaloneConfig(StandaloneFlags* f, int world,
+                                                       std::string_view world_source, Env* env) {
+  StandaloneConfig out;
+  if (f->config.empty() && f->deepspeed_config.empty()) return out;
+  config::ConfigInputs in;
+  in.accelerate_config = f->config;
+  in.deepspeed_config = f->deepspeed_config;
+  in.env = ProcessEnvironment();
+  in.job = JobSettingsFromOptions(f->train, env);
+  // Accumulation and clipping count as the job's only when given: otherwise a DeepSpeed file's
+  // own value would be reported as overriding a default nobody chose.
+  if (!f->given.contains("--grad-accum")) in.job.gradient_accumulation_steps.reset();
+  if (!f->given.contains("--grad-clip")) in.job.gradient_clipping.reset();
+  in.job_complete = true;
+
+  absl::StatusOr<config::TrainPlan> plan;
+  if (!f->config.empty()) {
+    out.source = f->deepspeed_config.empty() ? f->config
+                                             : absl::StrCat(f->config, " + ", f->deepspeed_config);
+    plan = config::ResolvePlan(in, env);
+  } else {
+    out.source = f->deepspeed_config;
+    ACCEL_ASSIGN_OR_RETURN(std::string text, ReadFileToString(env, f->deepspeed_config));
+    ACCEL_ASSIGN_OR_RETURN(config::Document json,
+                           config::ParseJsonDocument(text, f->deepspeed_config));
+    ACCEL_ASSIGN_OR_RETURN(
+        config::Document yaml,
+        config::ParseYamlDocument(
+            absl::StrCat("distributed_type: DEEPSPEED\nnum_processes: ", world, "\n"),
+            "(implied accelerate config)"));
+    plan = config::ResolveDocuments(yaml, &json, in);
+  }
+  if (!plan.ok()) return plan.status();
+  ACCEL_RETURN_IF_ERROR(CheckPlanWorld(*plan, world, world_source));
+  for (const std::string& w : plan->warnings) out.notes.push_back(w);
+
+  const train::TrainOptions command_line = f->train;
+  ACCEL_RETURN_IF_ERROR(ApplyTrainPlan(*plan, &f->train, &out.notes));
+  std::vector<std::string> kept;
+  for (const auto& [flag, copy] : FlagFields()) {
+    if (!f->given.contains(flag)) continue;
+    copy(f->train, command_line);
+    kept.push_back(flag);
+  }
+  if (!kept.empty()) {
+    out.notes.push_back(absl::StrCat("command line wins over the config for ",
+                                     absl::StrJoin(kept, ", ")));
+  }
+  return out;
+}
+
+void PrintResolvedMode(const train::TrainOptions& options, const StandaloneConfig& config,
+                       bool json) {
+  if (json) {
+    std::printf("%s\n", ModeJson(options, config.source, config.notes).c_str());
+  } else {
+    std::printf("mode: %s%s\n", DescribeMode(options).c_str(),
+                config.source.empty() ? "" : absl::StrCat(" (from ", config.source, ")").c_str());
+    for (const std::string& n : config.notes) std::printf("note: %s\n", n.c_str());
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace accel::worker

@@ -1,0 +1,38 @@
+// `accel-worker --standalone --config accelerate.yaml [--deepspeed-config ds.json]`: resolves the
+// files through engine/config (with this process's FSDP_* / ACCELERATE_* variables, as
+// Accelerate's plugins read them) and applies the plan to the run's TrainOptions.
+//
+// Precedence, per setting: a flag given on the command line > the config files (their own
+// precedence: docs/config.md §2) > the flag's default. The job's values — micro batch, lr,
+// betas, eps, weight decay, warmup, steps, and accumulation / clipping when their flags were
+// given — fill the config's "auto" fields. A DeepSpeed JSON alone (no --config) is resolved
+// under an implied `distributed_type: DEEPSPEED` YAML with num_processes = the world size.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/base/env.h"
+#include "worker/standalone.h"
+
+namespace accel::worker {
+
+struct StandaloneConfig {
+  std::string source;              // "fsdp.yaml", "fsdp.yaml + ds.json", or "" (no config)
+  std::vector<std::string> notes;  // resolver warnings, mapping notes, flag overrides
+};
+
+// Applies --config / --deepspeed-config to f->train (no-op without them). world_source names
+// where `world` came from ("--world-size", "WORLD_SIZE"), for the num_processes check.
+// InvalidArgument / NotFound from resolution, the world check or ApplyTrainPlan.
+[[nodiscard]] absl::StatusOr<StandaloneConfig> ApplyStandaloneConfig(
+    StandaloneFlags* f, int world, std::string_view world_source, Env* env = Env::Default());
+
+// Prints the resolved mode (worker/plan_options.h DescribeMode) and the notes: text lines on
+// stdout, or one {"event":"mode",...} JSON line when json.
+void PrintResolvedMode(const train::TrainOptions& options, const StandaloneConfig& config,
+                       bool json);
+
+}  // namespace accel::worker
