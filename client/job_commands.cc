@@ -212,7 +212,7 @@ class Session {
   }
 
   int Submit() {
-    absl::StatusOr<v1::JobSpec> spec = rpc::ParseJobFile(c_.job_file, c_.accelerate_config);
+    absl::StatusOr<v1::JobSpec> spec = rpc::ParseJobFile(c_.job_file, c_.accelerate_config, c_.deepspeed_config);
     if (!spec.ok()) {
       err_ << "accelctl: " << spec.status().message() << "\n";
       return spec.status().code() == absl::StatusCode::kNotFound ? kFailure : kInvalid;
@@ -341,8 +341,21 @@ class Session {
     }
     out_ << cluster.version() << ": " << cluster.free_slots() << " of " << cluster.total_slots()
          << " " << cluster.device() << " slots free\n";
+    for (const v1::DevicePool& p : cluster.pools()) {
+      if (p.device() == cluster.device()) continue;  // the line above
+      out_ << "  " << p.free_slots() << " of " << p.total_slots() << " " << p.device()
+           << " slots free:";
+      for (int i = 0; i < p.names_size(); ++i) {
+        out_ << (i ? "," : "") << " " << i << "=" << p.names(i);
+        if (i < p.memory_bytes_size() && p.memory_bytes(i) > 0) {
+          out_ << " (" << p.memory_bytes(i) / (1 << 20) << " MiB)";
+        }
+      }
+      out_ << "\n";
+    }
     for (const v1::Allocation& a : cluster.allocations()) {
-      out_ << "  " << a.job_id() << ": slots";
+      out_ << "  " << a.job_id() << ": " << (a.device().empty() ? "" : a.device() + " ")
+           << "slots";
       for (int s : a.slots()) out_ << " " << s;
       out_ << "\n";
     }
@@ -387,6 +400,8 @@ void AddJobCommands(CLI::App& app, JobCommand* c) {
   submit->add_option("job_file", c->job_file, "job file (YAML; docs/job.md)")->required();
   submit->add_option("--config", c->accelerate_config,
                      "Accelerate config (overrides the job file's accelerate_config)");
+  submit->add_option("--deepspeed-config", c->deepspeed_config,
+                     "DeepSpeed JSON (overrides the job file's deepspeed_config)");
   submit->add_flag("--wait", c->wait, "watch the job to its end; exit 0 only if it SUCCEEDED");
   output(submit);
   chosen(submit, "submit");

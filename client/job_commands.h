@@ -36,6 +36,7 @@ struct JobCommand {
   std::string output = "text";
   std::string job_file;
   std::string accelerate_config;
+  std::string deepspeed_config;
   bool wait = false;
   std::string job_id;
   int64_t from_seq = 0;

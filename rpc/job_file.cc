@@ -204,6 +204,8 @@ absl::Status ParseInto(const Ctx& c, const YAML::Node& root, JobSpec& s) {
                    {"sync_module_states", Bool(c, [sh](bool v) { sh->set_sync_module_states(v); })}})},
       {"accelerate_config",
        Path(c, [&s](const std::string& v) { s.set_accelerate_config_path(v); })},
+      {"deepspeed_config",
+       Path(c, [&s](const std::string& v) { s.set_deepspeed_config_path(v); })},
       {"max_restarts", Int(c, [&s](int64_t v) { s.set_max_restarts(static_cast<int32_t>(v)); })},
       {"priority", Int(c, [&s](int64_t v) { s.set_priority(static_cast<int32_t>(v)); })},
       {"comm_timeout_s", Real(c, [&s](double v) { s.set_comm_timeout_s(v); })},
@@ -223,6 +225,39 @@ absl::StatusOr<std::string> ReadText(const std::string& path) {
 
 absl::Status Invalid(const std::string& path, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
+}
+
+// An Accelerate config that names its DeepSpeed JSON (deepspeed_config.deepspeed_config_file)
+// while the spec carries none: read it here, where the file is (beside the YAML first, then as
+// given, as `accelerate launch` does), so acceld and the workers get its text. A YAML that does
+// not parse is left to acceld's resolver, which names the problem.
+absl::Status AttachNamedDeepSpeedJson(JobSpec& spec) {
+  if (!spec.deepspeed_config_text().empty() || spec.accelerate_config_text().empty()) {
+    return absl::OkStatus();
+  }
+  std::string named;
+  try {
+    const YAML::Node root = YAML::Load(spec.accelerate_config_text());
+    const YAML::Node ds = root.IsMap() ? root["deepspeed_config"] : YAML::Node();
+    const YAML::Node file = ds.IsMap() ? ds["deepspeed_config_file"] : YAML::Node();
+    if (file.IsScalar()) named = file.Scalar();
+  } catch (const YAML::Exception&) {
+    return absl::OkStatus();
+  }
+  if (named.empty() || named == "none") return absl::OkStatus();
+  fs::path path(named);
+  if (path.is_relative()) {
+    const fs::path beside = fs::path(spec.accelerate_config_path()).parent_path() / path;
+    path = fs::exists(beside) ? beside : fs::absolute(path);
+  }
+  absl::StatusOr<std::string> text = ReadText(path.lexically_normal().string());
+  if (!text.ok()) {
+    return Invalid("accelerate_config", absl::StrCat("deepspeed_config.deepspeed_config_file: ",
+                                                     text.status().message()));
+  }
+  spec.set_deepspeed_config_path(path.lexically_normal().string());
+  spec.set_deepspeed_config_text(*text);
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -285,6 +320,13 @@ absl::StatusOr<JobSpec> ParseJobYaml(const std::string& text, const std::string&
     }
     spec.set_accelerate_config_text(*cfg);
   }
+  if (!spec.deepspeed_config_path().empty()) {
+    absl::StatusOr<std::string> cfg = ReadText(spec.deepspeed_config_path());
+    if (!cfg.ok()) {
+      return Invalid("deepspeed_config", std::string(cfg.status().message()));
+    }
+    spec.set_deepspeed_config_text(*cfg);
+  }
   if (spec.data().path().empty()) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": data.path: required (an llm.c "
                                                    "token shard or a text file)"));
@@ -293,7 +335,8 @@ absl::StatusOr<JobSpec> ParseJobYaml(const std::string& text, const std::string&
 }
 
 absl::StatusOr<JobSpec> ParseJobFile(const std::string& path,
-                                     const std::string& accelerate_config) {
+                                     const std::string& accelerate_config,
+                                     const std::string& deepspeed_config) {
   ACCEL_ASSIGN_OR_RETURN(std::string text, ReadText(path));
   const std::string base = fs::absolute(fs::path(path)).parent_path().string();
   std::string source = path;
@@ -306,6 +349,14 @@ absl::StatusOr<JobSpec> ParseJobFile(const std::string& path,
     spec.set_accelerate_config_path(abs);
     spec.set_accelerate_config_text(*cfg);
   }
+  if (!deepspeed_config.empty()) {
+    const std::string abs = fs::absolute(fs::path(deepspeed_config)).lexically_normal().string();
+    absl::StatusOr<std::string> cfg = ReadText(abs);
+    if (!cfg.ok()) return Invalid("--deepspeed-config", std::string(cfg.status().message()));
+    spec.set_deepspeed_config_path(abs);
+    spec.set_deepspeed_config_text(*cfg);
+  }
+  ACCEL_RETURN_IF_ERROR(AttachNamedDeepSpeedJson(spec));
   return spec;
 }
 
@@ -348,9 +399,9 @@ absl::Status ValidateJobSpec(const JobSpec& s, bool check_files) {
   if (!(t.grad_clip() >= 0)) return Invalid("train.grad_clip", "must be >= 0 (0 turns it off)");
   ACCEL_RETURN_IF_ERROR(at_least("resources.num_processes", r.num_processes(), 1));
   ACCEL_RETURN_IF_ERROR(at_least("resources.threads_per_process", r.threads_per_process(), 1));
-  if (r.device() != "cpu") {
-    return Invalid("resources.device",
-                   absl::StrCat("must be cpu (this build has no GPU support), got '", r.device(), "'"));
+  // Whether the acceld has GPUs is acceld's to say (at submit).
+  if (r.device() != "cpu" && r.device() != "cuda") {
+    return Invalid("resources.device", absl::StrCat("must be cpu or cuda, got '", r.device(), "'"));
   }
   absl::StatusOr<shard::Strategy> strategy = shard::ParseStrategy(sh.strategy());
   if (!strategy.ok()) return Invalid("sharding.strategy", std::string(strategy.status().message()));

@@ -15,10 +15,13 @@
 
 namespace accel::rpc {
 
-// Reads and parses `path`; `accelerate_config` (accelctl submit --config) overrides the job
-// file's key of that name. The Accelerate config's text travels inside the spec.
+// Reads and parses `path`; `accelerate_config` (accelctl submit --config) and
+// `deepspeed_config` (--deepspeed-config) override the job file's keys of those names. The
+// configs' texts travel inside the spec; a DeepSpeed JSON that only the Accelerate config names
+// (deepspeed_config.deepspeed_config_file) is read too, beside the YAML first.
 [[nodiscard]] absl::StatusOr<accel::v1::JobSpec> ParseJobFile(
-    const std::string& path, const std::string& accelerate_config = "");
+    const std::string& path, const std::string& accelerate_config = "",
+    const std::string& deepspeed_config = "");
 // `text` as the job file named `source`, whose relative paths resolve against `base_dir`.
 [[nodiscard]] absl::StatusOr<accel::v1::JobSpec> ParseJobYaml(const std::string& text,
                                                              const std::string& source,

@@ -118,6 +118,36 @@ TEST(JobFileTest, ReadsTheAccelerateConfigNextToTheJobFile) {
               HasSubstr("accelerate_config: cannot read"));
 }
 
+TEST(JobFileTest, CarriesTheDeepSpeedJsonFromTheJobFileTheFlagOrTheAccelerateConfig) {
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) / "accel_job_file_ds_test";
+  std::filesystem::create_directories(dir / "cfg");
+  std::ofstream(dir / "cfg" / "ds.yaml")
+      << "distributed_type: DEEPSPEED\ndeepspeed_config:\n  deepspeed_config_file: z3.json\n";
+  std::ofstream(dir / "cfg" / "z3.json") << "{\"zero_optimization\": {\"stage\": 3}}";
+  std::ofstream(dir / "other.json") << "{}";
+  // Named only by the Accelerate config: read from beside the YAML.
+  std::ofstream(dir / "job.yaml") << "data: {path: d.txt}\naccelerate_config: cfg/ds.yaml\n";
+  auto spec = ParseJobFile((dir / "job.yaml").string());
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->deepspeed_config_path(), (dir / "cfg" / "z3.json").string());
+  EXPECT_EQ(spec->deepspeed_config_text(), "{\"zero_optimization\": {\"stage\": 3}}");
+  // The job file's key, then the command line, win over it.
+  std::ofstream(dir / "job2.yaml")
+      << "data: {path: d.txt}\naccelerate_config: cfg/ds.yaml\ndeepspeed_config: other.json\n";
+  spec = ParseJobFile((dir / "job2.yaml").string());
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->deepspeed_config_text(), "{}");
+  spec = ParseJobFile((dir / "job.yaml").string(), "", (dir / "cfg" / "z3.json").string());
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->deepspeed_config_path(), (dir / "cfg" / "z3.json").string());
+  EXPECT_THAT(Msg(ParseJobFile((dir / "job.yaml").string(), "", "/no/such.json").status()),
+              HasSubstr("--deepspeed-config: cannot read /no/such.json"));
+  std::ofstream(dir / "job3.yaml") << "data: {path: d.txt}\ndeepspeed_config: gone.json\n";
+  EXPECT_THAT(Msg(ParseJobFile((dir / "job3.yaml").string()).status()),
+              HasSubstr("deepspeed_config: cannot read"));
+}
+
 TEST(JobFileTest, JsonRoundTripKeepsEveryField) {
   accel::v1::JobSpec s = DefaultJobSpec();
   s.mutable_data()->set_path("/d");

@@ -2,6 +2,7 @@
 
 #include <grpcpp/health_check_service_interface.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/base/logging.h"
 #include "engine/base/status_macros.h"
+#include "server/gpus.h"
 #include "server/token_file.h"
 #include "server/wall_clock.h"
 
@@ -45,6 +47,15 @@ absl::StatusOr<std::unique_ptr<Acceld>> Acceld::Start(AcceldOptions o) {
   }
   if (o.cpu_slots <= 0) o.cpu_slots = std::max(1u, std::thread::hardware_concurrency());
   if (o.token_file.empty()) o.token_file = o.state_dir + "/token";
+  // Workers speak plaintext gRPC: with TLS on the TCP port they reach acceld through a private
+  // unix socket (the given one, else <state_dir>/acceld.sock).
+  const bool tls = !o.tls_cert.empty() && !o.listen.empty();
+  if (tls && o.unix_socket.empty()) o.unix_socket = o.state_dir + "/acceld.sock";
+  if (o.unix_socket.size() >= sizeof(sockaddr_un::sun_path)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        o.unix_socket, ": longer than a unix socket path may be (",
+        sizeof(sockaddr_un::sun_path) - 1, " bytes); use a shorter --unix-socket or --state-dir"));
+  }
 
   std::unique_ptr<Acceld> d(new Acceld());
   std::error_code ec;
@@ -88,6 +99,7 @@ absl::StatusOr<std::unique_ptr<Acceld>> Acceld::Start(AcceldOptions o) {
   // The manager launches nothing before Start(); it learns the bound address before that.
   ManagerOptions mo;
   mo.total_slots = o.cpu_slots;
+  mo.gpus = DiscoverGpus(o.gpus);
   mo.worker_bin = o.worker_bin;
   mo.worker_args = o.worker_args;
   mo.log_dir = o.state_dir + "/logs";
@@ -121,7 +133,8 @@ absl::StatusOr<std::unique_ptr<Acceld>> Acceld::Start(AcceldOptions o) {
   if (host.empty() || host == "0.0.0.0" || host == "[::]" || host == "::") host = "127.0.0.1";
   d->address_ = o.listen.empty() ? absl::StrCat("unix:", o.unix_socket)
                                  : absl::StrCat(host, ":", tcp_port);
-  d->manager_->SetWorkerAddress(d->address_, host, tcp_port);
+  d->worker_address_ = tls ? absl::StrCat("unix:", o.unix_socket) : d->address_;
+  d->manager_->SetWorkerAddress(d->worker_address_, host, tcp_port);
   d->options_ = o;
 
   ACCEL_RETURN_IF_ERROR(d->manager_->Recover());
@@ -132,9 +145,10 @@ absl::StatusOr<std::unique_ptr<Acceld>> Acceld::Start(AcceldOptions o) {
     std::ofstream(tmp) << d->address_ << "\n";
     std::filesystem::rename(tmp, o.address_file, ec);
   }
-  ACCEL_LOG(info, "acceld serving on {}{} with {} cpu slots, state in {}", d->address_,
+  ACCEL_LOG(info, "acceld serving on {}{} with {} cpu slots and {} GPUs, state in {}",
+            d->address_,
             o.unix_socket.empty() || o.listen.empty() ? "" : absl::StrCat(" and unix:", o.unix_socket),
-            o.cpu_slots, o.state_dir);
+            o.cpu_slots, mo.gpus.size(), o.state_dir);
   return d;
 }
 

@@ -26,10 +26,13 @@ struct AcceldOptions {
   std::string unix_socket;                // also listen here (mode 0600)
   std::string state_dir;                  // required
   int cpu_slots = 0;                      // 0: the number of cores
+  int gpus = -1;                          // -1: found through CUDA; N >= 0: N declared GPUs
   std::string token_file;                 // default <state_dir>/token
   std::string worker_bin;                 // accel-worker
   std::vector<std::string> worker_args;
-  std::string tls_cert, tls_key;          // PEM files; TLS on the TCP port when both are given
+  // PEM files; TLS on the TCP port when both are given. Workers then use the unix socket
+  // (unix_socket, or <state_dir>/acceld.sock when that is empty).
+  std::string tls_cert, tls_key;
   std::string address_file;               // written with the bound address once serving
   absl::Duration stop_grace = absl::Seconds(10);
   absl::Duration heartbeat_timeout = absl::Seconds(60);
@@ -42,8 +45,12 @@ class Acceld {
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Acceld>> Start(AcceldOptions options);
   ~Acceld();
 
-  // The address workers and local clients use: "127.0.0.1:<port>" or "unix:<path>".
+  // The address local clients use: "127.0.0.1:<port>" (TLS when certificates were given) or
+  // "unix:<path>".
   const std::string& address() const { return address_; }
+  // The address workers get (ACCEL_COORDINATOR): address(), or with TLS the plaintext unix
+  // socket.
+  const std::string& worker_address() const { return worker_address_; }
   const std::string& client_token() const { return token_; }
   JobManager& manager() { return *manager_; }
   // Health NOT_SERVING, stop accepting calls, stop every gang (SIGTERM, grace, SIGKILL). Job
@@ -55,6 +62,7 @@ class Acceld {
 
   AcceldOptions options_;
   std::string address_;
+  std::string worker_address_;
   std::string token_;
   std::unique_ptr<StateStore> store_;
   std::unique_ptr<EventLog> events_;

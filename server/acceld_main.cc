@@ -48,6 +48,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--cpu-slots", o.cpu_slots, "CPU slots to schedule (one rank each)")
       ->capture_default_str();
+  app.add_option("--gpus", o.gpus,
+                 "GPUs to schedule as device kind cuda: -1 finds them through the CUDA runtime; "
+                 "N >= 0 declares N (indices 0..N-1) without looking")
+      ->capture_default_str();
   app.add_option("--token-file", o.token_file, "client token file (default <state-dir>/token; "
                                                "created 0600 when absent)");
   app.add_option("--worker-bin", o.worker_bin, "the accel-worker executable")->capture_default_str();

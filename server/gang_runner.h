@@ -2,6 +2,8 @@
 // how they end. Supervisor is the real one (fork/exec); JobManager's tests use a fake.
 #pragma once
 
+#include <signal.h>
+
 #include <string>
 #include <vector>
 
@@ -9,6 +11,12 @@
 #include "absl/time/time.h"
 
 namespace accel::server {
+
+// The worker contract for "checkpoint, then stop" (worker/daemon.h has the same numbers):
+// acceld sends kWorkerCheckpointSignal to each rank; a rank that saved a checkpoint on request
+// exits with kWorkerExitCheckpointed.
+inline constexpr int kWorkerCheckpointSignal = SIGUSR1;
+inline constexpr int kWorkerExitCheckpointed = 3;
 
 struct RankLaunch {
   int rank = 0;
@@ -31,6 +39,7 @@ struct RankExit {
   int signal = 0;     // the signal that killed it, or 0
   std::string log_tail;  // the last lines it printed
   bool ok() const { return signal == 0 && exit_code == 0; }
+  bool checkpointed() const { return signal == 0 && exit_code == kWorkerExitCheckpointed; }
   std::string Describe() const;  // "exited with code 3" / "killed by signal 9 (Killed)"
 };
 
@@ -54,6 +63,10 @@ class GangRunner {
   // SIGTERM to every live rank of the attempt (to its process group), SIGKILL after `grace`.
   // Exits are reported by Poll like any other.
   virtual void Stop(const std::string& job_id, int attempt, absl::Duration grace) = 0;
+  // kWorkerCheckpointSignal to every live rank of the attempt (the process itself, not its
+  // group), not yet stopped. The ranks then checkpoint and exit by themselves; Stop still
+  // applies to any that do not.
+  virtual void RequestCheckpoint(const std::string& job_id, int attempt) = 0;
   // Reaps what has ended, enforces stop deadlines, collects new output lines.
   virtual PollResult Poll() = 0;
   // Live ranks of all attempts.

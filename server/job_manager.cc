@@ -15,14 +15,6 @@
 #include "nlohmann/json.hpp"
 
 namespace accel::server {
-namespace {
-
-// The few spec fields the manager itself needs (proto3 JSON, field names preserved).
-struct SpecKnobs {
-  double heartbeat_timeout_s = 0;
-  double stop_grace_s = 0;
-  int threads = 1;
-};
 
 SpecKnobs ReadKnobs(const std::string& spec_json) {
   SpecKnobs k;
@@ -40,14 +32,21 @@ SpecKnobs ReadKnobs(const std::string& spec_json) {
   };
   if (j.contains("heartbeat_timeout_s")) k.heartbeat_timeout_s = num(j["heartbeat_timeout_s"], 0);
   if (j.contains("stop_grace_s")) k.stop_grace_s = num(j["stop_grace_s"], 0);
+  if (j.contains("checkpoint") && j["checkpoint"].is_object() &&
+      j["checkpoint"].contains("dir") && j["checkpoint"]["dir"].is_string()) {
+    k.checkpoint_dir = j["checkpoint"]["dir"].get<std::string>();
+  }
+  if (j.contains("resources") && j["resources"].is_object() &&
+      j["resources"].contains("device") && j["resources"]["device"].is_string() &&
+      !j["resources"]["device"].get<std::string>().empty()) {
+    k.device = j["resources"]["device"].get<std::string>();
+  }
   if (j.contains("resources") && j["resources"].is_object() &&
       j["resources"].contains("threads_per_process")) {
     k.threads = std::max(1, static_cast<int>(num(j["resources"]["threads_per_process"], 1)));
   }
   return k;
 }
-
-}  // namespace
 
 std::string RandomToken() {
   unsigned char bytes[32];
@@ -76,6 +75,7 @@ JobManager::JobManager(ManagerOptions options, JobRegistry* registry, EventLog* 
       clock_(clock),
       wall_clock_(wall_clock != nullptr ? wall_clock : clock),
       scheduler_(options_.total_slots),
+      gpu_scheduler_(static_cast<int>(options_.gpus.size())),
       coordinator_address_(options_.coordinator_address),
       master_addr_(options_.master_addr),
       master_port_(options_.master_port) {}
@@ -100,82 +100,26 @@ void JobManager::Log(const absl::Status& s, const char* what) {
   if (!s.ok()) ACCEL_LOG(error, "{}: {}", what, std::string(s.message()));
 }
 
-absl::Status JobManager::Recover() {
-  absl::MutexLock lock(&mu_);
-  for (const JobRecord& job : registry_->List()) {
-    if (IsTerminal(job.state)) continue;
-    if (job.state == JobState::kStarting || job.state == JobState::kRunning) {
-      ACCEL_RETURN_IF_ERROR(
-          store_->PutAttempt({job.id, job.attempt, job.start_us, wall_clock_->NowMicros(),
-                              "interrupted: acceld stopped"}));
-      ACCEL_RETURN_IF_ERROR(
-          registry_
-              ->Transition(job.id, JobState::kRestarting,
-                           absl::StrCat("acceld restarted; attempt ", job.attempt,
-                                        "'s workers are gone; restarting without using a restart"))
-              .status());
-    }
-    absl::Status s = scheduler_.Enqueue(job.id, job.slots, job.priority, job.number);
-    if (!s.ok()) {
-      EndJob(job.id, JobState::kFailed, std::string(s.message()), std::string(s.message()));
-    }
-  }
-  return absl::OkStatus();
-}
-
-void JobManager::Start() {
-  loop_ = std::thread([this] {
-    while (true) {
-      {
-        absl::MutexLock lock(&mu_);
-        if (loop_stop_) return;
-      }
-      Tick();
-      clock_->SleepForMicros(absl::ToInt64Microseconds(options_.tick_interval));
-    }
-  });
-}
-
-void JobManager::Shutdown() {
-  absl::Duration longest_grace = absl::ZeroDuration();
-  {
-    absl::MutexLock lock(&mu_);
-    loop_stop_ = true;
-    shutting_down_ = true;
-  }
-  if (loop_.joinable()) loop_.join();
-  // The loop thread is gone; from here this thread alone drives the runner (no more launches).
-  {
-    absl::MutexLock lock(&mu_);
-    for (auto& [id, gang] : gangs_) {
-      longest_grace = std::max(longest_grace, gang.grace);
-      StopGang(gang, StopReason::kShutdown, "acceld is shutting down");
-    }
-  }
-  const int64_t give_up = clock_->NowMicros() +
-                          absl::ToInt64Microseconds(longest_grace + absl::Seconds(5));
-  while (clock_->NowMicros() < give_up) {
-    Tick();
-    {
-      absl::MutexLock lock(&mu_);
-      if (gangs_.empty() && runner_->live() == 0) return;
-    }
-    clock_->SleepForMicros(absl::ToInt64Microseconds(options_.tick_interval));
-  }
-  ACCEL_LOG(warn, "shutdown: workers still alive after the grace period");
-}
-
 absl::StatusOr<JobRecord> JobManager::Submit(const JobRecord& job) {
   absl::MutexLock lock(&mu_);
   if (shutting_down_) return absl::UnavailableError("acceld is shutting down");
-  if (job.slots < 1 || job.slots > scheduler_.total_slots()) {
+  const std::string device = ReadKnobs(job.spec_json).device;
+  Scheduler* pool = Pool(device);
+  if (pool == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "resources.num_processes: the job needs ", job.slots, " ", options_.device,
-        " slots but this acceld has ", scheduler_.total_slots(), " (acceld --cpu-slots)"));
+        "resources.device: ", device, device == "cuda"
+            ? " needs GPUs, but this acceld found none (no CUDA device; acceld --gpus N declares "
+              "them)"
+            : " is not a device kind this acceld schedules (cpu or cuda)"));
+  }
+  if (job.slots < 1 || job.slots > pool->total_slots()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "resources.num_processes: the job needs ", job.slots, " ", device,
+        " slots but this acceld has ", pool->total_slots(),
+        device == "cuda" ? " (GPUs)" : " (acceld --cpu-slots)"));
   }
   ACCEL_ASSIGN_OR_RETURN(JobRecord created, registry_->Create(job));
-  ACCEL_RETURN_IF_ERROR(
-      scheduler_.Enqueue(created.id, created.slots, created.priority, created.number));
+  ACCEL_RETURN_IF_ERROR(pool->Enqueue(created.id, created.slots, created.priority, created.number));
   return created;
 }
 
@@ -190,8 +134,7 @@ absl::StatusOr<JobRecord> JobManager::Cancel(const std::string& job_id) {
   auto it = gangs_.find(job_id);
   if (it == gangs_.end()) {
     // Queued (first time or waiting to restart): nothing runs.
-    scheduler_.Remove(job_id);
-    scheduler_.Release(job_id);
+    Unschedule(job_id);
     return registry_->Transition(job_id, JobState::kCancelled, "cancelled by the user");
   }
   StopGang(it->second, StopReason::kCancel, "");
@@ -208,9 +151,23 @@ void JobManager::StopGang(Gang& gang, StopReason reason, const std::string& erro
   runner_->Stop(gang.job_id, gang.attempt, gang.grace);
 }
 
+Scheduler* JobManager::Pool(const std::string& device) {
+  if (device == "cpu") return &scheduler_;
+  if (device == "cuda" && gpu_scheduler_.total_slots() > 0) return &gpu_scheduler_;
+  return nullptr;
+}
+
+void JobManager::Unschedule(const std::string& job_id) {
+  for (Scheduler* s : {&scheduler_, &gpu_scheduler_}) {
+    s->Release(job_id);
+    s->Remove(job_id);
+  }
+}
+
 std::vector<std::string> JobManager::RankEnv(const JobRecord& job, int attempt, int rank,
-                                             const std::string& token, int threads) const {
-  const std::vector<std::pair<std::string, std::string>> vars = {
+                                             const std::string& token, int threads,
+                                             const std::string& cuda_device) const {
+  std::vector<std::pair<std::string, std::string>> vars = {
       {"RANK", std::to_string(rank)},
       {"LOCAL_RANK", std::to_string(rank)},
       {"GROUP_RANK", "0"},
@@ -227,6 +184,8 @@ std::vector<std::string> JobManager::RankEnv(const JobRecord& job, int attempt, 
       {"ACCEL_COORDINATOR", coordinator_address_},
       {"ACCEL_WORKER_TOKEN", token},
   };
+  // The rank sees only its own GPU, as device 0.
+  if (!cuda_device.empty()) vars.emplace_back("CUDA_VISIBLE_DEVICES", cuda_device);
   std::vector<std::string> env;
   for (const std::string& kv : options_.base_env) {
     const std::string key = kv.substr(0, kv.find('='));
@@ -242,7 +201,7 @@ void JobManager::StartAttempt(const JobRecord& job, const std::string& message) 
   const int attempt = job.attempt + 1;
   absl::StatusOr<JobRecord> started = registry_->Transition(
       job.id, JobState::kStarting, absl::StrCat(message, "attempt ", attempt, " on ", job.slots,
-                                                " ", options_.device, " slots"),
+                                                " ", ReadKnobs(job.spec_json).device, " slots"),
       [&](JobRecord& j) { j.attempt = attempt; });
   if (!started.ok()) {
     Log(started.status(), "start attempt");
@@ -259,10 +218,21 @@ void JobManager::StartAttempt(const JobRecord& job, const std::string& message) 
                                                          : options_.heartbeat_timeout;
   gang.grace = knobs.stop_grace_s > 0 ? absl::Seconds(knobs.stop_grace_s) : options_.stop_grace;
   gang.start_us = wall_clock_->NowMicros();
+  gang.can_checkpoint = !knobs.checkpoint_dir.empty();
   const int64_t now = clock_->NowMicros();
   for (RankState& r : gang.ranks) r.last_seen_us = now;
   Log(store_->PutAttempt({job.id, attempt, gang.start_us, 0, ""}), "store attempt");
 
+  // A cuda gang's rank r runs on the GPU of its r-th slot.
+  std::vector<std::string> cuda_devices(job.slots);
+  if (knobs.device == "cuda") {
+    auto placed = gpu_scheduler_.allocations().find(job.id);
+    for (int rank = 0; placed != gpu_scheduler_.allocations().end() && rank < job.slots &&
+                       rank < static_cast<int>(placed->second.size());
+         ++rank) {
+      cuda_devices[rank] = std::to_string(options_.gpus[placed->second[rank]].index);
+    }
+  }
   GangLaunch launch;
   launch.job_id = job.id;
   launch.attempt = attempt;
@@ -271,7 +241,7 @@ void JobManager::StartAttempt(const JobRecord& job, const std::string& message) 
     r.rank = rank;
     r.argv.push_back(options_.worker_bin);
     for (const std::string& a : options_.worker_args) r.argv.push_back(a);
-    r.env = RankEnv(*started, attempt, rank, gang.token, knobs.threads);
+    r.env = RankEnv(*started, attempt, rank, gang.token, knobs.threads, cuda_devices[rank]);
     r.log_path = absl::StrCat(options_.log_dir, "/", job.id, "/attempt-", attempt, "/rank-", rank,
                               ".log");
     launch.ranks.push_back(std::move(r));
@@ -291,8 +261,7 @@ void JobManager::StartAttempt(const JobRecord& job, const std::string& message) 
 
 void JobManager::EndJob(const std::string& job_id, JobState state, const std::string& message,
                         const std::string& error) {
-  scheduler_.Release(job_id);
-  scheduler_.Remove(job_id);
+  Unschedule(job_id);
   Log(registry_
           ->Transition(job_id, state, message,
                        [&](JobRecord& j) {
@@ -316,6 +285,7 @@ void JobManager::HandleExit(const RankExit& exit) {
   RankState& rs = gang.ranks[exit.rank];
   rs.exited = true;
   rs.exit_ok = exit.ok() && rs.registered;
+  rs.checkpointed = exit.checkpointed() && rs.registered;
   if (gang.stop != StopReason::kNone) return;
   if (rs.exit_ok) return;
   std::string error = absl::StrCat("rank ", exit.rank, " ", exit.Describe());
@@ -337,6 +307,12 @@ void JobManager::FinishGang(const std::string& job_id) {
   tokens_.erase(gang.token);
   absl::StatusOr<JobRecord> job = registry_->Get(job_id);
   if (!job.ok()) return;
+  // Asked to checkpoint during the last step, the ranks simply finished.
+  if (gang.stop == StopReason::kShutdown &&
+      std::all_of(gang.ranks.begin(), gang.ranks.end(),
+                  [](const RankState& r) { return r.exit_ok; })) {
+    gang.stop = StopReason::kNone;
+  }
   switch (gang.stop) {
     case StopReason::kNone:
       EndAttempt(gang, "succeeded");
@@ -347,9 +323,13 @@ void JobManager::FinishGang(const std::string& job_id) {
       EndAttempt(gang, "cancelled");
       EndJob(job_id, JobState::kCancelled, "cancelled by the user; every worker has exited", "");
       return;
-    case StopReason::kShutdown:
-      EndAttempt(gang, "interrupted: acceld stopped");
+    case StopReason::kShutdown: {
+      const bool saved = std::all_of(gang.ranks.begin(), gang.ranks.end(),
+                                     [](const RankState& r) { return r.checkpointed; });
+      EndAttempt(gang, saved ? "interrupted: acceld stopped after a checkpoint on request"
+                             : "interrupted: acceld stopped");
       return;  // the state stays; the next acceld restarts the job
+    }
     case StopReason::kFailure:
       break;
   }
@@ -407,6 +387,13 @@ void JobManager::Tick() {
   const int64_t now = clock_->NowMicros();
   std::vector<std::string> finished;
   for (auto& [id, gang] : gangs_) {
+    if (gang.checkpoint_deadline_us >= 0 && now >= gang.checkpoint_deadline_us) {
+      // Asked to checkpoint, some rank has not finished within the grace period.
+      ACCEL_LOG(warn, "{} attempt {}: no checkpoint within the grace period; stopping the gang",
+                id, gang.attempt);
+      gang.checkpoint_deadline_us = -1;
+      runner_->Stop(id, gang.attempt, gang.grace);
+    }
     if (gang.stop == StopReason::kNone) {
       for (size_t r = 0; r < gang.ranks.size(); ++r) {
         const RankState& rs = gang.ranks[r];
@@ -428,10 +415,12 @@ void JobManager::Tick() {
   for (const std::string& id : finished) FinishGang(id);
 
   if (shutting_down_) return;
-  for (const Scheduler::Placement& p : scheduler_.Schedule()) {
-    absl::StatusOr<JobRecord> job = registry_->Get(p.job_id);
-    if (!job.ok()) continue;
-    StartAttempt(*job, job->state == JobState::kRestarting ? "resuming: " : "");
+  for (Scheduler* pool : {&scheduler_, &gpu_scheduler_}) {
+    for (const Scheduler::Placement& p : pool->Schedule()) {
+      absl::StatusOr<JobRecord> job = registry_->Get(p.job_id);
+      if (!job.ok()) continue;
+      StartAttempt(*job, job->state == JobState::kRestarting ? "resuming: " : "");
+    }
   }
 }
 

@@ -9,6 +9,11 @@
 // Recover() after an acceld restart: jobs that were STARTING or RUNNING lost their workers with
 // the old acceld (parent-death signal), so they go RESTARTING and run again without using up a
 // restart; QUEUED ones queue again in their old order.
+// Shutdown() (acceld's SIGTERM) first asks each RUNNING gang with a checkpoint.dir to checkpoint
+// (GangRunner::RequestCheckpoint); its ranks save at the next step boundary and exit with
+// kWorkerExitCheckpointed. Ranks still alive after the job's grace period are stopped as usual
+// (SIGTERM, grace, SIGKILL). The job stays RUNNING, so the next acceld resumes it from that
+// checkpoint without using up a restart. The lifecycle half is in job_manager_lifecycle.cc.
 //
 // Threading: every method is thread-safe (one mutex). Tick() does the process work (launch,
 // reap, deadlines) and must always be called from the same long-lived thread (see Supervisor);
@@ -32,6 +37,7 @@
 #include "engine/comm/in_memory_store.h"
 #include "server/event_log.h"
 #include "server/gang_runner.h"
+#include "server/gpus.h"
 #include "server/job_registry.h"
 #include "server/scheduler.h"
 #include "server/state_store.h"
@@ -39,8 +45,10 @@
 namespace accel::server {
 
 struct ManagerOptions {
-  int total_slots = 1;
+  int total_slots = 1;  // CPU slots
   std::string device = "cpu";
+  // GPUs: one slot each of device kind "cuda" (a pool of its own; none: cuda jobs are refused).
+  std::vector<GpuDevice> gpus;
   std::string worker_bin;                // accel-worker
   std::vector<std::string> worker_args;  // after the program path
   std::string coordinator_address;       // ACCEL_COORDINATOR for workers
@@ -79,12 +87,23 @@ struct WorkerReport {
   int64_t step = -1;                           // metrics: the step it describes
 };
 
+struct PoolView {
+  std::string device;  // "cpu" | "cuda"
+  int total_slots = 0;
+  int free_slots = 0;
+  std::vector<std::string> names;    // cuda: one per slot
+  std::vector<int64_t> memory_bytes;  // cuda: one per slot (0: unknown)
+};
+
+// The CPU pool in the top-level fields (as before GPUs), every pool in `pools`.
 struct ClusterView {
   std::string device;
   int total_slots = 0;
   int free_slots = 0;
-  std::map<std::string, std::vector<int>> allocations;
-  std::vector<std::string> queue;
+  std::map<std::string, std::vector<int>> allocations;  // every pool's, by job id
+  std::map<std::string, std::string> allocation_device;  // job id -> its pool's device
+  std::vector<std::string> queue;                        // the CPU queue, then the cuda one
+  std::vector<PoolView> pools;
 };
 
 class JobManager {
@@ -102,12 +121,15 @@ class JobManager {
   void SetWorkerAddress(const std::string& coordinator, const std::string& master_addr,
                         int master_port);
   void Start();
-  // Stops the control loop and every gang (SIGTERM, grace, SIGKILL) and waits until the
-  // workers are gone. Job states stay as they are, so the next acceld resumes them.
+  // Stops the control loop, asks RUNNING gangs that have a checkpoint.dir to checkpoint and stops
+  // every other gang (SIGTERM, grace, SIGKILL), then drives the runner until the workers are
+  // gone: a checkpointing gang gets its grace period to save and exit, then is stopped like the
+  // others. Job states stay as they are, so the next acceld resumes them.
   void Shutdown();
 
-  // `job` carries name, spec_json, slots, priority, max_restarts. InvalidArgument when it needs
-  // more slots than exist; nothing is stored then.
+  // `job` carries name, spec_json, slots, priority, max_restarts; the spec's resources.device
+  // picks the pool. InvalidArgument (naming resources.device or resources.num_processes) when
+  // that pool is absent or has fewer slots than the job needs; nothing is stored then.
   [[nodiscard]] absl::StatusOr<JobRecord> Submit(const JobRecord& job);
   // Requests the cancellation; the job becomes CANCELLED once its workers are gone (at once
   // when it has none). Cancelling a CANCELLED job returns it; another ended job is
@@ -139,6 +161,7 @@ class JobManager {
     bool registered = false;
     bool exited = false;
     bool exit_ok = false;
+    bool checkpointed = false;  // exited kWorkerExitCheckpointed
     int64_t last_seen_us = 0;
   };
   struct Gang {
@@ -152,6 +175,9 @@ class JobManager {
     absl::Duration heartbeat_timeout;
     absl::Duration grace;
     int64_t start_us = 0;  // wall time
+    bool can_checkpoint = false;  // the spec has a checkpoint.dir
+    // Asked to checkpoint: when to stop the ranks that have not exited (steady clock); -1: not.
+    int64_t checkpoint_deadline_us = -1;
   };
 
   void StartAttempt(const JobRecord& job, const std::string& message)
@@ -165,9 +191,23 @@ class JobManager {
   void EndAttempt(const Gang& gang, const std::string& outcome) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<Gang*> LiveGang(const WorkerIdentity& who) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Log(const absl::Status& s, const char* what);
-  std::vector<std::string> RankEnv(const JobRecord& job, int attempt, int rank,
-                                   const std::string& token, int threads) const
+  // Whether Shutdown asks the gang to checkpoint first: RUNNING (every rank registered, none
+  // exited), not already stopping, with a checkpoint.dir.
+  // The shutdown sequence, on the thread that launched the workers (see Start()).
+  void Drain() ABSL_LOCKS_EXCLUDED(mu_);
+  bool ShouldCheckpointOnShutdown(const Gang& gang) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A job-wide log event from acceld itself (stream "acceld").
+  void Notice(const std::string& job_id, int attempt, const std::string& line)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // cuda_device: the CUDA_VISIBLE_DEVICES value of the rank ("" for CPU jobs: left as is).
+  std::vector<std::string> RankEnv(const JobRecord& job, int attempt, int rank,
+                                   const std::string& token, int threads,
+                                   const std::string& cuda_device) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The pool of a device kind: the CPU scheduler, the GPU one, or null (no such pool).
+  Scheduler* Pool(const std::string& device) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes the job out of every pool's queue and frees its slots.
+  void Unschedule(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const ManagerOptions options_;
   JobRegistry* const registry_;
@@ -178,7 +218,8 @@ class JobManager {
   Clock* const wall_clock_;
 
   mutable absl::Mutex mu_;
-  Scheduler scheduler_ ABSL_GUARDED_BY(mu_);
+  Scheduler scheduler_ ABSL_GUARDED_BY(mu_);      // CPU slots
+  Scheduler gpu_scheduler_ ABSL_GUARDED_BY(mu_);  // one slot per options_.gpus entry
   std::map<std::string, Gang> gangs_ ABSL_GUARDED_BY(mu_);  // by job id
   std::map<std::string, WorkerIdentity> tokens_ ABSL_GUARDED_BY(mu_);
   std::string coordinator_address_ ABSL_GUARDED_BY(mu_);
@@ -188,6 +229,17 @@ class JobManager {
   bool loop_stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread loop_;
 };
+
+// The few spec fields the manager itself reads from a job's spec_json (proto3 JSON, field
+// names preserved); defaults where absent or unreadable.
+struct SpecKnobs {
+  double heartbeat_timeout_s = 0;
+  double stop_grace_s = 0;
+  int threads = 1;
+  std::string checkpoint_dir;
+  std::string device = "cpu";
+};
+SpecKnobs ReadKnobs(const std::string& spec_json);
 
 // 32 random bytes, hex.
 std::string RandomToken();

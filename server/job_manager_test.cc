@@ -23,6 +23,12 @@ class FakeRunner : public GangRunner {
   }
   void Stop(const std::string& job_id, int attempt, absl::Duration grace) override {
     stops.push_back(job_id + "/" + std::to_string(attempt));
+    for (int rank : on_stop_exit) Exit(job_id, attempt, rank, 0, SIGTERM);
+    on_stop_exit.clear();
+  }
+  void RequestCheckpoint(const std::string& job_id, int attempt) override {
+    checkpoint_requests.push_back(job_id + "/" + std::to_string(attempt));
+    for (int rank : on_request_exit) Exit(job_id, attempt, rank, kWorkerExitCheckpointed);
   }
   PollResult Poll() override {
     PollResult r;
@@ -46,6 +52,9 @@ class FakeRunner : public GangRunner {
 
   std::vector<GangLaunch> launches;
   std::vector<std::string> stops;
+  std::vector<std::string> checkpoint_requests;
+  std::vector<int> on_request_exit;  // ranks that checkpoint and exit when asked
+  std::vector<int> on_stop_exit;     // ranks that die of the next Stop's SIGTERM
 
  private:
   std::vector<RankExit> pending_;
@@ -58,7 +67,7 @@ class JobManagerTest : public ::testing::Test {
     path_ = FreshTestDir() + "/state.db";
     Open(/*slots=*/3);
   }
-  void Open(int slots) {
+  void Open(int slots, int gpus = 0) {
     manager_.reset();
     registry_.reset();
     log_.reset();
@@ -69,6 +78,7 @@ class JobManagerTest : public ::testing::Test {
     registry_ = *JobRegistry::Load(store_.get(), log_.get(), &clock_);
     ManagerOptions o;
     o.total_slots = slots;
+    for (int i = 0; i < gpus; ++i) o.gpus.push_back({i, "gpu-" + std::to_string(i), 80LL << 30});
     o.worker_bin = "/opt/accel-worker";
     o.coordinator_address = "127.0.0.1:7070";
     o.master_port = 7070;
@@ -302,6 +312,116 @@ TEST_F(JobManagerTest, AfterARestartRunningJobsResumeWithoutUsingARestart) {
   auto attempts = *store_->ListAttempts(job->id);
   ASSERT_EQ(attempts.size(), 2u);
   EXPECT_THAT(attempts[0].outcome, HasSubstr("interrupted"));
+}
+
+TEST_F(JobManagerTest, ShutdownAsksRunningGangsToCheckpointAndKeepsThemResumable) {
+  JobRecord with_ckpt = Job(2, /*max_restarts=*/0);
+  with_ckpt.spec_json = R"({"checkpoint":{"dir":"/ckpt"},"resources":{"num_processes":2}})";
+  auto job = manager_->Submit(with_ckpt);
+  auto plain = manager_->Submit(Job(1));  // no checkpoint.dir: stopped as before
+  manager_->Tick();
+  RegisterAll(job->id);
+  RegisterAll(plain->id);
+  runner_->on_request_exit = {0, 1};
+  runner_->on_stop_exit = {0};
+  manager_->Shutdown();
+  EXPECT_THAT(runner_->checkpoint_requests, ElementsAre("job-1/1"));
+  EXPECT_THAT(runner_->stops, ElementsAre("job-2/1"));  // the checkpointing gang was not stopped
+  EXPECT_EQ(State(job->id), JobState::kRunning);
+  EXPECT_EQ(registry_->Get(job->id)->restarts_used, 0);
+  auto attempts = *store_->ListAttempts(job->id);
+  ASSERT_EQ(attempts.size(), 1u);
+  EXPECT_EQ(attempts[0].outcome, "interrupted: acceld stopped after a checkpoint on request");
+  bool notice = false;
+  for (const Event& e : *log_->Read(job->id, 0, 100)) {
+    notice = notice || (e.kind == EventKind::kLog && e.rank == -1 &&
+                        e.body_json.find("asked the 2 ranks to checkpoint") != std::string::npos);
+  }
+  EXPECT_TRUE(notice);
+  // The next acceld resumes it without using up a restart.
+  Open(/*slots=*/3);
+  manager_->Tick();
+  EXPECT_EQ(State(job->id), JobState::kStarting);
+  EXPECT_EQ(registry_->Get(job->id)->attempt, 2);
+  EXPECT_EQ(registry_->Get(job->id)->restarts_used, 0);
+}
+
+TEST_F(JobManagerTest, RanksThatDoNotCheckpointInTimeAreStoppedAfterTheGrace) {
+  JobRecord with_ckpt = Job(2);
+  with_ckpt.spec_json = R"({"checkpoint":{"dir":"/ckpt"},"stop_grace_s":2})";
+  auto job = manager_->Submit(with_ckpt);
+  manager_->Tick();
+  RegisterAll(job->id);
+  runner_->on_request_exit = {0};  // rank 1 is stuck in a step
+  runner_->on_stop_exit = {1};
+  manager_->Shutdown();  // the fake clock runs through the grace period
+  EXPECT_THAT(runner_->checkpoint_requests, ElementsAre("job-1/1"));
+  EXPECT_THAT(runner_->stops, ElementsAre("job-1/1"));
+  EXPECT_EQ(State(job->id), JobState::kRunning);
+  EXPECT_EQ((*store_->ListAttempts(job->id))[0].outcome, "interrupted: acceld stopped");
+}
+
+std::string EnvValue(const std::vector<std::string>& env, const std::string& key) {
+  for (const std::string& kv : env) {
+    if (kv.rfind(key + "=", 0) == 0) return kv.substr(key.size() + 1);
+  }
+  return "<unset>";
+}
+
+TEST_F(JobManagerTest, CudaJobsGetOneGpuPerRankFromAPoolOfTheirOwn) {
+  Open(/*slots=*/2, /*gpus=*/2);
+  JobRecord cuda = Job(2);
+  cuda.spec_json = R"({"resources":{"num_processes":2,"device":"cuda"}})";
+  auto a = manager_->Submit(cuda);
+  ASSERT_TRUE(a.ok()) << a.status();
+  auto cpu = manager_->Submit(Job(2));  // the CPU pool is separate: it starts alongside
+  JobRecord one = Job(1);
+  one.spec_json = R"({"resources":{"num_processes":1,"device":"cuda"}})";
+  auto waiting = manager_->Submit(one);  // no GPU left: queued, never partially placed
+  manager_->Tick();
+  ASSERT_EQ(runner_->launches.size(), 2u);
+  const bool cuda_first = runner_->launches[0].job_id == a->id;
+  const GangLaunch& g = runner_->launches[cuda_first ? 0 : 1];
+  const GangLaunch& c = runner_->launches[cuda_first ? 1 : 0];
+  ASSERT_EQ(g.job_id, a->id);
+  ASSERT_EQ(c.job_id, cpu->id);
+  EXPECT_EQ(EnvValue(g.ranks[0].env, "CUDA_VISIBLE_DEVICES"), "0");
+  EXPECT_EQ(EnvValue(g.ranks[1].env, "CUDA_VISIBLE_DEVICES"), "1");
+  EXPECT_EQ(EnvValue(g.ranks[1].env, "LOCAL_RANK"), "1");
+  EXPECT_EQ(EnvValue(c.ranks[0].env, "CUDA_VISIBLE_DEVICES"), "<unset>");
+  EXPECT_EQ(State(waiting->id), JobState::kQueued);
+  ClusterView v = manager_->Cluster();
+  ASSERT_EQ(v.pools.size(), 2u);
+  EXPECT_EQ(v.pools[1].device, "cuda");
+  EXPECT_EQ(v.pools[1].total_slots, 2);
+  EXPECT_EQ(v.pools[1].free_slots, 0);
+  EXPECT_THAT(v.pools[1].names, ElementsAre("gpu-0", "gpu-1"));
+  EXPECT_EQ(v.pools[1].memory_bytes[0], 80LL << 30);
+  EXPECT_EQ(v.allocation_device[a->id], "cuda");
+  EXPECT_EQ(v.allocation_device[cpu->id], "cpu");
+  EXPECT_THAT(v.queue, ElementsAre(waiting->id));
+  // When the cuda gang ends, the waiting job gets GPU 0.
+  RegisterAll(a->id);
+  runner_->Exit(a->id, 1, 0, 0);
+  runner_->Exit(a->id, 1, 1, 0);
+  manager_->Tick();
+  ASSERT_EQ(runner_->launches.size(), 3u);
+  EXPECT_EQ(runner_->launches[2].job_id, waiting->id);
+  EXPECT_EQ(EnvValue(runner_->launches[2].ranks[0].env, "CUDA_VISIBLE_DEVICES"), "0");
+  // More GPUs than exist: refused at submit.
+  JobRecord big = Job(3);
+  big.spec_json = R"({"resources":{"num_processes":3,"device":"cuda"}})";
+  EXPECT_THAT(std::string(manager_->Submit(big).status().message()),
+              HasSubstr("resources.num_processes: the job needs 3 cuda slots but this acceld has 2"));
+}
+
+TEST_F(JobManagerTest, CudaJobsAreRefusedWithoutGpusNamingResourcesDevice) {
+  JobRecord cuda = Job(1);
+  cuda.spec_json = R"({"resources":{"num_processes":1,"device":"cuda"}})";
+  auto s = manager_->Submit(cuda);
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("resources.device: cuda needs GPUs"));
+  EXPECT_TRUE(registry_->List().empty());
 }
 
 TEST_F(JobManagerTest, WorkerCallsOfAnEndedAttemptAreRejected) {

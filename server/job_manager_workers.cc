@@ -111,8 +111,25 @@ ClusterView JobManager::Cluster() const {
   v.device = options_.device;
   v.total_slots = scheduler_.total_slots();
   v.free_slots = scheduler_.free_slots();
-  v.allocations = scheduler_.allocations();
-  v.queue = scheduler_.Queue();
+  PoolView cpu{options_.device, v.total_slots, v.free_slots, {}, {}};
+  v.pools.push_back(cpu);
+  if (!options_.gpus.empty()) {
+    PoolView gpu{"cuda", gpu_scheduler_.total_slots(), gpu_scheduler_.free_slots(), {}, {}};
+    for (const GpuDevice& g : options_.gpus) {
+      gpu.names.push_back(g.name);
+      gpu.memory_bytes.push_back(g.memory_bytes);
+    }
+    v.pools.push_back(gpu);
+  }
+  for (const auto& [device, pool] : {std::pair<std::string, const Scheduler*>{options_.device,
+                                                                             &scheduler_},
+                                     {"cuda", &gpu_scheduler_}}) {
+    for (const auto& [job, slots] : pool->allocations()) {
+      v.allocations[job] = slots;
+      v.allocation_device[job] = device;
+    }
+    for (const std::string& id : pool->Queue()) v.queue.push_back(id);
+  }
   return v;
 }
 

@@ -9,6 +9,7 @@
 #include "rpc/job_file.h"
 #include "rpc/status.h"
 #include "server/convert.h"
+#include "server/job_configs.h"
 
 namespace accel::server {
 namespace {
@@ -63,6 +64,9 @@ grpc::Status CoordinatorService::SubmitJob(grpc::ServerContext* ctx,
   if (grpc::Status s = CheckClient(ctx); !s.ok()) return s;
   const accel::v1::JobSpec& spec = req->spec();
   if (absl::Status s = rpc::ValidateJobSpec(spec, /*check_files=*/true); !s.ok()) {
+    return ToGrpc(absl::InvalidArgumentError(s.message()));
+  }
+  if (absl::Status s = ValidateJobConfigs(spec); !s.ok()) {
     return ToGrpc(absl::InvalidArgumentError(s.message()));
   }
   JobRecord job;
@@ -193,6 +197,15 @@ grpc::Status CoordinatorService::GetCluster(grpc::ServerContext* ctx,
     accel::v1::Allocation* a = resp->add_allocations();
     a->set_job_id(job);
     for (int s : slots) a->add_slots(s);
+    a->set_device(v.allocation_device[job]);
+  }
+  for (const PoolView& p : v.pools) {
+    accel::v1::DevicePool* pool = resp->add_pools();
+    pool->set_device(p.device);
+    pool->set_total_slots(p.total_slots);
+    pool->set_free_slots(p.free_slots);
+    for (const std::string& n : p.names) pool->add_names(n);
+    for (int64_t m : p.memory_bytes) pool->add_memory_bytes(m);
   }
   for (const std::string& id : v.queue) resp->add_queue(id);
   resp->set_version(d_.version);

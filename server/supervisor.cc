@@ -140,6 +140,14 @@ void Supervisor::Stop(const std::string& job_id, int attempt, absl::Duration gra
   }
 }
 
+void Supervisor::RequestCheckpoint(const std::string& job_id, int attempt) {
+  for (auto& [pid, p] : procs_) {
+    if (p->job_id != job_id || p->attempt != attempt || p->kill_at_us >= 0) continue;
+    // The worker alone: anything it started would die of SIGUSR1's default action.
+    kill(pid, kWorkerCheckpointSignal);
+  }
+}
+
 void Supervisor::ReadLog(Proc& p, std::vector<RankLogLine>& lines, bool final) {
   if (p.log_fd < 0) return;
   char buf[kReadChunk];

@@ -31,6 +31,7 @@ class Supervisor final : public GangRunner {
 
   [[nodiscard]] absl::Status Launch(const GangLaunch& gang) override;
   void Stop(const std::string& job_id, int attempt, absl::Duration grace) override;
+  void RequestCheckpoint(const std::string& job_id, int attempt) override;
   PollResult Poll() override;
   int live() const override { return static_cast<int>(procs_.size()); }
   // Pids of the live ranks of a job (tests check nothing is left behind).

@@ -133,5 +133,30 @@ TEST(SupervisorTest, DestructorKillsLiveRanks) {
   for (pid_t p : pids) EXPECT_FALSE(Alive(p));
 }
 
+TEST(SupervisorTest, RequestCheckpointSignalsEachRankProcessWhichExitsCheckpointed) {
+  const std::string dir = FreshTestDir();
+  Supervisor s(Env::Default());
+  // A rank that answers the request the way accel-worker does: exit kWorkerExitCheckpointed.
+  const std::string rank = "trap 'echo saving; exit 3' USR1; echo ready; "
+                           "while :; do sleep 0.05; done";
+  ASSERT_TRUE(s.Launch(ShellGang(dir, {rank, rank})).ok());
+  // Wait until both traps are installed (each printed "ready").
+  int ready = 0;
+  for (int i = 0; i < 2000 && ready < 2; ++i) {
+    for (const RankLogLine& l : s.Poll().lines) ready += l.line == "ready";
+    if (ready < 2) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(ready, 2);
+  s.RequestCheckpoint("job-1", 1);
+  PollResult r = PollUntil(s, 2);
+  ASSERT_EQ(r.exits.size(), 2u);
+  for (const RankExit& e : r.exits) {
+    EXPECT_TRUE(e.checkpointed()) << e.Describe();
+    EXPECT_FALSE(e.ok());
+    EXPECT_THAT(e.log_tail, HasSubstr("saving"));
+  }
+  EXPECT_EQ(s.live(), 0);
+}
+
 }  // namespace
 }  // namespace accel::server

@@ -1,7 +1,10 @@
 #include "worker/daemon.h"
 
+#include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -23,6 +26,7 @@
 #include "rpc/grpc_store.h"
 #include "rpc/status.h"
 #include "worker/job_spec.h"
+#include "worker/plan_options.h"
 
 namespace accel::worker {
 namespace {
@@ -92,6 +96,48 @@ class Reporter {
   bool stop_ = false;
 };
 
+// Takes kCheckpointSignal for the whole process: blocks it in the calling thread (so every thread
+// started later inherits the block) and waits for it on a thread of its own. The block stays
+// after destruction, so a late signal stays pending instead of killing the process.
+class CheckpointRequests {
+ public:
+  CheckpointRequests() {
+    sigemptyset(&set_);
+    sigaddset(&set_, kCheckpointSignal);
+    pthread_sigmask(SIG_BLOCK, &set_, nullptr);
+    thread_ = std::thread([this] {
+      while (!stop_.load()) {
+        const timespec poll = {0, 100'000'000};
+        if (sigtimedwait(&set_, nullptr, &poll) == kCheckpointSignal) {
+          if (!requested_.exchange(true)) {
+            ACCEL_LOG(info, "checkpoint requested: stopping at the next step boundary");
+          }
+        }
+      }
+    });
+  }
+  ~CheckpointRequests() {
+    stop_.store(true);
+    thread_.join();
+  }
+  bool requested() const { return requested_.load(); }
+
+ private:
+  sigset_t set_;
+  std::atomic<bool> requested_{false};
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// Whether any rank has a checkpoint request: every rank calls it after the same step, so all of
+// them stop at the same step boundary. Collective over `world` (null: training alone).
+absl::StatusOr<bool> AgreeOnStop(comm::Communicator* world, bool mine) {
+  if (world == nullptr || world->size() == 1) return mine;
+  float flag = mine ? 1.0f : 0.0f;
+  ACCEL_RETURN_IF_ERROR(world->AllReduce(&flag, 1, DType::kF32)->Wait());
+  return flag > 0.0f;
+}
+
 absl::StatusOr<std::string> Need(const char* name) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') {
@@ -136,8 +182,10 @@ v1::WorkerEvent MetricsEvent(const train::StepMetrics& s) {
   m->set_tokens(s.tokens);
   m->set_tokens_per_s(s.tokens_per_s);
   m->set_step_seconds(s.step_seconds);
-  // The engine does not split compute from exposed communication yet: all of it is compute.
-  m->set_compute_seconds(s.step_seconds);
+  // Exposed communication: time the trainer blocked on collectives; the rest is compute (with
+  // whatever communication overlapped it).
+  m->set_comm_seconds(s.comm_wait_seconds);
+  m->set_compute_seconds(std::max(0.0, s.step_seconds - s.comm_wait_seconds));
   m->set_elapsed_seconds(s.elapsed_seconds);
   m->set_eta_seconds(s.eta_seconds);
   m->set_skipped(s.skipped);
@@ -183,13 +231,16 @@ absl::StatusOr<DaemonEnv> DaemonEnvFromEnvironment() {
   return env;
 }
 
-absl::Status RunDaemonWorker() {
+absl::StatusOr<DaemonOutcome> RunDaemonWorker() {
   ACCEL_ASSIGN_OR_RETURN(DaemonEnv env, DaemonEnvFromEnvironment());
   return RunDaemonWorker(env);
 }
 
-absl::Status RunDaemonWorker(const DaemonEnv& env) {
+absl::StatusOr<DaemonOutcome> RunDaemonWorker(const DaemonEnv& env) {
   SetLogTag(absl::StrCat(env.job_id, " rank ", env.rank));
+  // Before any other thread exists (gRPC's, gloo's, OpenMP's), and before Register: acceld asks
+  // only gangs whose ranks have all registered.
+  CheckpointRequests checkpoint_requests;
   ACCEL_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel, rpc::MakeChannel(env.coordinator));
   auto stub = v1::WorkerService::NewStub(channel);
   ACCEL_ASSIGN_OR_RETURN(v1::Assignment assignment, Register(stub.get(), env));
@@ -202,11 +253,17 @@ absl::Status RunDaemonWorker(const DaemonEnv& env) {
   kernels::SetNumThreads(run.threads);
   ACCEL_LOG(info, "registered: attempt {}, {} ranks, rendezvous {}", env.attempt, env.world_size,
             assignment.rendezvous_prefix());
+  if (env.rank == 0) {  // what the job's config resolved to (worker/plan_options.h)
+    ACCEL_LOG(info, "mode: {}{}", DescribeMode(run.train),
+              run.config.source.empty() ? "" : absl::StrCat(" (from ", run.config.source, ")"));
+    for (const std::string& note : run.config.notes) ACCEL_LOG(warn, "config: {}", note);
+  }
 
   Reporter reporter(stub.get(), env.token, env.rank);
   std::atomic<int64_t> steps_done{0};
   reporter.StartHeartbeats(absl::Seconds(std::max(0.1, assignment.heartbeat_interval_s())),
                            &steps_done);
+  bool stopped_on_request = false;
   auto body = [&]() -> absl::Status {
     // The gang meets through acceld's KV; every attempt has its own key prefix.
     shard::OwnedProcessGroups groups;
@@ -249,23 +306,39 @@ absl::Status RunDaemonWorker(const DaemonEnv& env) {
       c->set_kind(ce.kind);
       c->set_bytes(ce.bytes);
       c->set_seconds(ce.seconds);
+      for (int64_t b : ce.rank_bytes) c->add_rank_bytes(b);
       reporter.Send(e);
       return absl::OkStatus();
     };
 
-    ACCEL_RETURN_IF_ERROR(trainer->Train([&](const train::StepMetrics& m) -> absl::Status {
+    comm::Communicator* world = env.world_size > 1 ? groups.world.get() : nullptr;
+    absl::Status trained = trainer->Train([&](const train::StepMetrics& m) -> absl::Status {
       steps_done.store(m.step + 1);
       const bool last = m.step + 1 == m.total_steps;
       if (speaker && (m.step == 0 || last || (m.step + 1) % run.log_every == 0)) {
         reporter.Send(MetricsEvent(m));
       }
-      if (m.step == 0) reporter.Send(MemoryEvent(*trainer->ledger(), m.step));
+      // Every rank reports its own memory on the metrics cadence (the end sends one anyway).
+      if (m.step == 0 || (!last && (m.step + 1) % run.log_every == 0)) {
+        reporter.Send(MemoryEvent(*trainer->ledger(), m.step));
+      }
       if (reporter.broken()) {
         return absl::UnavailableError("lost the event stream to acceld");
       }
+      if (last) return absl::OkStatus();  // finishing is as good as a checkpoint
+      ACCEL_ASSIGN_OR_RETURN(const bool stop, AgreeOnStop(world, checkpoint_requests.requested()));
+      if (stop) {
+        // Leaves Train() before its periodic save; the save below covers this step.
+        stopped_on_request = true;
+        return absl::CancelledError("checkpoint requested");
+      }
       return absl::OkStatus();
-    }, on_checkpoint));
-    if (!run.checkpoint_dir.empty() && last_saved != trainer->step()) {
+    }, on_checkpoint);
+    if (!trained.ok() && !stopped_on_request) return trained;
+    if (stopped_on_request && run.checkpoint_dir.empty()) {
+      ACCEL_LOG(warn, "stopping on request at step {} without a checkpoint (no checkpoint.dir)",
+                trainer->step());
+    } else if (!run.checkpoint_dir.empty() && last_saved != trainer->step()) {
       ACCEL_ASSIGN_OR_RETURN(train::CheckpointEvent final_save,
                              trainer->SaveCheckpoint(run.checkpoint_dir, run.keep_last));
       ACCEL_RETURN_IF_ERROR(on_checkpoint(final_save));
@@ -280,8 +353,12 @@ absl::Status RunDaemonWorker(const DaemonEnv& env) {
     return absl::Status(closed.code(),
                         absl::StrCat("acceld did not take the final events: ", closed.message()));
   }
+  if (stopped_on_request) {
+    ACCEL_LOG(info, "stopped on request after {} steps", steps_done.load());
+    return DaemonOutcome::kCheckpointedOnRequest;
+  }
   ACCEL_LOG(info, "done: {} steps", steps_done.load());
-  return absl::OkStatus();
+  return DaemonOutcome::kFinished;
 }
 
 }  // namespace accel::worker

@@ -6,10 +6,21 @@
 //   -> Trainer -> metrics (rank 0, every log_every steps), memory (every rank, after setup,
 //      after the first step and at the end) and checkpoint events on one ReportEvents stream,
 //      with a heartbeat every assignment.heartbeat_interval_s from a thread of its own
-//   -> returns OK once training (and the final checkpoint, if any) is done.
-// Checkpoints are weights only (model.safetensors under <dir>/step-<n>/); nothing resumes from
-// them yet, so a restarted attempt trains from step 0.
+//   -> returns kFinished once training (and the final checkpoint, if any) is done.
+// Checkpoints are sharded (<dir>/step_<n>/, <dir>/latest); attempt 2 and later resume from the
+// latest one.
+//
+// Checkpoint on request (acceld's SIGTERM, docs/rpc.md "Stopping acceld"): SIGUSR1 asks the
+// rank to checkpoint. The signal is blocked in every thread of the worker and taken by one
+// watcher thread (so it never interrupts a system call in gloo or gRPC). After each step the
+// ranks agree on it with a one-float all-reduce over the world group (a rank that saw the
+// signal makes every rank stop at the same step), save a sharded checkpoint of that step
+// collectively, report the checkpoint event and return kCheckpointedOnRequest; accel-worker
+// then exits with kExitCheckpointed. A request during the last step is ignored: the job just
+// finishes.
 #pragma once
+
+#include <signal.h>
 
 #include <string>
 
@@ -27,11 +38,23 @@ struct DaemonEnv {
   std::string token;
 };
 
+// How a daemon worker ended, when it did not fail.
+enum class DaemonOutcome {
+  kFinished,               // every step done: exit 0
+  kCheckpointedOnRequest,  // stopped after a requested checkpoint: exit kExitCheckpointed
+};
+// The signal acceld sends to ask for a checkpoint, and the exit code that answers it. acceld
+// has the same numbers (server/gang_runner.h); they are part of the worker contract.
+inline constexpr int kCheckpointSignal = SIGUSR1;
+inline constexpr int kExitCheckpointed = 3;
+
 // InvalidArgument naming the first missing or malformed variable.
 [[nodiscard]] absl::StatusOr<DaemonEnv> DaemonEnvFromEnvironment();
 
-[[nodiscard]] absl::Status RunDaemonWorker(const DaemonEnv& env);
+// Blocks kCheckpointSignal in the calling thread (and so in every thread it starts) for the rest
+// of the process: call it from the main thread before any other thread exists.
+[[nodiscard]] absl::StatusOr<DaemonOutcome> RunDaemonWorker(const DaemonEnv& env);
 // DaemonEnvFromEnvironment() then RunDaemonWorker(env).
-[[nodiscard]] absl::Status RunDaemonWorker();
+[[nodiscard]] absl::StatusOr<DaemonOutcome> RunDaemonWorker();
 
 }  // namespace accel::worker

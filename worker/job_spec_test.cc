@@ -69,5 +69,89 @@ TEST(JobSpecTest, BadValuesNameTheKey) {
               ::testing::HasSubstr("train.schedule"));
 }
 
+TEST(JobSpecTest, AccelerateConfigReplacesTheShardingSection) {
+  accel::v1::JobSpec spec = rpc::DefaultJobSpec();
+  spec.mutable_resources()->set_num_processes(4);
+  spec.mutable_train()->set_grad_accum(2);
+  auto* sh = spec.mutable_sharding();
+  sh->set_strategy("no_shard");
+  sh->set_forward_prefetch(true);
+  spec.set_accelerate_config_path("/cfg/fsdp.yaml");
+  spec.set_accelerate_config_text(R"(distributed_type: FSDP
+mixed_precision: bf16
+num_processes: 4
+num_machines: 2
+fsdp_config:
+  fsdp_sharding_strategy: HYBRID_SHARD
+  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP
+  fsdp_state_dict_type: SHARDED_STATE_DICT
+  fsdp_backward_prefetch: BACKWARD_POST
+)");
+  auto run = JobRunFromSpec(spec);
+  ASSERT_TRUE(run.ok()) << run.status();
+  const train::TrainOptions& o = run->train;
+  EXPECT_EQ(o.shard.strategy, shard::Strategy::kHybridShard);
+  EXPECT_EQ(o.shard.hybrid_group_size, 2);
+  EXPECT_FALSE(o.shard.forward_prefetch);  // the config's, not the sharding section's
+  EXPECT_EQ(o.shard.backward_prefetch, shard::BackwardPrefetch::kBackwardPost);
+  EXPECT_EQ(o.shard.param_dtype, DType::kBF16);
+  EXPECT_EQ(o.shard.reduce_dtype, DType::kBF16);
+  EXPECT_EQ(o.grad_accum, 2);  // FSDP: accumulation is the job's
+  EXPECT_EQ(run->config.source, "/cfg/fsdp.yaml");
+}
+
+TEST(JobSpecTest, DeepSpeedJsonTextIsApplied) {
+  accel::v1::JobSpec spec = rpc::DefaultJobSpec();
+  spec.mutable_resources()->set_num_processes(2);
+  spec.mutable_train()->set_steps(40);
+  spec.set_accelerate_config_text("distributed_type: DEEPSPEED\nnum_processes: 2\n");
+  spec.set_deepspeed_config_path("/cfg/ds.json");
+  spec.set_deepspeed_config_text(R"({"train_micro_batch_size_per_gpu": "auto",
+    "gradient_accumulation_steps": 3, "gradient_clipping": 0.7, "bf16": {"enabled": true},
+    "optimizer": {"type": "AdamW", "params": {"lr": 0.001, "betas": "auto", "eps": "auto",
+                                              "weight_decay": "auto"}},
+    "scheduler": {"type": "WarmupCosineLR", "params": {"warmup_num_steps": 4,
+                                                       "total_num_steps": "auto"}},
+    "zero_optimization": {"stage": 2}})");
+  JobConfigReport report;
+  auto o = JobSpecToTrainOptions(spec, &report);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->shard.strategy, shard::Strategy::kShardGradOp);
+  EXPECT_TRUE(o->shard.reduce_every_micro_step);
+  EXPECT_EQ(o->grad_accum, 3);
+  EXPECT_FLOAT_EQ(o->grad_clip, 0.7f);
+  EXPECT_EQ(o->shard.param_dtype, DType::kBF16);
+  EXPECT_FLOAT_EQ(o->schedule.base_lr, 0.001f);
+  EXPECT_EQ(o->schedule.kind, optim::ScheduleKind::kCosine);
+  EXPECT_EQ(o->schedule.warmup_steps, 4);
+  EXPECT_EQ(report.source, "accelerate_config + /cfg/ds.json");
+  EXPECT_THAT(report.notes, ::testing::Contains(::testing::HasSubstr("WarmupCosineLR")));
+}
+
+TEST(JobSpecTest, ConfigErrorsNameTheFileAndKey) {
+  accel::v1::JobSpec spec = rpc::DefaultJobSpec();
+  spec.mutable_resources()->set_num_processes(2);
+  spec.set_accelerate_config_path("/cfg/fsdp.yaml");
+  spec.set_accelerate_config_text("distributed_type: FSDP\nnum_processes: 4\n");
+  EXPECT_THAT(std::string(JobSpecToTrainOptions(spec).status().message()),
+              ::testing::AllOf(::testing::HasSubstr("num_processes"),
+                               ::testing::HasSubstr("4 processes"),
+                               ::testing::HasSubstr("resources.num_processes")));
+  spec.set_accelerate_config_text(
+      "distributed_type: FSDP\nnum_processes: 2\nfsdp_config: {fsdp_sharding_strategy: "
+      "FULL_SHRAD}\n");
+  EXPECT_THAT(std::string(JobSpecToTrainOptions(spec).status().message()),
+              ::testing::AllOf(::testing::HasSubstr("/cfg/fsdp.yaml"),
+                               ::testing::HasSubstr("fsdp_sharding_strategy")));
+  spec.set_accelerate_config_text(
+      "distributed_type: FSDP\nnum_processes: 2\nfsdp_config: {fsdp_offload_params: true}\n");
+  EXPECT_THAT(std::string(JobSpecToTrainOptions(spec).status().message()),
+              ::testing::HasSubstr("fsdp_config.fsdp_offload_params"));
+  spec.clear_accelerate_config_text();
+  spec.set_deepspeed_config_text("{}");
+  EXPECT_THAT(std::string(JobSpecToTrainOptions(spec).status().message()),
+              ::testing::HasSubstr("needs an Accelerate config"));
+}
+
 }  // namespace
 }  // namespace accel::worker

@@ -32,12 +32,16 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "accel-worker: %s\n", std::string(env.status().message()).c_str());
       return 2;
     }
-    absl::Status status = accel::worker::RunDaemonWorker(*env);
-    if (!status.ok()) {
-      std::fprintf(stderr, "accel-worker: error: %s\n", std::string(status.message()).c_str());
+    absl::StatusOr<accel::worker::DaemonOutcome> outcome = accel::worker::RunDaemonWorker(*env);
+    if (!outcome.ok()) {
+      std::fprintf(stderr, "accel-worker: error: %s\n",
+                   std::string(outcome.status().message()).c_str());
       return 1;
     }
-    return 0;
+    // acceld tells "checkpointed and stopped as asked" from success and from failure by this.
+    return *outcome == accel::worker::DaemonOutcome::kCheckpointedOnRequest
+               ? accel::worker::kExitCheckpointed
+               : 0;
   }
   absl::Status status = accel::worker::RunStandalone(flags);
   if (!status.ok()) {

@@ -22,10 +22,10 @@ std::string WithBf16(std::string_view base, std::string_view overrides) {
 TEST(ConfigsTest, FsdpFullShard) {
   auto plan = ResolveFile("configs/fsdp_full_shard.yaml");
   ASSERT_TRUE(plan.ok()) << plan.status();
-  EXPECT_TRUE(PlanMatches(*plan, WithBf16(kFsdpFullShardBase, R"({"num_processes": 4,
+  EXPECT_TRUE(PlanMatches(*plan, WithBf16(kFsdpFullShardBase, R"({"num_processes": 2,
       "transformer_layer_cls_to_wrap": ["Block"]})")));
   EXPECT_EQ(plan->fsdp_version, 1);
-  EXPECT_EQ(plan->shard_group_size, 4);
+  EXPECT_EQ(plan->shard_group_size, 2);
 }
 
 TEST(ConfigsTest, FsdpOffload) {

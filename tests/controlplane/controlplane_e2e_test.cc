@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -71,19 +72,23 @@ class Daemon {
   explicit Daemon(std::string dir) : dir_(std::move(dir)) {}
   ~Daemon() { Kill9(); }
 
-  // port 0: any free port.
-  void Start(int slots, int port = 0) {
+  // port 0: any free port. With tls_ca, extra_args should carry --tls-cert / --tls-key, and
+  // the test's channel and accelctl use TLS with that CA.
+  void Start(int slots, int port = 0, std::vector<std::string> extra_args = {},
+             std::string tls_ca = "") {
     fs::remove(dir_ + "/addr");
-    child_ = testing::StartProcess(
-        {ACCELD_BIN, "--listen", "127.0.0.1:" + std::to_string(port), "--state-dir",
-         dir_ + "/state", "--cpu-slots", std::to_string(slots), "--worker-bin", ACCEL_WORKER_BIN,
-         "--address-file", dir_ + "/addr", "--stop-grace", "3"},
-        dir_, "acceld-" + std::to_string(++starts_));
+    tls_ca_ = std::move(tls_ca);
+    std::vector<std::string> argv = {
+        ACCELD_BIN, "--listen", "127.0.0.1:" + std::to_string(port), "--state-dir",
+        dir_ + "/state", "--cpu-slots", std::to_string(slots), "--worker-bin", ACCEL_WORKER_BIN,
+        "--address-file", dir_ + "/addr", "--stop-grace", "3"};
+    argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+    child_ = testing::StartProcess(argv, dir_, "acceld-" + std::to_string(++starts_));
     ASSERT_TRUE(WaitFor([&] { return fs::exists(dir_ + "/addr"); }, 20))
         << testing::ReadAll(child_.stderr_path);
     std::ifstream in(dir_ + "/addr");
     in >> address_;
-    channel_ = *rpc::MakeChannel(address_);
+    channel_ = *rpc::MakeChannel(address_, tls_ca_);
     stub_ = v1::Coordinator::NewStub(channel_);
     token_ = *rpc::ReadTokenFile(dir_ + "/state/token");
     running_ = true;
@@ -105,6 +110,7 @@ class Daemon {
   int Accelctl(std::vector<std::string> args, std::string* out = nullptr,
                std::string* err = nullptr) {
     args.insert(args.begin(), {"--server", address_, "--token-file", dir_ + "/state/token"});
+    if (!tls_ca_.empty()) args.insert(args.begin(), {"--tls-ca", tls_ca_});
     CLI::App app;
     app.require_subcommand(1);
     client::JobCommand command;
@@ -165,7 +171,7 @@ class Daemon {
   testing::ChildProcess child_;
   bool running_ = false;
   int starts_ = 0;
-  std::string address_, token_;
+  std::string address_, token_, tls_ca_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Coordinator::Stub> stub_;
 };
@@ -362,6 +368,81 @@ max_restarts: 0
   EXPECT_EQ(d.Terminate(), 0);
 }
 
+TEST(ControlPlaneE2E, SigtermToAcceldCheckpointsTheRunningJobWhichResumesFromThatStep) {
+  Daemon d(FreshDir());
+  d.Start(2);
+  // No periodic checkpoint before the end: the only one mid-run is the one SIGTERM asks for.
+  // A long grace, so a slow step on a loaded machine still reaches its checkpoint.
+  const std::string id = d.Submit(WriteJob(d.dir(), "drain", R"(
+model: {preset: gpt2-mini}
+train: {steps: 60, micro_batch: 4, seq_len: 64, log_every: 1}
+checkpoint: {dir: ckpt, every_n_steps: 1000}
+resources: {num_processes: 2}
+sharding: {strategy: full_shard}
+max_restarts: 0
+stop_grace_s: 20
+)"));
+  ASSERT_TRUE(WaitFor([&] { return d.Get(id).last_step() >= 3; }, 60));
+  const int64_t step_seen = d.Get(id).last_step();
+  const int port = d.port();
+  EXPECT_EQ(d.Terminate(), 0) << testing::ReadAll(d.child().stderr_path);
+  EXPECT_TRUE(WaitFor([&] { return d.Workers(id).empty(); }, 10));
+  EXPECT_TRUE(fs::exists(d.dir() + "/ckpt/latest"));
+  d.Start(2, port);
+  ASSERT_TRUE(d.WaitState(id, v1::SUCCEEDED, 90)) << v1::JobState_Name(d.Get(id).state());
+  const v1::Job job = d.Get(id);
+  EXPECT_EQ(job.attempt(), 2);
+  EXPECT_EQ(job.restarts_used(), 0);  // a drained daemon does not use up a restart
+  std::vector<v1::Event> events = d.Events(id);
+  ExpectConsecutive(events);
+  int64_t saved_step = -1, last_step_1 = -1, first_step_2 = -1;
+  bool notice = false;
+  for (const v1::Event& e : events) {
+    if (e.has_checkpoint() && e.attempt() == 1) saved_step = e.checkpoint().step();
+    if (e.has_metrics() && e.attempt() == 1) last_step_1 = e.metrics().step();
+    if (e.has_metrics() && e.attempt() == 2 && first_step_2 < 0) first_step_2 = e.metrics().step();
+    if (e.has_log() && e.log().stream() == "acceld" &&
+        e.log().line().find("asked the 2 ranks to checkpoint") != std::string::npos) {
+      notice = true;
+    }
+  }
+  EXPECT_TRUE(notice);
+  // Attempt 1 checkpointed the step it had reached (steps completed = last 0-based step + 1),
+  // after the step seen before SIGTERM, and attempt 2 went on from exactly there.
+  EXPECT_GT(saved_step, step_seen);
+  EXPECT_LT(saved_step, 60);
+  EXPECT_EQ(saved_step, last_step_1 + 1);
+  EXPECT_EQ(first_step_2, saved_step);
+  EXPECT_TRUE(d.Workers(id).empty());
+}
+
+TEST(ControlPlaneE2E, TlsClientsTrainAJobToSucceeded) {
+  if (access("/usr/bin/openssl", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/openssl";
+  Daemon d(FreshDir());
+  const std::string cert = d.dir() + "/cert.pem", key = d.dir() + "/key.pem";
+  const std::string cmd =
+      "/usr/bin/openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost "
+      "-addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout " + key + " -out " + cert +
+      " >" + d.dir() + "/openssl.log 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << testing::ReadAll(d.dir() + "/openssl.log");
+  d.Start(2, 0, {"--tls-cert", cert, "--tls-key", key}, cert);
+  std::string out, err;
+  const std::string job = WriteJob(d.dir(), "tls", R"(
+model: {preset: gpt2-tiny}
+train: {steps: 10, micro_batch: 2, seq_len: 32, log_every: 5}
+resources: {num_processes: 2}
+)");
+  ASSERT_EQ(d.Accelctl({"submit", job, "--wait", "--output", "json"}, &out, &err), 0)
+      << err << testing::ReadAll(d.child().stderr_path);
+  // The workers could not have spoken TLS: they trained through acceld's private unix socket.
+  // A plaintext client gets nothing.
+  auto plain = v1::Coordinator::NewStub(*rpc::MakeChannel(d.address()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  v1::Cluster cluster;
+  EXPECT_FALSE(plain->GetCluster(&ctx, v1::GetClusterRequest(), &cluster).ok());
+}
+
 TEST(ControlPlaneE2E, GangsThatDoNotFitTogetherRunOneAfterTheOther) {
   Daemon d(FreshDir());
   d.Start(3);
@@ -390,6 +471,15 @@ TEST(ControlPlaneE2E, BadJobFilesAndTokensAreRejectedAndNothingIsQueued) {
   const std::string too_big = WriteJob(d.dir(), "big", "resources: {num_processes: 3}\n");
   EXPECT_EQ(d.Accelctl({"submit", too_big}, &out, &err), 2);
   EXPECT_THAT(err, HasSubstr("resources.num_processes"));
+  // A DeepSpeed JSON that does not resolve: acceld's resolver names the file and the key.
+  const std::string configs = fs::path(ACCEL_DATA).parent_path().parent_path() / "configs";
+  const std::string bad_json = d.dir() + "/bad_ds.json";
+  std::ofstream(bad_json) << R"({"zero_optimization": {"stage": 7}})";
+  const std::string ds_job = WriteJob(d.dir(), "ds", "resources: {num_processes: 2}\n");
+  EXPECT_EQ(d.Accelctl({"submit", ds_job, "--config", configs + "/ds_zero3_nvme.yaml",
+                        "--deepspeed-config", bad_json}, &out, &err), 2);
+  EXPECT_THAT(err, HasSubstr(bad_json));
+  EXPECT_THAT(err, HasSubstr("zero_optimization.stage"));
   ASSERT_EQ(d.Accelctl({"list", "--output", "json"}, &out), 0);
   EXPECT_EQ(out, "");
   std::ofstream(d.dir() + "/wrong-token") << "not-the-token\n";
