@@ -65,6 +65,17 @@ struct OwnedRange {
   const float* grads;
 };
 
+// use_orig_params: one named parameter as a view into this rank's flat storage. The view covers
+// the parameter's row-major elements [begin, end) that this rank updates (all of them when
+// the optimizer state is not sharded, else the part inside its shard; possibly none), and
+// points at the fp32 values the optimizer updates (the parameters, or the fp32 masters under
+// mixed precision). Writes through the view change the model after the next FinishStep.
+struct ParamView {
+  const LayoutEntry* entry = nullptr;  // name, full shape, offset, numel
+  int64_t begin = 0, end = 0;
+  float* data = nullptr;  // end - begin floats; nullptr when the range is empty
+};
+
 class ShardedModel final : public model::ParamAccess {
  public:
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<ShardedModel>> Create(
@@ -123,6 +134,9 @@ class ShardedModel final : public model::ParamAccess {
   // The mean of `value` over all ranks, summed in rank order (loss agreement).
   [[nodiscard]] absl::StatusOr<double> MeanOverRanks(double value);
   std::vector<OwnedRange> OwnedRanges();
+  // Every parameter of the layout, in layout order (param_views.cc). Valid until the next
+  // Allocate-level change (the storage is fixed for the model's lifetime).
+  std::vector<ParamView> ParamViews();
   [[nodiscard]] absl::Status FinishStep();
 
   // ParamAccess, called by the model.

@@ -126,6 +126,8 @@ class Trainer {
   const model::Gpt2Layout& layout() const { return *layout_; }
   const TrainOptions& options() const { return options_; }
   const shard::ShardedModel& sharded() const { return *sharded_; }
+  // use_orig_params: every parameter by name, as a view into what this rank updates.
+  std::vector<shard::ParamView> NamedParameters() { return sharded_->ParamViews(); }
   int rank() const { return groups_.world->rank(); }
   int world() const { return groups_.world->size(); }
   int64_t step() const { return step_; }
