@@ -5,7 +5,7 @@
 //
 //   accel_bench_sharding [--models small,gpt2] [--strategies
 //   no_shard,zero1,shard_grad_op,full_shard]
-//                        [--dtypes fp32] [--ranks 2] [--steps 3] [--warmup 1] [--batch 4]
+//                        [--dtypes fp32] [--ranks 2] [--forward-prefetch] [--max-inflight-gathers 2] [--steps 3] [--warmup 1] [--batch 4]
 //                        [--seq 64] [--output json]
 #include <algorithm>
 #include <cstdio>
@@ -87,6 +87,11 @@ int main(int argc, char** argv) {
                  "master), fp16")
       ->capture_default_str();
   app.add_option("--ranks", ranks)->capture_default_str();
+  bool forward_prefetch = false;
+  int max_inflight = 2;
+  app.add_flag("--forward-prefetch", forward_prefetch,
+               "full_shard: gather unit i+1 before unit i's forward (FSDP forward_prefetch)");
+  app.add_option("--max-inflight-gathers", max_inflight)->capture_default_str();
   app.add_option("--steps", steps)->capture_default_str();
   app.add_option("--warmup", warmup)->capture_default_str();
   app.add_option("--batch", batch)->capture_default_str();
@@ -129,6 +134,8 @@ int main(int argc, char** argv) {
         }
         o.shard.strategy = *strategy;
         o.shard.hybrid_group_size = ranks;
+        o.shard.forward_prefetch = forward_prefetch;
+        o.shard.max_inflight_gathers = max_inflight;
         auto dtype = accel::ParseDType(dt);
         if (!dtype.ok()) {
           std::fprintf(stderr, "error: --dtypes: %s\n",
