@@ -16,6 +16,12 @@ constexpr size_t kDoubleAsFloats = sizeof(double) / sizeof(float);
 
 // dst[i] = round(dst[i] + src[i]) for 16-bit (or f32) values, summed in fp32.
 void AccumulateInDType(void* dst, const void* src, int64_t n, DType dtype) {
+  if (dtype == DType::kF32) {
+    float* d = static_cast<float*>(dst);
+    const float* s = static_cast<const float*>(src);
+    for (int64_t i = 0; i < n; ++i) d[i] += s[i];
+    return;
+  }
   constexpr int64_t kChunk = 1024;
   float a[kChunk], b[kChunk];
   const size_t size = DTypeSize(dtype);

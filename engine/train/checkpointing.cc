@@ -15,7 +15,6 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "engine/base/logging.h"
 #include "engine/base/status_macros.h"
 #include "engine/checkpoint/checkpoint_metadata.h"
 #include "engine/checkpoint/full_model_writer.h"
@@ -214,19 +213,12 @@ absl::Status Trainer::Resume(const std::string& dir) {
         " would change the data order"));
   }
   if (!checkpoint::KindHasRankFiles(meta.kind)) {
-    // A full / 16-bit step is the weights alone: verified, then each rank reads its own ranges.
-    const checkpoint::ModelFileInfo& file = meta.model_files.front();
-    ACCEL_RETURN_IF_ERROR(checkpoint::VerifyModelFile(env_, step_dir, file));
-    ACCEL_RETURN_IF_ERROR(LoadHeldRanges(JoinPath(step_dir, file.file)));
-    if (rank() == 0) {
-      ACCEL_LOG(warn,
-                "resuming from {} ({} checkpoint, {}): weights and step only; the optimizer "
-                "state is not in it and starts fresh, so the run is not bit-identical to an "
-                "uninterrupted one (save sharded checkpoints for an exact resume)",
-                step_dir, meta.kind, DTypeName(file.dtype));
-    }
-    step_ = meta.step;
-    return absl::OkStatus();
+    // The trainer never writes model-only steps; one made elsewhere holds no optimizer state,
+    // so it cannot continue a run — it can start one.
+    return absl::FailedPreconditionError(absl::StrCat(
+        step_dir, " is a \"", meta.kind, "\" step (model file only, no optimizer state): it "
+        "cannot be resumed; start from its weights with --init-weights ",
+        JoinPath(step_dir, checkpoint::kModelFileName)));
   }
   std::vector<shard::OwnedRange> owned = sharded_->OwnedRanges();
   std::vector<checkpoint::LoadRange> ranges;

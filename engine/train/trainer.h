@@ -113,7 +113,7 @@ class Trainer {
   [[nodiscard]] absl::StatusOr<CheckpointEvent> SaveCheckpoint(const std::string& dir,
                                                                int keep_last);
   // Loads DIR's latest checkpoint into this rank's ranges and continues from its step.
-  // A "full" / "16bit" step restores weights and step only: the optimizer starts fresh (logged).
+  // A model-only step ("full" / "16bit", not written by the trainer) is FailedPrecondition.
   // Collective.
   [[nodiscard]] absl::Status Resume(const std::string& dir);
 
