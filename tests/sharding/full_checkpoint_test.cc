@@ -12,6 +12,7 @@
 #include "absl/synchronization/notification.h"
 #include "engine/checkpoint/checkpoint_metadata.h"
 #include "engine/checkpoint/consolidate.h"
+#include "engine/checkpoint/full_model_writer.h"
 #include "engine/checkpoint/hf_gpt2.h"
 #include "engine/checkpoint/safetensors.h"
 #include "engine/checkpoint/sharded_checkpoint.h"
@@ -237,6 +238,47 @@ TEST_F(FullCheckpointTest, FullFileLoadsBackThroughInitWeightsAndResume) {
   ASSERT_TRUE(resumed.ok()) << resumed.status();
   EXPECT_EQ(resumed->step, 2);
   EXPECT_EQ(resumed->params, run->params);
+}
+
+// A model-only step (no rank files; the trainer never writes one, another tool might) holds no
+// optimizer state: resuming it is refused, pointing at --init-weights, which does take it.
+TEST_F(FullCheckpointTest, AModelOnlyStepIsRefusedOnResumeButLoadsAsInitWeights) {
+  const std::string ckpt = dir_ + "/model_only";
+  Env* env = Env::Default();
+  std::vector<float> values(layout_->num_params());
+  model::InitGpt2Params(*layout_, 5, values.data());
+  ASSERT_TRUE(env->CreateDirs(checkpoint::StepTmpDir(ckpt, 2)).ok());
+  auto writer = checkpoint::FullModelWriter::Create(
+      env, checkpoint::StepTmpDir(ckpt, 2) + "/" + checkpoint::kModelFileName, layout_.get(),
+      DType::kF32);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  for (int u = 0; u < layout_->num_units(); ++u) {
+    ASSERT_TRUE((*writer)->AppendUnit(u, values.data() + layout_->unit(u).offset).ok());
+  }
+  auto info = (*writer)->Finish(/*write_config=*/true);
+  ASSERT_TRUE(info.ok()) << info.status();
+  checkpoint::CheckpointMeta meta;
+  meta.step = 2;
+  meta.data_position = 2;
+  meta.world_size = 1;
+  meta.strategy = "no_shard";
+  meta.kind = checkpoint::kKindFull;
+  meta.model_files = {*info};
+  ASSERT_TRUE(checkpoint::WriteMetadataAndCommit(env, ckpt, meta, *layout_, 0).ok());
+
+  train::TrainOptions resume = Options(Strategy::kFullShard, 4);
+  resume.resume_dir = ckpt;
+  auto refused = Run(resume, 2);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition) << refused.status();
+  EXPECT_THAT(std::string(refused.status().message()),
+              ::testing::HasSubstr("--init-weights " + checkpoint::StepDir(ckpt, 2) +
+                                   "/model.safetensors"));
+  train::TrainOptions init = Options(Strategy::kFullShard, 0);
+  init.init_weights = checkpoint::StepDir(ckpt, 2) + "/model.safetensors";
+  auto started = Run(init, 2);
+  ASSERT_TRUE(started.ok()) << started.status();
+  EXPECT_EQ(started->params, values);
 }
 
 TEST_F(FullCheckpointTest, SaveOnOneRankOnlyIsAClearErrorNotAHang) {
