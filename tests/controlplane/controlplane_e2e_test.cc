@@ -1,193 +1,13 @@
 // End to end with real processes on 127.0.0.1: acceld (its own process, killed with -9 where
-// the test says so), accel-worker ranks it starts, and accelctl's job commands.
-#include <signal.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <chrono>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <set>
-#include <sstream>
-#include <thread>
-
-#include "CLI/CLI.hpp"
-#include "accel/v1/coordinator.grpc.pb.h"
-#include "client/job_commands.h"
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
-#include "nlohmann/json.hpp"
-#include "rpc/channel.h"
-#include "tests/e2e/process.h"
+// the test says so), accel-worker ranks it starts, and accelctl's job commands. Training,
+// failures and restarts here; TLS, gang admission and rejected input in
+// controlplane_admission_test.cc.
+#include "tests/controlplane/daemon_harness.h"
 
 namespace accel {
 namespace {
 
-using ::testing::HasSubstr;
-namespace fs = std::filesystem;
-namespace v1 = accel::v1;
-
-std::string FreshDir() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  fs::path dir = fs::path(::testing::TempDir()) / ("accel_cp_" + std::to_string(getpid())) /
-                 info->name();
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
-
-template <typename F>
-bool WaitFor(F cond, double seconds) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < until) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return cond();
-}
-
-// Live (non-zombie) processes whose environment says they are workers of `job` under the acceld
-// at `address`.
-std::vector<pid_t> WorkerPids(const std::string& address, const std::string& job) {
-  std::vector<pid_t> out;
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream env(entry.path() / "environ", std::ios::binary);
-    std::string content((std::istreambuf_iterator<char>(env)), {});
-    std::set<std::string> vars;
-    std::stringstream ss(content);
-    std::string var;
-    while (std::getline(ss, var, '\0')) vars.insert(var);
-    if (vars.count("ACCEL_COORDINATOR=" + address) && vars.count("ACCEL_JOB_ID=" + job)) {
-      out.push_back(std::stoi(name));
-    }
-  }
-  return out;
-}
-
-class Daemon {
- public:
-  explicit Daemon(std::string dir) : dir_(std::move(dir)) {}
-  ~Daemon() { Kill9(); }
-
-  // port 0: any free port. With tls_ca, extra_args should carry --tls-cert / --tls-key, and
-  // the test's channel and accelctl use TLS with that CA.
-  void Start(int slots, int port = 0, std::vector<std::string> extra_args = {},
-             std::string tls_ca = "") {
-    fs::remove(dir_ + "/addr");
-    tls_ca_ = std::move(tls_ca);
-    std::vector<std::string> argv = {
-        ACCELD_BIN, "--listen", "127.0.0.1:" + std::to_string(port), "--state-dir",
-        dir_ + "/state", "--cpu-slots", std::to_string(slots), "--worker-bin", ACCEL_WORKER_BIN,
-        "--address-file", dir_ + "/addr", "--stop-grace", "3"};
-    argv.insert(argv.end(), extra_args.begin(), extra_args.end());
-    child_ = testing::StartProcess(argv, dir_, "acceld-" + std::to_string(++starts_));
-    ASSERT_TRUE(WaitFor([&] { return fs::exists(dir_ + "/addr"); }, 20))
-        << testing::ReadAll(child_.stderr_path);
-    std::ifstream in(dir_ + "/addr");
-    in >> address_;
-    channel_ = *rpc::MakeChannel(address_, tls_ca_);
-    stub_ = v1::Coordinator::NewStub(channel_);
-    token_ = *rpc::ReadTokenFile(dir_ + "/state/token");
-    running_ = true;
-  }
-  void Kill9() {
-    if (!running_) return;
-    kill(child_.pid, SIGKILL);
-    testing::WaitProcess(child_, 10);
-    running_ = false;
-  }
-  int Terminate() {
-    kill(child_.pid, SIGTERM);
-    running_ = false;
-    return testing::WaitProcess(child_, 30);
-  }
-  int port() const { return std::stoi(address_.substr(address_.rfind(':') + 1)); }
-
-  // accelctl <args> against this daemon; returns the exit code, output in *out / *err.
-  int Accelctl(std::vector<std::string> args, std::string* out = nullptr,
-               std::string* err = nullptr) {
-    args.insert(args.begin(), {"--server", address_, "--token-file", dir_ + "/state/token"});
-    if (!tls_ca_.empty()) args.insert(args.begin(), {"--tls-ca", tls_ca_});
-    CLI::App app;
-    app.require_subcommand(1);
-    client::JobCommand command;
-    client::AddJobCommands(app, &command);
-    std::vector<std::string> reversed(args.rbegin(), args.rend());
-    try {
-      app.parse(reversed);
-    } catch (const CLI::ParseError& e) {
-      ADD_FAILURE() << "bad accelctl arguments: " << e.what();
-      return -1;
-    }
-    std::ostringstream o, e;
-    const int code = client::RunParsedJobCommand(command, o, e);
-    if (out) *out = o.str();
-    if (err) *err = e.str();
-    return code;
-  }
-
-  v1::Job Get(const std::string& id) {
-    grpc::ClientContext ctx;
-    rpc::Authorize(ctx, token_);
-    v1::GetJobRequest req;
-    req.set_job_id(id);
-    v1::Job job;
-    grpc::Status s = stub_->GetJob(&ctx, req, &job);
-    EXPECT_TRUE(s.ok()) << s.error_message();
-    return job;
-  }
-  std::vector<v1::Event> Events(const std::string& id, int64_t from_seq = 0) {
-    grpc::ClientContext ctx;
-    rpc::Authorize(ctx, token_);
-    v1::WatchJobRequest req;
-    req.set_job_id(id);
-    req.set_from_seq(from_seq);
-    auto reader = stub_->WatchJob(&ctx, req);
-    std::vector<v1::Event> out;
-    v1::Event e;
-    while (reader->Read(&e)) out.push_back(e);
-    EXPECT_TRUE(reader->Finish().ok());
-    return out;
-  }
-  std::string Submit(const std::string& job_file) {
-    std::string out, err;
-    EXPECT_EQ(Accelctl({"submit", job_file, "--output", "json"}, &out, &err), 0) << err;
-    return nlohmann::json::parse(out)["id"].get<std::string>();
-  }
-  bool WaitState(const std::string& id, v1::JobState state, double seconds) {
-    return WaitFor([&] { return Get(id).state() == state; }, seconds);
-  }
-  std::vector<pid_t> Workers(const std::string& job) { return WorkerPids(address_, job); }
-
-  const std::string& address() const { return address_; }
-  const std::string& dir() const { return dir_; }
-  const testing::ChildProcess& child() const { return child_; }
-
- private:
-  std::string dir_;
-  testing::ChildProcess child_;
-  bool running_ = false;
-  int starts_ = 0;
-  std::string address_, token_, tls_ca_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::Coordinator::Stub> stub_;
-};
-
-std::string WriteJob(const std::string& dir, const std::string& name, const std::string& body) {
-  const std::string path = dir + "/" + name + ".yaml";
-  std::ofstream(path) << "name: " << name << "\ndata: {path: " << ACCEL_DATA << "}\n" << body;
-  return path;
-}
-
-// Every event's seq is its index + 1: consecutive, from 1, no gaps or repeats.
-void ExpectConsecutive(const std::vector<v1::Event>& events) {
-  for (size_t i = 0; i < events.size(); ++i) {
-    ASSERT_EQ(events[i].seq(), static_cast<int64_t>(i + 1)) << "event " << i;
-  }
-}
+using namespace controlplane_testing;  // NOLINT: the harness is this test's vocabulary
 
 TEST(ControlPlaneE2E, SubmitWaitTrainsTwoRanksToSucceededWithEveryKindOfEvent) {
   Daemon d(FreshDir());
@@ -257,8 +77,8 @@ sharding: {strategy: full_shard}
 max_restarts: 2
 )"));
   // Kill after the first checkpoint is committed, so the next attempt has one to resume from.
-  ASSERT_TRUE(WaitFor([&] { return fs::exists(d.dir() + "/ckpt/latest") &&
-                                   d.Get(id).last_step() >= 6; }, 60));
+  ASSERT_TRUE(WaitFor(
+      [&] { return fs::exists(d.dir() + "/ckpt/latest") && d.Get(id).last_step() >= 6; }, 60));
   std::vector<pid_t> first = d.Workers(id);
   ASSERT_EQ(first.size(), 2u);
   // Kill whichever pid is rank 1: the one whose environment says RANK=1.
@@ -331,8 +151,9 @@ max_restarts: 0
   // A watcher follows through the daemon's death and comes back on the same address.
   std::string watch_out, watch_err;
   int watch_code = -1;
-  std::thread watcher(
-      [&] { watch_code = d.Accelctl({"watch", id, "--output", "json"}, &watch_out, &watch_err); });
+  std::thread watcher([&] {
+    watch_code = d.Accelctl({"watch", id, "--output", "json"}, &watch_out, &watch_err);
+  });
   ASSERT_TRUE(WaitFor([&] { return d.Get(id).last_step() >= 2; }, 60));
   const int64_t seq_before = d.Get(id).last_seq();
   const int port = d.port();
@@ -414,85 +235,6 @@ stop_grace_s: 20
   EXPECT_EQ(saved_step, last_step_1 + 1);
   EXPECT_EQ(first_step_2, saved_step);
   EXPECT_TRUE(d.Workers(id).empty());
-}
-
-TEST(ControlPlaneE2E, TlsClientsTrainAJobToSucceeded) {
-  if (access("/usr/bin/openssl", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/openssl";
-  Daemon d(FreshDir());
-  const std::string cert = d.dir() + "/cert.pem", key = d.dir() + "/key.pem";
-  const std::string cmd =
-      "/usr/bin/openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost "
-      "-addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout " + key + " -out " + cert +
-      " >" + d.dir() + "/openssl.log 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << testing::ReadAll(d.dir() + "/openssl.log");
-  d.Start(2, 0, {"--tls-cert", cert, "--tls-key", key}, cert);
-  std::string out, err;
-  const std::string job = WriteJob(d.dir(), "tls", R"(
-model: {preset: gpt2-tiny}
-train: {steps: 10, micro_batch: 2, seq_len: 32, log_every: 5}
-resources: {num_processes: 2}
-)");
-  ASSERT_EQ(d.Accelctl({"submit", job, "--wait", "--output", "json"}, &out, &err), 0)
-      << err << testing::ReadAll(d.child().stderr_path);
-  // The workers could not have spoken TLS: they trained through acceld's private unix socket.
-  // A plaintext client gets nothing.
-  auto plain = v1::Coordinator::NewStub(*rpc::MakeChannel(d.address()));
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  v1::Cluster cluster;
-  EXPECT_FALSE(plain->GetCluster(&ctx, v1::GetClusterRequest(), &cluster).ok());
-}
-
-TEST(ControlPlaneE2E, GangsThatDoNotFitTogetherRunOneAfterTheOther) {
-  Daemon d(FreshDir());
-  d.Start(3);
-  const std::string body = R"(
-model: {preset: gpt2-tiny}
-train: {steps: 30, micro_batch: 2, seq_len: 32, log_every: 10}
-resources: {num_processes: 2}
-)";
-  const std::string a = d.Submit(WriteJob(d.dir(), "a", body));
-  const std::string b = d.Submit(WriteJob(d.dir(), "b", body));
-  ASSERT_TRUE(d.WaitState(b, v1::SUCCEEDED, 60));
-  ASSERT_EQ(d.Get(a).state(), v1::SUCCEEDED);
-  EXPECT_GE(d.Get(b).start_time_us(), d.Get(a).end_time_us());
-  std::string out;
-  ASSERT_EQ(d.Accelctl({"cluster", "--output", "json"}, &out), 0);
-  EXPECT_EQ(nlohmann::json::parse(out)["free_slots"], 3);
-}
-
-TEST(ControlPlaneE2E, BadJobFilesAndTokensAreRejectedAndNothingIsQueued) {
-  Daemon d(FreshDir());
-  d.Start(2);
-  std::string out, err;
-  const std::string bad = WriteJob(d.dir(), "bad", "train: {steps: 10, stpes: 3}\n");
-  EXPECT_EQ(d.Accelctl({"submit", bad}, &out, &err), 2);
-  EXPECT_THAT(err, HasSubstr("train.stpes: unknown key (did you mean train.steps?)"));
-  const std::string too_big = WriteJob(d.dir(), "big", "resources: {num_processes: 3}\n");
-  EXPECT_EQ(d.Accelctl({"submit", too_big}, &out, &err), 2);
-  EXPECT_THAT(err, HasSubstr("resources.num_processes"));
-  // A DeepSpeed JSON that does not resolve: acceld's resolver names the file and the key.
-  const std::string configs = fs::path(ACCEL_DATA).parent_path().parent_path() / "configs";
-  const std::string bad_json = d.dir() + "/bad_ds.json";
-  std::ofstream(bad_json) << R"({"zero_optimization": {"stage": 7}})";
-  const std::string ds_job = WriteJob(d.dir(), "ds", "resources: {num_processes: 2}\n");
-  EXPECT_EQ(d.Accelctl({"submit", ds_job, "--config", configs + "/ds_zero3_nvme.yaml",
-                        "--deepspeed-config", bad_json}, &out, &err), 2);
-  EXPECT_THAT(err, HasSubstr(bad_json));
-  EXPECT_THAT(err, HasSubstr("zero_optimization.stage"));
-  ASSERT_EQ(d.Accelctl({"list", "--output", "json"}, &out), 0);
-  EXPECT_EQ(out, "");
-  std::ofstream(d.dir() + "/wrong-token") << "not-the-token\n";
-  chmod((d.dir() + "/wrong-token").c_str(), 0600);
-  CLI::App app;
-  client::JobCommand command;
-  client::AddJobCommands(app, &command);
-  std::vector<std::string> args = {"--token-file", d.dir() + "/wrong-token", "--server",
-                                   d.address(), "list"};
-  app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
-  std::ostringstream o, e;
-  EXPECT_EQ(client::RunParsedJobCommand(command, o, e), 1);
-  EXPECT_THAT(e.str(), HasSubstr("wrong token"));
 }
 
 }  // namespace
