@@ -231,10 +231,7 @@ void ShardedModel::MaybeFree(int u) {
   unit.gathered = false;
 }
 
-absl::Status ShardedModel::ReleaseCompute(int u) {
-  buffers_.Release(std::move(units_[u].compute));
-  return absl::OkStatus();
-}
+void ShardedModel::ReleaseCompute(int u) { buffers_.Release(std::move(units_[u].compute)); }
 
 absl::StatusOr<const float*> ShardedModel::Params(int u, Pass pass) {
   if (!plan_.params_persistent()) {
@@ -255,7 +252,7 @@ absl::StatusOr<const float*> ShardedModel::Params(int u, Pass pass) {
 
 absl::Status ShardedModel::Release(int u, Pass pass) {
   // The root serves both ends of each pass: its fp32 copy lives until FinishStep.
-  if (mixed_ && u != 0) ACCEL_RETURN_IF_ERROR(ReleaseCompute(u));
+  if (mixed_ && u != 0) ReleaseCompute(u);
   if (plan_.params_persistent()) return absl::OkStatus();
   if (pass == Pass::kForward) {
     if (u != 0 && plan_.options().reshard_after_forward) {

@@ -184,10 +184,13 @@ class ShardedModel final : public model::ParamAccess {
   int64_t MasterBegin(int u) const;
   int64_t MasterLength(int u) const;
   absl::Status PrepareOptimizerGrads();
-  absl::Status ReleaseCompute(int unit);
+  void ReleaseCompute(int unit);
   int64_t LiveGatheredNumel(int except) const;
   absl::Status PrefetchForward(int unit);
   absl::Status PrefetchBackward(int unit);
+  absl::Status PrefetchBucket(int unit, int (ShardedModel::*next)(int) const);
+  int NextInForward(int unit) const;
+  int64_t InFlightGatherNumel() const;
   int64_t ReuseDistanceAfterForward(int unit) const;
   absl::Status Wait(const std::shared_ptr<comm::Work>& work);
   absl::Status IssueGather(int unit);

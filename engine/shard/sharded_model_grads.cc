@@ -241,7 +241,7 @@ absl::Status ShardedModel::FinishStep() {
     }
     if (mixed_) {
       buffers_.Release(std::move(unit.opt_grads));
-      ACCEL_RETURN_IF_ERROR(ReleaseCompute(u));
+      ReleaseCompute(u);
     }
   }
   if (mixed_) {

@@ -46,18 +46,21 @@ absl::Status ShardedModel::Prefetch(int u) {
   return IssueGather(u);
 }
 
-absl::Status ShardedModel::PrefetchForward(int u) {
-  const ShardOptions& o = plan_.options();
-  if (o.prefetch_bucket_numel <= 0) {
-    return o.forward_prefetch ? Prefetch(u + 1) : absl::OkStatus();
+int ShardedModel::NextInForward(int u) const { return u + 1 < plan_.num_units() ? u + 1 : -1; }
+
+int64_t ShardedModel::InFlightGatherNumel() const {
+  int64_t inflight = 0;
+  for (int w = 0; w < plan_.num_units(); ++w) {
+    if (units_[w].gather) inflight += plan_.unit(w).padded_numel;
   }
-  // DeepSpeed: keep gathering the units that come next until a bucket's worth is in flight.
-  for (int v = u + 1; v < plan_.num_units(); ++v) {
-    int64_t inflight = 0;
-    for (int w = 0; w < plan_.num_units(); ++w) {
-      if (units_[w].gather) inflight += plan_.unit(w).padded_numel;
-    }
-    if (inflight >= o.prefetch_bucket_numel) break;
+  return inflight;
+}
+
+// DeepSpeed: keep gathering the units that come next in the pass until a bucket's worth is in
+// flight.
+absl::Status ShardedModel::PrefetchBucket(int u, int (ShardedModel::*next)(int) const) {
+  for (int v = (this->*next)(u); v >= 0; v = (this->*next)(v)) {
+    if (InFlightGatherNumel() >= plan_.options().prefetch_bucket_numel) break;
     if (units_[v].gathered || units_[v].gather) continue;
     ACCEL_RETURN_IF_ERROR(Prefetch(v));
     if (!units_[v].gather) break;  // a cap stopped it: later units would not fit either
@@ -65,23 +68,17 @@ absl::Status ShardedModel::PrefetchForward(int u) {
   return absl::OkStatus();
 }
 
+absl::Status ShardedModel::PrefetchForward(int u) {
+  const ShardOptions& o = plan_.options();
+  if (o.prefetch_bucket_numel > 0) return PrefetchBucket(u, &ShardedModel::NextInForward);
+  return o.forward_prefetch ? Prefetch(NextInForward(u)) : absl::OkStatus();
+}
+
 absl::Status ShardedModel::PrefetchBackward(int u) {
   const ShardOptions& o = plan_.options();
-  if (o.prefetch_bucket_numel <= 0) {
-    return o.backward_prefetch == BackwardPrefetch::kBackwardPre ? Prefetch(NextInBackward(u))
-                                                                 : absl::OkStatus();
-  }
-  for (int v = NextInBackward(u); v >= 0; v = NextInBackward(v)) {
-    int64_t inflight = 0;
-    for (int w = 0; w < plan_.num_units(); ++w) {
-      if (units_[w].gather) inflight += plan_.unit(w).padded_numel;
-    }
-    if (inflight >= o.prefetch_bucket_numel) break;
-    if (units_[v].gathered || units_[v].gather) continue;
-    ACCEL_RETURN_IF_ERROR(Prefetch(v));
-    if (!units_[v].gather) break;
-  }
-  return absl::OkStatus();
+  if (o.prefetch_bucket_numel > 0) return PrefetchBucket(u, &ShardedModel::NextInBackward);
+  return o.backward_prefetch == BackwardPrefetch::kBackwardPre ? Prefetch(NextInBackward(u))
+                                                               : absl::OkStatus();
 }
 
 }  // namespace accel::shard

@@ -1,12 +1,14 @@
 #include "tests/sharding/gang.h"
 
 #include <atomic>
+#include <cmath>
 #include <mutex>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
 #include "engine/comm/in_memory_store.h"
+#include "engine/model/gpt2_config.h"
 #include "engine/shard/process_groups.h"
 
 namespace accel::testing {
@@ -35,9 +37,9 @@ absl::StatusOr<GangResult> RunGang(const train::TrainOptions& options, int world
     MemoryLedger ledger;
     comm::GlooOptions gloo;
     gloo.timeout = absl::Seconds(30);
-    ACCEL_ASSIGN_OR_RETURN(shard::OwnedProcessGroups groups,
-                           shard::CreateGlooProcessGroups(&store, prefix, rank, world,
-                                                          options.shard, gloo));
+    ACCEL_ASSIGN_OR_RETURN(
+        shard::OwnedProcessGroups groups,
+        shard::CreateGlooProcessGroups(&store, prefix, rank, world, options.shard, gloo));
     ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> trainer,
                            train::Trainer::Create(options, groups.view(), Env::Default(), &ledger));
     std::vector<float> losses;
@@ -48,8 +50,8 @@ absl::StatusOr<GangResult> RunGang(const train::TrainOptions& options, int world
       return absl::OkStatus();
     }));
     int64_t state = 0;
-    for (MemoryCategory c : {MemoryCategory::kParams, MemoryCategory::kGrads,
-                             MemoryCategory::kOptimizerState}) {
+    for (MemoryCategory c :
+         {MemoryCategory::kParams, MemoryCategory::kGrads, MemoryCategory::kOptimizerState}) {
       state += ledger.Get(MemoryPool::kDevice, c).current;
     }
     comm::CommStats stats = groups.world->stats();
@@ -77,6 +79,41 @@ absl::StatusOr<GangResult> RunGang(const train::TrainOptions& options, int world
     if (!statuses[r].ok()) return Annotate(statuses[r], absl::StrCat("rank ", r));
   }
   return result;
+}
+
+absl::Status WriteGangInputs(const std::string& dir, const model::Gpt2Config& config) {
+  ACCEL_RETURN_IF_ERROR(Env::Default()->CreateDirs(dir));
+  std::string text;
+  for (int i = 0; i < 3000; ++i) text += static_cast<char>('a' + (i * 7 + i / 13) % 26);
+  ACCEL_RETURN_IF_ERROR(WriteFileAtomic(Env::Default(), dir + "/data.txt", text));
+  return WriteFileAtomic(Env::Default(), dir + "/config.json", model::Gpt2ConfigToJson(config));
+}
+
+double ZeroModelStateBytes(shard::Strategy strategy, double psi, int world, double param_bytes,
+                           double grad_bytes, double state_bytes) {
+  const double n = world;
+  switch (strategy) {
+    case shard::Strategy::kNoShard:
+      return (param_bytes + grad_bytes + state_bytes) * psi;
+    case shard::Strategy::kShardOptimizer:
+      return (param_bytes + grad_bytes) * psi + state_bytes * psi / n;
+    case shard::Strategy::kShardGradOp:
+      return param_bytes * psi + (grad_bytes + state_bytes) * psi / n;
+    default:
+      return (param_bytes + grad_bytes + state_bytes) * psi / n;
+  }
+}
+
+double RingBytesSentPerStep(const model::Gpt2Layout& layout, int world, shard::Strategy strategy,
+                            double element_bytes) {
+  double root = 0, blocks = 0;
+  for (int u = 0; u < layout.num_units(); ++u) {
+    const double padded = std::ceil(double(layout.unit(u).numel) / world) * world;
+    (u == 0 ? root : blocks) += padded;
+  }
+  const double elements =
+      strategy == shard::Strategy::kFullShard ? 2 * root + 3 * blocks : 2 * (root + blocks);
+  return elements * (world - 1.0) / world * element_bytes;
 }
 
 }  // namespace accel::testing

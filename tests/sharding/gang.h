@@ -18,10 +18,28 @@ struct GangResult {
   std::vector<int64_t> model_state_bytes;  // per rank, between steps: params + grads + optimizer
   std::vector<comm::CommStats> stats;      // per rank, world (+ shard + replicate) groups summed
   int64_t num_params = 0;
-  int64_t total_padded = 0;                // plan's padded elements (for the padding allowance)
+  int64_t total_padded = 0;  // plan's padded elements (for the padding allowance)
 };
 
 // Runs `options.steps` steps on `world` ranks; options.batch is per rank.
 absl::StatusOr<GangResult> RunGang(const train::TrainOptions& options, int world);
+
+// The sharding tests' inputs in `dir`: data.txt (3000 bytes of a fixed letter pattern) and
+// config.json for `config`.
+absl::Status WriteGangInputs(const std::string& dir, const model::Gpt2Config& config);
+
+// Resident model-state bytes per rank between steps by the ZeRO formulas, for Ψ parameters on
+// `world` ranks, with bytes per element of parameters, reduced gradients and optimizer state
+// (fp32: 4, 4, 8; bf16 mixed: 2, 2, 12 with the fp32 master): no_shard keeps all three whole,
+// zero1 shards the state, zero2 also the gradients, full_shard everything.
+double ZeroModelStateBytes(shard::Strategy strategy, double psi, int world, double param_bytes,
+                           double grad_bytes, double state_bytes);
+
+// Bytes each rank sends per step by ring theory, elements of `element_bytes` over padded units:
+// no_shard's all-reduce or zero1/2's reduce-scatter + all-gather, 2Ψ(N-1)/N; full_shard gathers
+// blocks before forward and again before backward, the root (kept through the step as FSDP's
+// root is) once, and reduce-scatters once: (2·root + 3·blocks)(N-1)/N.
+double RingBytesSentPerStep(const model::Gpt2Layout& layout, int world, shard::Strategy strategy,
+                            double element_bytes);
 
 }  // namespace accel::testing

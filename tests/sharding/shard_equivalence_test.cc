@@ -3,15 +3,17 @@
 //    one rank processing the same global batch (fp32: 1e-5 relative to each scale);
 //  - at one world size, every non-hybrid strategy and prefetch setting gives parameters
 //    bit-identical to no_shard;
-//  - resident model-state bytes per rank match the ZeRO formulas (16Ψ, 8Ψ+8Ψ/N, 4Ψ+12Ψ/N,
-//    16Ψ/N) within 2% plus padding;
-//  - bytes sent per rank match the ring-collective theory within 1%.
+//  - resident model-state bytes per rank match the ZeRO formulas within 2% plus padding, in
+//    fp32 (16Ψ, 8Ψ+8Ψ/N, 4Ψ+12Ψ/N, 16Ψ/N) and bf16 mixed precision (2Ψ params + 2Ψ grads +
+//    12Ψ masters and moments: 16Ψ, 4Ψ+12Ψ/N, 2Ψ+14Ψ/N, 16Ψ/N);
+//  - bytes sent per rank match the ring-collective theory within 1%, in 4- and 2-byte elements.
 // AdamW's eps is 1e-6 here, not 1e-8: with 1e-8 an element whose true gradient is ~0 (c_attn's
 // key bias is exactly 0, softmax being shift-invariant) moves by rounding noise / eps, so two
 // correct runs that sum in different orders differ by up to a learning rate per step there.
+#include <unistd.h>
+
 #include <cmath>
 #include <string>
-#include <unistd.h>
 
 #include "engine/kernels/threading.h"
 #include "engine/model/gpt2_config.h"
@@ -28,21 +30,16 @@ class ShardEquivalenceTest : public ::testing::Test {
   static void SetUpTestSuite() {
     kernels::SetNumThreads(1);
     dir_ = new std::string(::testing::TempDir() + "/shard_eq_" + std::to_string(::getpid()));
-    ASSERT_TRUE(Env::Default()->CreateDirs(*dir_).ok());
-    std::string text;
-    for (int i = 0; i < 3000; ++i) text += static_cast<char>('a' + (i * 7 + i / 13) % 26);
-    ASSERT_TRUE(WriteFileAtomic(Env::Default(), *dir_ + "/data.txt", text).ok());
     // Odd sizes so that units need padding at 3 and 4 ranks.
-    model::Gpt2Config c{"eq", 2, 4, 20, 256, 16};
-    ASSERT_TRUE(WriteFileAtomic(Env::Default(), *dir_ + "/config.json", model::Gpt2ConfigToJson(c))
-                    .ok());
+    ASSERT_TRUE(WriteGangInputs(*dir_, {"eq", 2, 4, 20, 256, 16}).ok());
   }
   static void TearDownTestSuite() {
     (void)Env::Default()->DeleteRecursively(*dir_);
     delete dir_;
   }
 
-  static train::TrainOptions Options(Strategy s, int accum, int64_t batch) {
+  static train::TrainOptions Options(Strategy s, int accum, int64_t batch,
+                                     DType dtype = DType::kF32) {
     train::TrainOptions o;
     o.model_config = *dir_ + "/config.json";
     o.data = *dir_ + "/data.txt";
@@ -56,6 +53,7 @@ class ShardEquivalenceTest : public ::testing::Test {
     o.grad_clip = 1.0f;
     o.shard.strategy = s;
     o.shard.hybrid_group_size = 2;
+    o.shard.param_dtype = o.shard.reduce_dtype = dtype;
     return o;
   }
 
@@ -83,7 +81,8 @@ TEST_F(ShardEquivalenceTest, EveryStrategyMatchesOneRankAndNoShardBitForBit) {
       ASSERT_TRUE(reference.ok()) << reference.status();
       auto no_shard = RunGang(Options(Strategy::kNoShard, accum, 2), world);
       ASSERT_TRUE(no_shard.ok()) << no_shard.status();
-      const std::string where = "world " + std::to_string(world) + " accum " + std::to_string(accum);
+      const std::string where =
+          "world " + std::to_string(world) + " accum " + std::to_string(accum);
       ExpectClose(*no_shard, *reference, "no_shard " + where);
       for (Strategy s : {Strategy::kShardOptimizer, Strategy::kShardGradOp, Strategy::kFullShard}) {
         auto run = RunGang(Options(s, accum, 2), world);
@@ -127,8 +126,8 @@ TEST_F(ShardEquivalenceTest, DeepSpeedPrefetchBucketLiveCapAndReuseAreBitIdentic
   struct Knobs {
     int64_t bucket, live, reuse;
   };
-  for (Knobs k : {Knobs{3 * block, 0, 0}, Knobs{3 * block, 2 * block, 0},
-                  Knobs{block / 2, 0, 0}, Knobs{0, 0, 4 * block}}) {
+  for (Knobs k : {Knobs{3 * block, 0, 0}, Knobs{3 * block, 2 * block, 0}, Knobs{block / 2, 0, 0},
+                  Knobs{0, 0, 4 * block}}) {
     train::TrainOptions o = plain;
     o.shard.prefetch_bucket_numel = k.bucket;
     o.shard.max_live_numel = k.live;
@@ -168,55 +167,49 @@ TEST_F(ShardEquivalenceTest, HybridAndPerMicroStepReductionMatchOneRank) {
 }
 
 TEST_F(ShardEquivalenceTest, ModelStateBytesFollowTheZeroFormulas) {
-  for (int world : {1, 2, 3, 4}) {
-    for (Strategy s : {Strategy::kNoShard, Strategy::kShardOptimizer, Strategy::kShardGradOp,
-                       Strategy::kFullShard}) {
-      train::TrainOptions o = Options(s, 1, 2);
-      o.steps = 1;
-      auto run = RunGang(o, world);
-      ASSERT_TRUE(run.ok()) << run.status();
-      const double psi = static_cast<double>(run->num_params), n = world;
-      const double formula = s == Strategy::kNoShard          ? 16 * psi
-                             : s == Strategy::kShardOptimizer ? 8 * psi + 8 * psi / n
-                             : s == Strategy::kShardGradOp    ? 4 * psi + 12 * psi / n
-                                                              : 16 * psi / n;
-      const double padding = 16.0 * static_cast<double>(run->total_padded - run->num_params);
-      for (int r = 0; r < world; ++r) {
-        EXPECT_NEAR(static_cast<double>(run->model_state_bytes[r]), formula,
-                    0.02 * formula + padding)
-            << shard::StrategyName(s) << " world " << world << " rank " << r;
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    // Bytes per element of params, reduced grads, optimizer state (bf16: fp32 master + moments).
+    const double p = dtype == DType::kF32 ? 4 : 2, g = p, state = dtype == DType::kF32 ? 8 : 12;
+    for (int world : {1, 2, 3, 4}) {
+      for (Strategy s : {Strategy::kNoShard, Strategy::kShardOptimizer, Strategy::kShardGradOp,
+                         Strategy::kFullShard}) {
+        train::TrainOptions o = Options(s, 1, 2, dtype);
+        o.steps = 1;
+        auto run = RunGang(o, world);
+        ASSERT_TRUE(run.ok()) << run.status();
+        const double formula =
+            ZeroModelStateBytes(s, static_cast<double>(run->num_params), world, p, g, state);
+        const double padding = 16.0 * static_cast<double>(run->total_padded - run->num_params);
+        for (int r = 0; r < world; ++r) {
+          EXPECT_NEAR(static_cast<double>(run->model_state_bytes[r]), formula,
+                      0.02 * formula + padding)
+              << shard::StrategyName(s) << " " << DTypeName(dtype) << " world " << world << " rank "
+              << r;
+        }
       }
     }
   }
 }
 
 TEST_F(ShardEquivalenceTest, BytesSentMatchRingTheory) {
-  for (int world : {2, 3, 4}) {
-    for (Strategy s : {Strategy::kNoShard, Strategy::kShardOptimizer, Strategy::kShardGradOp,
-                       Strategy::kFullShard}) {
-      train::TrainOptions o = Options(s, 1, 2);
-      o.steps = 2;
-      auto run = RunGang(o, world);
-      ASSERT_TRUE(run.ok()) << run.status();
-      // Padded unit sizes: root (unit 0) and the blocks.
-      auto layout = model::Gpt2Layout::Create({"eq", 2, 4, 20, 256, 16});
-      ASSERT_TRUE(layout.ok());
-      double root = 0, blocks = 0;
-      for (int u = 0; u < layout->num_units(); ++u) {
-        double padded = std::ceil(double(layout->unit(u).numel) / world) * world;
-        (u == 0 ? root : blocks) += padded;
-      }
-      const double frac = (world - 1.0) / world, bytes = 4.0;
-      // Ring all-reduce (no_shard), or reduce-scatter + all-gather (zero1/2): 2Ψ(N-1)/N.
-      // full_shard: all-gather before forward and again before backward, except the root, which
-      // stays gathered through the step as FSDP's root does; one reduce-scatter: ~3Ψ(N-1)/N.
-      double per_step = s == Strategy::kFullShard ? (root + 2 * blocks + root + blocks)
-                                                  : 2 * (root + blocks);
-      per_step *= frac * bytes;
-      for (int r = 0; r < world; ++r) {
-        const double sent = static_cast<double>(run->stats[r].total_sent()) / o.steps;
-        EXPECT_NEAR(sent, per_step, 0.01 * per_step)
-            << shard::StrategyName(s) << " world " << world << " rank " << r;
+  auto layout = model::Gpt2Layout::Create({"eq", 2, 4, 20, 256, 16});
+  ASSERT_TRUE(layout.ok());
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    for (int world : {2, 3, 4}) {
+      for (Strategy s : {Strategy::kNoShard, Strategy::kShardOptimizer, Strategy::kShardGradOp,
+                         Strategy::kFullShard}) {
+        train::TrainOptions o = Options(s, 1, 2, dtype);
+        o.steps = 2;
+        auto run = RunGang(o, world);
+        ASSERT_TRUE(run.ok()) << run.status();
+        const double per_step =
+            RingBytesSentPerStep(*layout, world, s, static_cast<double>(DTypeSize(dtype)));
+        for (int r = 0; r < world; ++r) {
+          const double sent = static_cast<double>(run->stats[r].total_sent()) / o.steps;
+          EXPECT_NEAR(sent, per_step, 0.01 * per_step)
+              << shard::StrategyName(s) << " " << DTypeName(dtype) << " world " << world << " rank "
+              << r;
+        }
       }
     }
   }
