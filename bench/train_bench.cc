@@ -1,9 +1,11 @@
 // Training throughput: tokens/s of full optimizer steps (forward, backward, clipping, AdamW) for
 // GPT-2 shapes at B=4, T=64 on 1 and 2 threads, with achieved GFLOP/s (6·N·tokens + attention)
-// beside this machine's FMA peak measured in the same run (the baseline: fraction of peak).
+// beside this machine's fp32 FMA peak measured in the same run (the baseline: fraction of peak).
+// --dtypes fp32,bf16 adds bf16 mixed precision (bf16 params and matmuls where the CPU has bf16
+// dot products, fp32 masters) with its speed against fp32 in the same run ("vs fp32").
 //
-//   accel_bench_train [--models gpt2,small] [--threads 1,2] [--steps 5] [--warmup 1]
-//                     [--batch 4] [--seq 64] [--output text|json]
+//   accel_bench_train [--models gpt2,small] [--threads 1,2] [--dtypes fp32] [--steps 5]
+//                     [--warmup 1] [--batch 4] [--seq 64] [--output text|json]
 // "small" is L=4, C=256, NH=4, V=50257 (the llm.c comparison shape). Data: the bundled text.
 #include <sys/resource.h>
 
@@ -15,6 +17,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_split.h"
 #include "bench/fma_peak.h"
+#include "engine/kernels/matmul_bf16.h"
 #include "engine/kernels/threading.h"
 #include "engine/model/gpt2_config.h"
 #include "engine/train/trainer.h"
@@ -35,15 +38,41 @@ double PeakRssMiB() {
   return static_cast<double>(u.ru_maxrss) / 1024.0;
 }
 
+// Sorted step seconds of `steps` timed steps after `warmup` untimed ones.
+absl::StatusOr<std::vector<double>> TimeSteps(const std::string& config_path,
+                                              const std::string& data, int64_t batch, int64_t seq,
+                                              int64_t warmup, int64_t steps, accel::DType dtype) {
+  accel::train::TrainOptions o;
+  o.model_config = config_path;
+  o.data = data;
+  o.batch = batch;
+  o.seq = seq;
+  o.steps = warmup + steps;
+  o.schedule.base_lr = 1e-4f;
+  o.adamw.weight_decay = 0.1f;
+  o.shard.param_dtype = o.shard.reduce_dtype = dtype;
+  auto trainer = accel::train::Trainer::Create(o);
+  if (!trainer.ok()) return trainer.status();
+  std::vector<double> times;
+  for (int64_t s = 0; s < warmup + steps; ++s) {
+    auto m = (*trainer)->TrainStep();
+    if (!m.ok()) return m.status();
+    if (s >= warmup) times.push_back(m->step_seconds);
+  }
+  std::sort(times.begin(), times.end());
+  return times;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"accel training throughput benchmark"};
-  std::string models = "small,gpt2", threads_list = "1,2", output = "text";
+  std::string models = "small,gpt2", threads_list = "1,2", dtypes = "fp32", output = "text";
   std::string data = ACCEL_DEFAULT_DATA, scratch = "/tmp";
   int64_t steps = 5, warmup = 1, batch = 4, seq = 64;
   app.add_option("--models", models)->capture_default_str();
   app.add_option("--threads", threads_list)->capture_default_str();
+  app.add_option("--dtypes", dtypes, "fp32, bf16 (mixed precision)")->capture_default_str();
   app.add_option("--steps", steps, "timed steps (median reported)")->capture_default_str();
   app.add_option("--warmup", warmup, "untimed steps first")->capture_default_str();
   app.add_option("--batch", batch)->capture_default_str();
@@ -56,8 +85,8 @@ int main(int argc, char** argv) {
 
   nlohmann::json results = nlohmann::json::array();
   if (!json) {
-    std::printf("%-6s %3s %10s %10s %10s %10s %8s %9s\n", "model", "thr", "step ms", "tok/s",
-                "GFLOP/s", "FMA peak", "of peak", "RSS MiB");
+    std::printf("%-6s %3s %-5s %10s %10s %10s %10s %8s %8s %9s\n", "model", "thr", "dtype",
+                "step ms", "tok/s", "GFLOP/s", "FMA peak", "of peak", "vs fp32", "RSS MiB");
   }
   for (const std::string& threads_s : std::vector<std::string>(absl::StrSplit(threads_list, ','))) {
     const int threads = std::stoi(threads_s);
@@ -75,44 +104,42 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "error: cannot write %s\n", cfg_path.c_str());
         return 1;
       }
-      accel::train::TrainOptions o;
-      o.model_config = cfg_path;
-      o.data = data;
-      o.batch = batch;
-      o.seq = seq;
-      o.steps = warmup + steps;
-      o.schedule.base_lr = 1e-4f;
-      o.adamw.weight_decay = 0.1f;
-      auto trainer = accel::train::Trainer::Create(o);
-      if (!trainer.ok()) {
-        std::fprintf(stderr, "error: %s\n", std::string(trainer.status().message()).c_str());
-        return 1;
-      }
-      std::vector<double> times;
-      for (int64_t s = 0; s < warmup + steps; ++s) {
-        auto m = (*trainer)->TrainStep();
-        if (!m.ok()) {
-          std::fprintf(stderr, "error: %s\n", std::string(m.status().message()).c_str());
+      double fp32_tok_s = 0;
+      for (const std::string& dtype : std::vector<std::string>(absl::StrSplit(dtypes, ','))) {
+        auto param_dtype = accel::ParseDType(dtype);
+        if (!param_dtype.ok()) {
+          std::fprintf(stderr, "error: --dtypes: %s\n",
+                       std::string(param_dtype.status().message()).c_str());
           return 1;
         }
-        if (s >= warmup) times.push_back(m->step_seconds);
-      }
-      std::sort(times.begin(), times.end());
-      const double median = times[times.size() / 2];
-      const double tok_s = static_cast<double>(batch * seq) / median;
-      const double gflops = config->TrainFlopsPerToken(seq) * tok_s * 1e-9;
-      nlohmann::json r = {{"model", name},         {"params", config->NumParams()},
-                          {"threads", threads},    {"batch", batch},
-                          {"seq", seq},            {"step_ms_median", median * 1e3},
-                          {"step_ms_min", times.front() * 1e3},
-                          {"tokens_per_s", tok_s}, {"gflops", gflops},
-                          {"fma_peak_gflops", peak}, {"fraction_of_peak", gflops / peak},
-                          {"peak_rss_mib", PeakRssMiB()}};
-      results.push_back(r);
-      if (!json) {
-        std::printf("%-6s %3d %10.1f %10.1f %10.1f %10.1f %7.1f%% %9.0f\n", name.c_str(), threads,
-                    median * 1e3, tok_s, gflops, peak, 100.0 * gflops / peak, PeakRssMiB());
-        std::fflush(stdout);
+        auto times = TimeSteps(cfg_path, data, batch, seq, warmup, steps, *param_dtype);
+        if (!times.ok()) {
+          std::fprintf(stderr, "error: %s\n", std::string(times.status().message()).c_str());
+          return 1;
+        }
+        const double median = (*times)[times->size() / 2];
+        const double tok_s = static_cast<double>(batch * seq) / median;
+        const double gflops = config->TrainFlopsPerToken(seq) * tok_s * 1e-9;
+        if (*param_dtype == accel::DType::kF32) fp32_tok_s = tok_s;
+        const double vs_fp32 = fp32_tok_s > 0 ? tok_s / fp32_tok_s : 0;
+        const bool bf16_matmuls =
+            *param_dtype == accel::DType::kBF16 && accel::kernels::Bf16MatmulIsNative();
+        nlohmann::json r = {{"model", name},         {"params", config->NumParams()},
+                            {"threads", threads},    {"dtype", dtype},
+                            {"bf16_matmuls", bf16_matmuls},
+                            {"batch", batch},        {"seq", seq},
+                            {"step_ms_median", median * 1e3},
+                            {"step_ms_min", times->front() * 1e3},
+                            {"tokens_per_s", tok_s}, {"gflops", gflops},
+                            {"fma_peak_gflops", peak}, {"fraction_of_peak", gflops / peak},
+                            {"vs_fp32", vs_fp32},    {"peak_rss_mib", PeakRssMiB()}};
+        results.push_back(r);
+        if (!json) {
+          std::printf("%-6s %3d %-5s %10.1f %10.1f %10.1f %10.1f %7.1f%% %7.2fx %9.0f\n",
+                      name.c_str(), threads, dtype.c_str(), median * 1e3, tok_s, gflops, peak,
+                      100.0 * gflops / peak, vs_fp32, PeakRssMiB());
+          std::fflush(stdout);
+        }
       }
     }
   }

@@ -180,13 +180,19 @@ absl::Status ApplyTrainPlan(const config::TrainPlan& p, train::TrainOptions* opt
 
   // Precision.
   const config::MixedPrecisionPlan& mp = p.mixed_precision;
-  if (mp.master_dtype != config::FloatType::kFp32 ||
-      mp.optimizer_dtype != config::FloatType::kFp32) {
+  // FSDP's low precision (weights loaded in bf16, no mixed precision): everything in bf16.
+  const bool low_precision = mp.param_dtype == config::FloatType::kBf16 &&
+                             mp.master_dtype == config::FloatType::kBf16 &&
+                             mp.optimizer_dtype == config::FloatType::kBf16;
+  if (!low_precision && (mp.master_dtype != config::FloatType::kFp32 ||
+                         mp.optimizer_dtype != config::FloatType::kFp32)) {
     errors.push_back(absl::StrCat(
         "mixed_precision: master weights in ", std::string(config::Name(mp.master_dtype)),
         " and optimizer state in ", std::string(config::Name(mp.optimizer_dtype)),
-        " are not supported by this engine (both are fp32)"));
+        " are not supported by this engine (fp32, or bf16 throughout for low precision; fp16 "
+        "weights need mixed_precision fp16)"));
   }
+  o.shard.master_dtype = low_precision ? DType::kBF16 : DType::kF32;
   o.shard.param_dtype = ToDType(mp.param_dtype);
   o.shard.reduce_dtype = ToDType(mp.reduce_dtype);
   if (p.loss_scaling) {
@@ -288,6 +294,7 @@ ResolvedMode ModeOf(const train::TrainOptions& o) {
   m.params = o.shard.param_dtype;
   m.grads = o.shard.reduce_dtype;
   m.loss_scaling = o.shard.param_dtype == DType::kF16 || o.shard.reduce_dtype == DType::kF16;
+  m.master = m.optimizer_state = o.shard.master_dtype;
   return m;
 }
 

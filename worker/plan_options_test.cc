@@ -234,6 +234,30 @@ TEST(PlanOptionsTest, UnsupportedSettingsNameTheirKeysAndChangeNothing) {
   config::TrainPlan bf16_master;
   bf16_master.mixed_precision.master_dtype = config::FloatType::kBf16;
   EXPECT_THAT(ApplyTrainPlan(bf16_master, &o).message(), HasSubstr("master weights in bf16"));
+  config::TrainPlan fp16_weights;  // fp16 loaded without mixed precision: no low-precision fp16
+  fp16_weights.mixed_precision.param_dtype = fp16_weights.mixed_precision.reduce_dtype =
+      fp16_weights.mixed_precision.master_dtype =
+          fp16_weights.mixed_precision.optimizer_dtype = config::FloatType::kFp16;
+  EXPECT_THAT(ApplyTrainPlan(fp16_weights, &o).message(),
+              HasSubstr("fp16 weights need mixed_precision fp16"));
+}
+
+TEST(PlanOptionsTest, Bf16WeightsWithoutMixedPrecisionAreLowPrecision) {
+  // DESIGN.md §3.2's first row: the resolver puts every dtype at the load dtype.
+  config::TrainPlan p;
+  p.mixed_precision.param_dtype = p.mixed_precision.reduce_dtype =
+      p.mixed_precision.master_dtype = p.mixed_precision.optimizer_dtype = config::FloatType::kBf16;
+  train::TrainOptions o;
+  ASSERT_TRUE(ApplyTrainPlan(p, &o).ok());
+  EXPECT_EQ(o.shard.param_dtype, DType::kBF16);
+  EXPECT_EQ(o.shard.reduce_dtype, DType::kBF16);
+  EXPECT_EQ(o.shard.master_dtype, DType::kBF16);
+  EXPECT_THAT(DescribeMode(o), HasSubstr("params bf16, grads bf16, master bf16, optimizer "
+                                         "state bf16"));
+  // Mixed precision keeps fp32 masters.
+  p.mixed_precision.master_dtype = p.mixed_precision.optimizer_dtype = config::FloatType::kFp32;
+  ASSERT_TRUE(ApplyTrainPlan(p, &o).ok());
+  EXPECT_EQ(o.shard.master_dtype, DType::kF32);
 }
 
 TEST(PlanOptionsTest, UnsetAutoKeepsTheJobValueAndNotesNameKeys) {

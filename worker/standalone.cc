@@ -92,6 +92,10 @@ void AddStandaloneFlags(CLI::App& app, StandaloneFlags& f) {
                  "no | bf16 | fp16: parameters and gradient reduction in 16 bits with fp32 "
                  "masters (fp16 with dynamic loss scaling); docs/sharding.md")
       ->capture_default_str();
+  app.add_option("--load-dtype", f.load_dtype,
+                 "fp32 | bf16: dtype the weights are loaded in; bf16 with --mixed-precision no "
+                 "trains in low precision (bf16 params and optimizer state, no fp32 master)")
+      ->capture_default_str();
   app.add_option("--hybrid-group-size", t.shard.hybrid_group_size, "ranks per shard group (hybrid)");
   app.add_flag("--forward-prefetch", t.shard.forward_prefetch, "gather unit i+1 before unit i's forward");
   app.add_option("--backward-prefetch", f.backward_prefetch, "backward_pre | backward_post | none")
@@ -180,6 +184,15 @@ absl::Status RunStandalone(StandaloneFlags f) {
   } else if (f.mixed_precision != "no") {
     return absl::InvalidArgumentError(
         absl::StrCat("--mixed-precision must be no, bf16 or fp16, got ", f.mixed_precision));
+  }
+  if (f.load_dtype != "fp32" && f.load_dtype != "bf16") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--load-dtype must be fp32 or bf16, got ", f.load_dtype));
+  }
+  if (f.load_dtype == "bf16" && f.mixed_precision == "no") {
+    // FSDP without mixed precision trains in the dtype it loaded: bf16 throughout.
+    f.train.shard.param_dtype = f.train.shard.reduce_dtype = DType::kBF16;
+    f.train.shard.master_dtype = DType::kBF16;
   }
   // --config / --deepspeed-config: the resolved plan replaces defaults, not typed flags.
   const char* world_source = f.world_size >= 0            ? "--world-size"

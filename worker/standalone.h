@@ -20,6 +20,9 @@ struct StandaloneFlags {
   std::string save_final;
   std::string save_dtype = "f32";
   std::string mixed_precision = "no";  // no | bf16 | fp16 (Accelerate's --mixed_precision)
+  // fp32 | bf16: the dtype the weights are loaded in (from_pretrained's torch_dtype). bf16
+  // without mixed precision trains in FSDP's low precision (no fp32 master).
+  std::string load_dtype = "fp32";
   std::string output = "text";  // text | json
   int64_t shuffle = -1;         // < 0: no shuffling
   // Data-parallel gang (torchrun's RANK / WORLD_SIZE when the flags are not given).

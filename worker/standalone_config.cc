@@ -61,6 +61,7 @@ const std::vector<std::pair<std::string, Copy>>& FlagFields() {
        [](O& t, const O& f) {
          t.shard.param_dtype = f.shard.param_dtype;
          t.shard.reduce_dtype = f.shard.reduce_dtype;
+         t.shard.master_dtype = f.shard.master_dtype;
        }},
   };
   return *table;
@@ -91,6 +92,7 @@ absl::StatusOr<StandaloneConfig> ApplyStandaloneConfig(StandaloneFlags* f, int w
   // own value would be reported as overriding a default nobody chose.
   if (!f->given.contains("--grad-accum")) in.job.gradient_accumulation_steps.reset();
   if (!f->given.contains("--grad-clip")) in.job.gradient_clipping.reset();
+  if (f->load_dtype == "bf16") in.job.load_dtype = config::FloatType::kBf16;
   in.job_complete = true;
 
   absl::StatusOr<config::TrainPlan> plan;

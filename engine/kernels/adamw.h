@@ -5,6 +5,9 @@
 //   v  = beta2 v + (1 - beta2) g²
 //   p -= lr / (1 - beta1^step) * m / (sqrt(v) / sqrt(1 - beta2^step) + eps)
 // step is 1-based. params, m, v (n) are updated in place; grads is read only.
+// AdamWUpdateBf16 is the low-precision form (bf16 params and moments, no fp32 master: FSDP
+// with bf16 weights and no mixed precision): the same fp32 arithmetic on the widened values,
+// each result rounded to bf16 (nearest even) when stored.
 // SquaredL2Norm returns Σ x² accumulated in double (for global-norm clipping).
 // kernels::ref is the plain-loop oracle; kernels:: the fast path (same signatures).
 #pragma once
@@ -26,6 +29,8 @@ struct AdamWHyper {
 #define ACCEL_ADAMW_KERNELS                                                          \
   void AdamWUpdate(float* params, float* m, float* v, const float* grads, int64_t n, \
                    const AdamWHyper& hyper);                                         \
+  void AdamWUpdateBf16(uint16_t* params, uint16_t* m, uint16_t* v, const float* grads,    \
+                       int64_t n, const AdamWHyper& hyper);                               \
   double SquaredL2Norm(const float* x, int64_t n);
 
 ACCEL_ADAMW_KERNELS

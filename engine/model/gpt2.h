@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -21,12 +22,16 @@ namespace accel::model {
 class Gpt2Activations {
  public:
   // Allocates for batch B and sequence T (charged as activations to `ledger`, in `pool`).
+  // bf16_matmuls adds bf16 scratch for the matmul inputs (BT·4C and BT·max(4C, V) elements):
+  // with it, the model multiplies in bf16 wherever ParamAccess::ParamsBf16 has the weights.
   [[nodiscard]] static absl::StatusOr<Gpt2Activations> Create(const Gpt2Config& config, int64_t B,
                                                               int64_t T, MemoryPool pool,
-                                                              MemoryLedger* ledger = nullptr);
+                                                              MemoryLedger* ledger = nullptr,
+                                                              bool bf16_matmuls = false);
   int64_t B() const { return B_; }
   int64_t T() const { return T_; }
   int64_t bytes() const;
+  bool bf16_matmuls() const { return !inp16_.empty(); }
 
   // Read-only views for tests and inspection.
   const float* logits() const { return logits_.as<float>(); }   // (B, T, V) after Forward
@@ -43,12 +48,18 @@ class Gpt2Activations {
   std::vector<Layer> layers_;
   // Backward scratch, reused across layers.
   Buffer dresidual_, dln_, dqkv_, datty_, dfch_, dfch_gelu_;
+  // bf16 copies of a matmul's input and output gradient, made just before it (bf16_matmuls).
+  Buffer inp16_, dout16_;
 };
 
 class Gpt2 {
  public:
   explicit Gpt2(const Gpt2Layout* layout) : layout_(layout) {}
   const Gpt2Layout& layout() const { return *layout_; }
+  // The ranges of unit u (relative to the unit, sorted) that the model reads only through
+  // ParamAccess::ParamsBf16 when it multiplies in bf16: the blocks' four matmul weights. The
+  // root's wte also feeds the embedding lookup in fp32, so the root has none.
+  std::vector<std::pair<int64_t, int64_t>> MatmulWeightRanges(int unit) const;
 
   // Runs the model on inputs (B, T) and, when targets (B, T) is not null, returns the mean loss
   // (otherwise 0). InvalidArgument if a token is outside [0, V), T exceeds n_positions, or
@@ -63,6 +74,15 @@ class Gpt2 {
                                       float dloss = 1.0f) const;
 
  private:
+  // The linear layer inp (BT, IC) · W (IC, OC) + b on the weights at w_offset of unit params
+  // p (bf16 copy p16, or null for fp32) and its backward, accumulating into unit grads g.
+  void Linear(Gpt2Activations& a, float* out, const float* inp, const float* p,
+              const uint16_t* p16, int64_t w_offset, int64_t b_offset, int64_t IC,
+              int64_t OC) const;
+  void LinearBackward(Gpt2Activations& a, float* dinp, float* g, const float* dout,
+                      const float* inp, const float* p, const uint16_t* p16, int64_t w_offset,
+                      int64_t b_offset, int64_t IC, int64_t OC) const;
+
   const Gpt2Layout* layout_;
 };
 

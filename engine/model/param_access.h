@@ -11,6 +11,8 @@
 // Pointers stay valid until the matching Release. Units are numbered as in Gpt2Layout.
 #pragma once
 
+#include <cstdint>
+
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "engine/model/param_specs.h"
@@ -25,6 +27,10 @@ class ParamAccess {
   // The unit's full parameters (Gpt2Layout::unit(u).numel floats).
   [[nodiscard]] virtual absl::StatusOr<const float*> Params(int unit, Pass pass) = 0;
   [[nodiscard]] virtual absl::Status Release(int unit, Pass pass) = 0;
+  // The same parameters in bf16 when the engine keeps them in bf16 (bf16 mixed precision), else
+  // null. Valid between Params(unit, ...) and the matching Release. The model multiplies with
+  // them directly (kernels/matmul_bf16.h) when its activations carry bf16 scratch.
+  virtual const uint16_t* ParamsBf16(int /*unit*/) { return nullptr; }
   // Where the unit's full gradient accumulates (+=) during backward.
   [[nodiscard]] virtual absl::StatusOr<float*> Grads(int unit) = 0;
   [[nodiscard]] virtual absl::Status GradsReady(int unit) = 0;

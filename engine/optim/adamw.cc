@@ -25,6 +25,10 @@ absl::StatusOr<AdamW> AdamW::Create(const model::Gpt2Layout& layout, int64_t beg
     return absl::InvalidArgumentError(
         absl::StrCat("AdamW weight_decay must be >= 0, got ", config.weight_decay));
   }
+  if (config.state_dtype == DType::kF16) {
+    return absl::InvalidArgumentError(
+        "AdamW state in f16 is not supported (f32, or bf16 for low precision)");
+  }
   AdamW opt;
   opt.config_ = config;
   opt.begin_ = begin;
@@ -42,14 +46,15 @@ absl::StatusOr<AdamW> AdamW::Create(const model::Gpt2Layout& layout, int64_t beg
       opt.ranges_.push_back({lo - begin, hi - begin, decay});
     }
   }
-  ACCEL_ASSIGN_OR_RETURN(opt.m_, AllocateFloats(end - begin, pool, MemoryCategory::kOptimizerState,
-                                                ledger));
-  ACCEL_ASSIGN_OR_RETURN(opt.v_, AllocateFloats(end - begin, pool, MemoryCategory::kOptimizerState,
-                                                ledger));
+  const size_t bytes = static_cast<size_t>(end - begin) * DTypeSize(config.state_dtype);
+  ACCEL_ASSIGN_OR_RETURN(opt.m_, Buffer::Allocate(bytes, pool, MemoryCategory::kOptimizerState,
+                                                  ledger));
+  ACCEL_ASSIGN_OR_RETURN(opt.v_, Buffer::Allocate(bytes, pool, MemoryCategory::kOptimizerState,
+                                                  ledger));
   return opt;
 }
 
-void AdamW::Step(float* params, const float* grads, float lr, float grad_scale) {
+kernels::AdamWHyper AdamW::NextHyper(float lr, float grad_scale) {
   ++step_;
   kernels::AdamWHyper hyper;
   hyper.lr = lr;
@@ -58,12 +63,28 @@ void AdamW::Step(float* params, const float* grads, float lr, float grad_scale) 
   hyper.eps = config_.eps;
   hyper.step = step_;
   hyper.grad_scale = grad_scale;
+  return hyper;
+}
+
+void AdamW::Step(float* params, const float* grads, float lr, float grad_scale) {
+  kernels::AdamWHyper hyper = NextHyper(lr, grad_scale);
   float* m = m_.as<float>();
   float* v = v_.as<float>();
   for (const DecayRange& r : ranges_) {
     hyper.weight_decay = r.decay ? config_.weight_decay : 0.0f;
     kernels::AdamWUpdate(params + r.begin, m + r.begin, v + r.begin, grads + r.begin,
                          r.end - r.begin, hyper);
+  }
+}
+
+void AdamW::StepBf16(uint16_t* params, const float* grads, float lr, float grad_scale) {
+  kernels::AdamWHyper hyper = NextHyper(lr, grad_scale);
+  uint16_t* m = m_.as<uint16_t>();
+  uint16_t* v = v_.as<uint16_t>();
+  for (const DecayRange& r : ranges_) {
+    hyper.weight_decay = r.decay ? config_.weight_decay : 0.0f;
+    kernels::AdamWUpdateBf16(params + r.begin, m + r.begin, v + r.begin, grads + r.begin,
+                             r.end - r.begin, hyper);
   }
 }
 

@@ -11,7 +11,9 @@
 
 #include "absl/status/statusor.h"
 #include "engine/base/memory_ledger.h"
+#include "engine/kernels/adamw.h"
 #include "engine/model/param_specs.h"
+#include "engine/tensor/dtype.h"
 #include "engine/tensor/buffer.h"
 
 namespace accel::optim {
@@ -21,12 +23,15 @@ struct AdamWConfig {
   float beta2 = 0.999f;
   float eps = 1e-8f;
   float weight_decay = 0.0f;
+  // The moments' dtype: f32, or bf16 for low precision (bf16 parameters without an fp32
+  // master, updated through StepBf16).
+  DType state_dtype = DType::kF32;
 };
 
 class AdamW {
  public:
-  // InvalidArgument if the range is empty-negative or a hyperparameter is out of its domain
-  // (betas in [0, 1), eps > 0, weight_decay >= 0).
+  // InvalidArgument if the range is empty-negative, a hyperparameter is out of its domain
+  // (betas in [0, 1), eps > 0, weight_decay >= 0) or state_dtype is f16.
   [[nodiscard]] static absl::StatusOr<AdamW> Create(const model::Gpt2Layout& layout, int64_t begin,
                                                     int64_t end, const AdamWConfig& config,
                                                     MemoryPool pool = MemoryPool::kHost,
@@ -35,13 +40,18 @@ class AdamW {
   // One update. params and grads point at element `begin` of their flat buffers and hold
   // end - begin elements. grad_scale multiplies every gradient (clipping, loss-scale undo).
   // Advances the step count first (so the first update uses step 1).
+  // Requires f32 state.
   void Step(float* params, const float* grads, float lr, float grad_scale = 1.0f);
+  // The same with bf16 parameters and bf16 state (kernels::AdamWUpdateBf16).
+  void StepBf16(uint16_t* params, const float* grads, float lr, float grad_scale = 1.0f);
 
   int64_t step() const { return step_; }
   void set_step(int64_t step) { step_ = step; }
   int64_t begin() const { return begin_; }
   int64_t end() const { return end_; }
   const AdamWConfig& config() const { return config_; }
+  DType state_dtype() const { return config_.state_dtype; }
+  // end - begin elements in state_dtype.
   Buffer& exp_avg() { return m_; }
   Buffer& exp_avg_sq() { return v_; }
 
@@ -52,6 +62,9 @@ class AdamW {
   const std::vector<DecayRange>& ranges() const { return ranges_; }
 
  private:
+  // Advances the step count and fills everything but weight_decay.
+  kernels::AdamWHyper NextHyper(float lr, float grad_scale);
+
   AdamWConfig config_;
   int64_t begin_ = 0, end_ = 0, step_ = 0;
   std::vector<DecayRange> ranges_;

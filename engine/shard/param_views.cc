@@ -20,7 +20,11 @@ std::vector<ParamView> ShardedModel::ParamViews() {
       if (from >= to) continue;
       v.begin = from - first;
       v.end = to - first;
-      v.data = r.params + (from - r.flat_begin);
+      if (r.params16 != nullptr) {
+        v.data16 = r.params16 + (from - r.flat_begin);
+      } else {
+        v.data = r.params + (from - r.flat_begin);
+      }
       break;
     }
     views.push_back(v);

@@ -57,6 +57,13 @@ absl::StatusOr<ShardPlan> ShardPlan::Create(const model::Gpt2Layout& layout, int
     return absl::InvalidArgumentError(absl::StrCat("max_inflight_gathers must be >= 1, got ",
                                                    options.max_inflight_gathers));
   }
+  if (options.master_dtype != DType::kF32 &&
+      !(options.master_dtype == DType::kBF16 && options.param_dtype == DType::kBF16)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "master_dtype ", std::string(DTypeName(options.master_dtype)), " needs param_dtype bf16 "
+        "(low precision is bf16 only), got param_dtype ",
+        std::string(DTypeName(options.param_dtype))));
+  }
   ShardPlan p;
   p.options_ = options;
   p.world_ = world;

@@ -55,9 +55,14 @@ struct ShardOptions {
   // Mixed precision (DESIGN.md §3.2): parameters are all-gathered and computed in param_dtype,
   // gradients reduced in reduce_dtype (f32 accumulation inside the collective). When either is
   // not f32 the optimizer updates fp32 master copies of this rank's ranges, and the
-  // low-precision parameters are rounded from them after every step.
+  // low-precision parameters are rounded from them after every step (unless master_dtype says
+  // otherwise).
   DType param_dtype = DType::kF32;
   DType reduce_dtype = DType::kF32;
+  // The dtype of the values the optimizer updates: f32 (fp32 masters under mixed precision),
+  // or bf16 with param_dtype bf16 for FSDP's low precision (weights loaded in bf16 and no mixed
+  // precision): no master, AdamW updates the bf16 parameters and keeps bf16 moments.
+  DType master_dtype = DType::kF32;
   // DeepSpeed ZeRO-3 scheduling, in elements; 0 = FSDP's rule (prefetch exactly the next unit,
   // no cap on what is gathered). prefetch_bucket_numel: keep prefetching later units until this
   // many elements are in flight (stage3_prefetch_bucket_size). max_live_numel: never hold more

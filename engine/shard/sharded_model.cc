@@ -39,6 +39,7 @@ absl::StatusOr<std::unique_ptr<ShardedModel>> ShardedModel::Create(
       layout, std::move(plan), groups, timeout, ledger ? ledger : MemoryLedger::Default()));
   m->mixed_ = m->plan_.options().param_dtype != DType::kF32 ||
               m->plan_.options().reduce_dtype != DType::kF32;
+  m->low_precision_ = m->plan_.options().master_dtype != DType::kF32;
   ACCEL_RETURN_IF_ERROR(m->Allocate());
   return m;
 }
@@ -70,8 +71,10 @@ absl::Status ShardedModel::Allocate() {
     }
     const int64_t reduced_numel = plan_.reduce_per_unit() ? us.shard_numel : us.padded_numel;
     if (mixed_) {
-      ACCEL_RETURN_IF_ERROR(alloc(MasterLength(u) * sizeof(float),
-                                  MemoryCategory::kOptimizerState, &unit.master));
+      if (!low_precision_) {
+        ACCEL_RETURN_IF_ERROR(alloc(MasterLength(u) * sizeof(float),
+                                    MemoryCategory::kOptimizerState, &unit.master));
+      }
       ACCEL_RETURN_IF_ERROR(alloc(reduced_numel * reduce_size(), MemoryCategory::kGrads,
                                   &unit.reduced));
     } else if (plan_.reduce_per_unit()) {
@@ -88,8 +91,9 @@ absl::Status ShardedModel::Allocate() {
 std::string ShardedModel::DTypesJson() const {
   const ShardOptions& o = plan_.options();
   const std::string params(DTypeName(o.param_dtype)), grads(DTypeName(o.reduce_dtype));
+  const std::string master = low_precision_ ? params : mixed_ ? "f32" : params;
   return absl::StrCat(R"({"params":")", params, R"(","grads":")", grads, R"(","master":")",
-                      mixed_ ? "f32" : params, R"(","optimizer":"f32"})");
+                      master, R"(","optimizer":")", low_precision_ ? params : "f32", R"("})");
 }
 
 int64_t ShardedModel::MasterBegin(int u) const {
@@ -127,7 +131,7 @@ absl::Status ShardedModel::LoadUnitRange(int u, const float* values) {
   Unit& unit = units_[u];
   const DType param_dtype = plan_.options().param_dtype;
   const auto [held_begin, held_end] = HeldRange(u);
-  if (mixed_) {
+  if (mixed_ && !low_precision_) {
     // The master takes the part of the held values inside its range; padding stays zero.
     unit.master.Zero();
     const int64_t from = std::max(held_begin, MasterBegin(u));
@@ -165,7 +169,7 @@ absl::Status ShardedModel::GatherUnit(int u, float* out) {
   }
   const UnitShard& us = plan_.unit(u);
   Unit& unit = units_[u];
-  if (mixed_) {
+  if (mixed_ && !low_precision_) {
     // The masters, not the rounded copies: a full save holds what the optimizer holds.
     if (!plan_.optimizer_sharded()) {
       std::memcpy(out, unit.master.as<float>(), us.numel * sizeof(float));
@@ -180,7 +184,8 @@ absl::Status ShardedModel::GatherUnit(int u, float* out) {
     return s;
   }
   if (!plan_.params_persistent()) ACCEL_RETURN_IF_ERROR(EnsureGathered(u));
-  std::memcpy(out, unit.full.as<float>(), us.numel * sizeof(float));
+  // The parameters are what the optimizer holds (fp32, or bf16 under low precision).
+  ConvertDType(unit.full.data(), plan_.options().param_dtype, out, DType::kF32, us.numel);
   if (!plan_.params_persistent()) {
     unit.keep_for_step = false;
     MaybeFree(u);
@@ -244,10 +249,27 @@ absl::StatusOr<const float*> ShardedModel::Params(int u, Pass pass) {
     const int64_t n = plan_.unit(u).padded_numel;
     ACCEL_ASSIGN_OR_RETURN(unit.compute, buffers_.Acquire(n * sizeof(float),
                                                           MemoryCategory::kParams, false));
-    ConvertDType(unit.full.data(), plan_.options().param_dtype, unit.compute.data(), DType::kF32,
-                 n);
+    const DType dtype = plan_.options().param_dtype;
+    const bool skip = dtype == DType::kBF16 && static_cast<size_t>(u) < skip_fp32_.size();
+    int64_t next = 0;  // converts the complement of the skipped ranges
+    auto convert_to = [&](int64_t end) {
+      ConvertDType(unit.full.as<uint16_t>() + next, dtype, unit.compute.as<float>() + next,
+                   DType::kF32, end - next);
+    };
+    if (skip) {
+      for (const auto& [offset, numel] : skip_fp32_[u]) {
+        convert_to(offset);
+        next = offset + numel;
+      }
+    }
+    convert_to(n);
   }
   return unit.compute.as<float>();
+}
+
+const uint16_t* ShardedModel::ParamsBf16(int u) {
+  if (plan_.options().param_dtype != DType::kBF16 || units_[u].full.empty()) return nullptr;
+  return units_[u].full.as<uint16_t>();
 }
 
 absl::Status ShardedModel::Release(int u, Pass pass) {

@@ -17,8 +17,9 @@
 // dloss = loss_scale / (accum · world) (GradScale()) and the reductions sum.
 //
 // Mixed precision (plan.options().param_dtype / reduce_dtype not f32, DESIGN.md §3.2): the
-// resident parameters are in param_dtype and travel in it; the model still computes on fp32
-// values (an fp32 copy of each unit while it is in use, exactly the low-precision values);
+// resident parameters are in param_dtype and travel in it; the model gets an fp32 copy of each
+// unit while it is in use (exactly the low-precision values) and, in bf16, the gathered bf16
+// parameters too, which its matmuls use directly where the CPU multiplies bf16 natively;
 // gradients are reduced in reduce_dtype (fp32 accumulation inside the collective) and kept in
 // it between micro-steps; the optimizer updates fp32 master copies of the owned ranges on
 // fp32, unscaled gradients (OwnedRanges), and FinishStep rounds the masters back to
@@ -57,23 +58,28 @@ struct ProcessGroups {
 };
 
 // A range of the flat layout this rank updates: [flat_begin, flat_end), with its parameters and
-// reduced gradients (both flat_end - flat_begin floats).
+// reduced gradients (flat_end - flat_begin elements each). The parameters are fp32 `params`
+// (the model's, or the fp32 masters), or under low precision (ShardOptions::master_dtype bf16)
+// the bf16 parameters themselves in `params16`, with `params` null.
 struct OwnedRange {
   int unit;
   int64_t flat_begin, flat_end;
   float* params;
   const float* grads;
+  uint16_t* params16 = nullptr;
 };
 
 // use_orig_params: one named parameter as a view into this rank's flat storage. The view covers
 // the parameter's row-major elements [begin, end) that this rank updates (all of them when
 // the optimizer state is not sharded, else the part inside its shard; possibly none), and
-// points at the fp32 values the optimizer updates (the parameters, or the fp32 masters under
-// mixed precision). Writes through the view change the model after the next FinishStep.
+// points at the values the optimizer updates (the parameters, or the fp32 masters under
+// mixed precision; the bf16 parameters, `data16`, under low precision). Writes through the view
+// change the model after the next FinishStep.
 struct ParamView {
   const LayoutEntry* entry = nullptr;  // name, full shape, offset, numel
   int64_t begin = 0, end = 0;
   float* data = nullptr;  // end - begin floats; nullptr when the range is empty
+  uint16_t* data16 = nullptr;  // low precision: end - begin bf16 values instead of `data`
 };
 
 class ShardedModel final : public model::ParamAccess {
@@ -84,8 +90,10 @@ class ShardedModel final : public model::ParamAccess {
   ~ShardedModel() override;
 
   const ShardPlan& plan() const { return plan_; }
-  // Whether parameters or gradients are kept in a 16-bit dtype (fp32 masters exist).
+  // Whether parameters or gradients are kept in a 16-bit dtype.
   bool mixed_precision() const { return mixed_; }
+  // Low precision: bf16 parameters without fp32 masters (ShardOptions::master_dtype bf16).
+  bool low_precision() const { return low_precision_; }
   // The dtypes of every buffer class, for logs and memory records:
   // {"params":"bf16","grads":"bf16","master":"fp32","optimizer":"fp32"}.
   std::string DTypesJson() const;
@@ -142,6 +150,16 @@ class ShardedModel final : public model::ParamAccess {
   // ParamAccess, called by the model.
   absl::StatusOr<const float*> Params(int unit, model::Pass pass) override;
   absl::Status Release(int unit, model::Pass pass) override;
+  // The gathered bf16 parameters themselves under bf16 mixed precision (null otherwise).
+  const uint16_t* ParamsBf16(int unit) override;
+  // For a model that reads some ranges of a unit only through ParamsBf16 (its matmul weights,
+  // model::Gpt2::MatmulWeightRanges): the fp32 copy Params() returns leaves those ranges
+  // unconverted, so their values there are unspecified. `ranges[u]` lists [offset, offset +
+  // numel) within unit u, sorted and disjoint. Saves a conversion of nearly every parameter
+  // twice a step. Ignored unless the parameters are bf16.
+  void SkipFp32Copy(std::vector<std::vector<std::pair<int64_t, int64_t>>> ranges) {
+    skip_fp32_ = std::move(ranges);
+  }
   absl::StatusOr<float*> Grads(int unit) override;
   absl::Status GradsReady(int unit) override;
 
@@ -212,6 +230,8 @@ class ShardedModel final : public model::ParamAccess {
   BufferPool buffers_;
   std::deque<PendingReduce> pending_reduces_;
   bool mixed_ = false;
+  bool low_precision_ = false;  // mixed_ without masters
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> skip_fp32_;  // SkipFp32Copy
   double loss_scale_ = 1;
   double comm_wait_seconds_ = 0;
   bool reducing_micro_step_ = true;  // whether this micro-step's gradients are reduced now

@@ -210,6 +210,17 @@ std::vector<OwnedRange> ShardedModel::OwnedRanges() {
   for (int u = 0; u < plan_.num_units(); ++u) {
     const UnitShard& us = plan_.unit(u);
     Unit& unit = units_[u];
+    if (low_precision_) {
+      // The optimizer range of the bf16 parameters themselves, where masters would be.
+      if (plan_.optimizer_sharded() && us.shard_valid == 0) continue;
+      uint16_t* params16 = plan_.params_persistent()
+                               ? unit.full.as<uint16_t>() + MasterBegin(u)
+                               : unit.shard.as<uint16_t>();
+      const int64_t begin = us.offset + MasterBegin(u);
+      const int64_t n = plan_.optimizer_sharded() ? us.shard_valid : us.numel;
+      ranges.push_back({u, begin, begin + n, nullptr, unit.opt_grads.as<float>(), params16});
+      continue;
+    }
     if (!plan_.optimizer_sharded()) {
       float* params = mixed_ ? unit.master.as<float>() : unit.full.as<float>();
       const float* grads = mixed_ ? unit.opt_grads.as<float>() : unit.full_grads.as<float>();
@@ -244,7 +255,7 @@ absl::Status ShardedModel::FinishStep() {
       ReleaseCompute(u);
     }
   }
-  if (mixed_) {
+  if (mixed_ && !low_precision_) {
     // Round the updated masters into the parameters this rank holds.
     for (int u = 0; u < plan_.num_units(); ++u) {
       Unit& unit = units_[u];

@@ -13,12 +13,14 @@
 // died: Unavailable) is returned at once, annotated with the step and what every rank must do.
 #include <algorithm>
 #include <memory>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
 #include "engine/checkpoint/checkpoint_metadata.h"
 #include "engine/checkpoint/full_model_writer.h"
 #include "engine/checkpoint/sharded_checkpoint.h"
+#include "engine/tensor/dtype.h"
 #include "engine/train/trainer.h"
 #include "nlohmann/json.hpp"
 
@@ -32,6 +34,42 @@ absl::StatusOr<std::vector<int64_t>> AllGatherInt64(comm::Communicator* c, int64
   std::vector<int64_t> all(static_cast<size_t>(c->size()));
   ACCEL_RETURN_IF_ERROR(c->AllGather(&value, all.data(), 2, DType::kF32)->Wait(kTimeout));
   return all;
+}
+
+// Rank files hold fp32. Ranges kept in bf16 (low precision: bf16 parameters and moments) pass
+// through fp32 staging, which holds bf16 values exactly, so a resume is bit-identical.
+struct Fp32Staging {
+  std::vector<float> params, exp_avg, exp_avg_sq;
+};
+
+// The fp32 arrays of one owned range: its own, or `staging` sized for it (and filled from the
+// bf16 values when `widen`).
+checkpoint::LoadRange StateRange(const shard::OwnedRange& r, optim::AdamW& opt,
+                                 Fp32Staging& staging, bool widen) {
+  if (r.params16 == nullptr) {
+    return {r.flat_begin, r.flat_end, r.params, opt.exp_avg().as<float>(),
+            opt.exp_avg_sq().as<float>()};
+  }
+  const size_t n = static_cast<size_t>(r.flat_end - r.flat_begin);
+  staging.params.resize(n);
+  staging.exp_avg.resize(n);
+  staging.exp_avg_sq.resize(n);
+  if (widen) {
+    Bf16ToFloat(r.params16, staging.params.data(), n);
+    Bf16ToFloat(opt.exp_avg().as<uint16_t>(), staging.exp_avg.data(), n);
+    Bf16ToFloat(opt.exp_avg_sq().as<uint16_t>(), staging.exp_avg_sq.data(), n);
+  }
+  return {r.flat_begin, r.flat_end, staging.params.data(), staging.exp_avg.data(),
+          staging.exp_avg_sq.data()};
+}
+
+// After a load into staging: round it into the bf16 parameters and moments.
+void NarrowStaged(const shard::OwnedRange& r, optim::AdamW& opt, const Fp32Staging& staging) {
+  if (r.params16 == nullptr) return;
+  const size_t n = staging.params.size();
+  FloatToBf16(staging.params.data(), r.params16, n);
+  FloatToBf16(staging.exp_avg.data(), opt.exp_avg().as<uint16_t>(), n);
+  FloatToBf16(staging.exp_avg_sq.data(), opt.exp_avg_sq().as<uint16_t>(), n);
 }
 
 absl::StatusOr<int64_t> BroadcastInt64(comm::Communicator* c, int64_t value, int root) {
@@ -91,15 +129,16 @@ absl::StatusOr<CheckpointEvent> Trainer::SaveCheckpoint(const std::string& dir, 
   int64_t my_bytes = 0;
   if (rank_files) {
     std::vector<checkpoint::SaveRange> ranges;
+    std::vector<Fp32Staging> staging(optimizers_.size());
     if (plan.PrimaryReplica()) {
       std::vector<shard::OwnedRange> owned = sharded_->OwnedRanges();
       for (size_t i = 0; i < owned.size(); ++i) {
-        ranges.push_back({owned[i].flat_begin, owned[i].flat_end, owned[i].params,
-                          optimizers_[i].exp_avg().as<float>(),
-                          optimizers_[i].exp_avg_sq().as<float>()});
+        const checkpoint::LoadRange r = StateRange(owned[i], optimizers_[i], staging[i], true);
+        ranges.push_back({r.flat_begin, r.flat_end, r.params, r.exp_avg, r.exp_avg_sq});
       }
     }
     local = checkpoint::WriteRankFile(env_, dir, step_, rank(), ranges);
+    staging.clear();
     if (local.ok()) {
       absl::StatusOr<uint64_t> size =
           env_->GetFileSize(JoinPath(tmp, checkpoint::RankFileName(rank())));
@@ -222,12 +261,12 @@ absl::Status Trainer::Resume(const std::string& dir) {
   }
   std::vector<shard::OwnedRange> owned = sharded_->OwnedRanges();
   std::vector<checkpoint::LoadRange> ranges;
+  std::vector<Fp32Staging> staging(owned.size());
   for (size_t i = 0; i < owned.size(); ++i) {
-    ranges.push_back({owned[i].flat_begin, owned[i].flat_end, owned[i].params,
-                      optimizers_[i].exp_avg().as<float>(),
-                      optimizers_[i].exp_avg_sq().as<float>()});
+    ranges.push_back(StateRange(owned[i], optimizers_[i], staging[i], /*widen=*/false));
   }
   ACCEL_RETURN_IF_ERROR(checkpoint::LoadRanges(env_, step_dir, *layout_, ranges));
+  for (size_t i = 0; i < owned.size(); ++i) NarrowStaged(owned[i], optimizers_[i], staging[i]);
   for (optim::AdamW& opt : optimizers_) opt.set_step(meta.optimizer_step);
   if (scaler_.enabled() && !meta.loss_scaler_json.empty()) {
     ACCEL_RETURN_IF_ERROR(Annotate(scaler_.FromJson(meta.loss_scaler_json),

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
+#include "engine/kernels/matmul_bf16.h"
 #include "engine/checkpoint/hf_gpt2.h"
 #include "engine/comm/self_communicator.h"
 #include "engine/data/token_source.h"
@@ -74,16 +75,28 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
   if (options.shard.param_dtype == DType::kF16 || options.shard.reduce_dtype == DType::kF16) {
     t->scaler_ = LossScaler(options.loss_scaling);
   }
+  optim::AdamWConfig adamw = options.adamw;
+  // Low precision keeps the moments in the parameters' bf16 too (DESIGN.md §3.2).
+  if (t->sharded_->low_precision()) adamw.state_dtype = DType::kBF16;
   for (const shard::OwnedRange& r : t->sharded_->OwnedRanges()) {
     ACCEL_ASSIGN_OR_RETURN(optim::AdamW opt,
-                           optim::AdamW::Create(*t->layout_, r.flat_begin, r.flat_end,
-                                                options.adamw, MemoryPool::kDevice, t->ledger_));
+                           optim::AdamW::Create(*t->layout_, r.flat_begin, r.flat_end, adamw,
+                                                MemoryPool::kDevice, t->ledger_));
     t->optimizers_.push_back(std::move(opt));
   }
-  ACCEL_ASSIGN_OR_RETURN(auto acts, model::Gpt2Activations::Create(config, options.batch,
-                                                                   options.seq, MemoryPool::kDevice,
-                                                                   t->ledger_));
+  // bf16 parameters are multiplied as bf16 where the CPU has bf16 dot products (AMX or
+  // AVX512_BF16); elsewhere oneDNN would emulate them, slower than fp32 on the fp32 copy.
+  const bool bf16_matmuls =
+      options.shard.param_dtype == DType::kBF16 && kernels::Bf16MatmulIsNative();
+  ACCEL_ASSIGN_OR_RETURN(auto acts, model::Gpt2Activations::Create(
+                                        config, options.batch, options.seq, MemoryPool::kDevice,
+                                        t->ledger_, bf16_matmuls));
   t->acts_.emplace(std::move(acts));
+  if (bf16_matmuls) {
+    std::vector<std::vector<std::pair<int64_t, int64_t>>> skip(t->layout_->num_units());
+    for (int u = 0; u < t->layout_->num_units(); ++u) skip[u] = t->model_->MatmulWeightRanges(u);
+    t->sharded_->SkipFp32Copy(std::move(skip));
+  }
 
   ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<data::TokenSource> opened,
                          data::TokenSource::Open(env, options.data));
@@ -140,7 +153,11 @@ absl::StatusOr<StepMetrics> Trainer::TrainStep() {
     m.clip_scale = optim::ClipScale(m.grad_norm, options_.grad_clip);
     std::vector<shard::OwnedRange> ranges = sharded.OwnedRanges();
     for (size_t i = 0; i < ranges.size(); ++i) {
-      optimizers_[i].Step(ranges[i].params, ranges[i].grads, m.lr, m.clip_scale);
+      if (ranges[i].params16 != nullptr) {
+        optimizers_[i].StepBf16(ranges[i].params16, ranges[i].grads, m.lr, m.clip_scale);
+      } else {
+        optimizers_[i].Step(ranges[i].params, ranges[i].grads, m.lr, m.clip_scale);
+      }
     }
   }
   ACCEL_RETURN_IF_ERROR(sharded.FinishStep());

@@ -81,6 +81,31 @@ absl::StatusOr<GangResult> RunGang(const train::TrainOptions& options, int world
   return result;
 }
 
+train::TrainOptions GangOptions(const std::string& dir, shard::Strategy strategy, int accum,
+                                int64_t batch, DType dtype) {
+  train::TrainOptions o;
+  o.model_config = dir + "/config.json";
+  o.data = dir + "/data.txt";
+  o.batch = batch;
+  o.seq = 8;
+  o.steps = 5;
+  o.grad_accum = accum;
+  o.schedule.base_lr = 1e-2f;
+  o.adamw.eps = 1e-6f;
+  o.adamw.weight_decay = 0.1f;
+  o.grad_clip = 1.0f;
+  o.shard.strategy = strategy;
+  o.shard.hybrid_group_size = 2;
+  o.shard.param_dtype = o.shard.reduce_dtype = dtype;
+  return o;
+}
+
+double L2Distance(const std::vector<float>& a, const std::vector<float>& b) {
+  double sum = 0;
+  for (size_t i = 0; i < a.size(); ++i) sum += std::pow(double(a[i]) - double(b[i]), 2);
+  return std::sqrt(sum);
+}
+
 absl::Status WriteGangInputs(const std::string& dir, const model::Gpt2Config& config) {
   ACCEL_RETURN_IF_ERROR(Env::Default()->CreateDirs(dir));
   std::string text;

@@ -28,6 +28,15 @@ absl::StatusOr<GangResult> RunGang(const train::TrainOptions& options, int world
 // config.json for `config`.
 absl::Status WriteGangInputs(const std::string& dir, const model::Gpt2Config& config);
 
+// The sharding tests' training run over the inputs in `dir`: 5 steps of AdamW (lr 1e-2, eps
+// 1e-6, decay 0.1), clipping at 1, seq 8, hybrid groups of 2, in `dtype` (params and
+// reduction; f32 masters).
+train::TrainOptions GangOptions(const std::string& dir, shard::Strategy strategy, int accum,
+                                int64_t batch, DType dtype = DType::kF32);
+
+// Euclidean distance between two parameter vectors (double accumulation).
+double L2Distance(const std::vector<float>& a, const std::vector<float>& b);
+
 // Resident model-state bytes per rank between steps by the ZeRO formulas, for Ψ parameters on
 // `world` ranks, with bytes per element of parameters, reduced gradients and optimizer state
 // (fp32: 4, 4, 8; bf16 mixed: 2, 2, 12 with the fp32 master): no_shard keeps all three whole,

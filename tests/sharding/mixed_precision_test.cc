@@ -44,28 +44,7 @@ class MixedPrecisionTest : public ::testing::Test {
 
   static train::TrainOptions Options(Strategy s, int accum, int64_t batch,
                                      DType dtype = DType::kBF16) {
-    train::TrainOptions o;
-    o.model_config = *dir_ + "/config.json";
-    o.data = *dir_ + "/data.txt";
-    o.batch = batch;
-    o.seq = 8;
-    o.steps = 5;
-    o.grad_accum = accum;
-    o.schedule.base_lr = 1e-2f;
-    o.adamw.eps = 1e-6f;
-    o.adamw.weight_decay = 0.1f;
-    o.grad_clip = 1.0f;
-    o.shard.strategy = s;
-    o.shard.hybrid_group_size = 2;
-    o.shard.param_dtype = dtype;
-    o.shard.reduce_dtype = dtype;
-    return o;
-  }
-
-  static double Distance(const std::vector<float>& a, const std::vector<float>& b) {
-    double sum = 0;
-    for (size_t i = 0; i < a.size(); ++i) sum += std::pow(double(a[i]) - double(b[i]), 2);
-    return std::sqrt(sum);
+    return GangOptions(*dir_, s, accum, batch, dtype);
   }
 
   // `got` (bf16, N ranks) against `want` (bf16, one rank) and `fp32` (fp32, one rank).
@@ -76,8 +55,8 @@ class MixedPrecisionTest : public ::testing::Test {
       EXPECT_NEAR(got.losses[i], want.losses[i], 1e-2 * std::fabs(want.losses[i])) << what;
     }
     ASSERT_EQ(got.params.size(), want.params.size());
-    const double sharding = Distance(got.params, want.params);
-    const double precision = Distance(fp32.params, want.params);
+    const double sharding = L2Distance(got.params, want.params);
+    const double precision = L2Distance(fp32.params, want.params);
     EXPECT_GT(precision, 0) << what << ": bf16 made no difference at all";
     EXPECT_LE(sharding, precision) << what;
   }

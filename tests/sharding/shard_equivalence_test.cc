@@ -40,21 +40,7 @@ class ShardEquivalenceTest : public ::testing::Test {
 
   static train::TrainOptions Options(Strategy s, int accum, int64_t batch,
                                      DType dtype = DType::kF32) {
-    train::TrainOptions o;
-    o.model_config = *dir_ + "/config.json";
-    o.data = *dir_ + "/data.txt";
-    o.batch = batch;
-    o.seq = 8;
-    o.steps = 5;
-    o.grad_accum = accum;
-    o.schedule.base_lr = 1e-2f;
-    o.adamw.eps = 1e-6f;
-    o.adamw.weight_decay = 0.1f;
-    o.grad_clip = 1.0f;
-    o.shard.strategy = s;
-    o.shard.hybrid_group_size = 2;
-    o.shard.param_dtype = o.shard.reduce_dtype = dtype;
-    return o;
+    return GangOptions(*dir_, s, accum, batch, dtype);
   }
 
   static void ExpectClose(const GangResult& got, const GangResult& want, const std::string& what) {

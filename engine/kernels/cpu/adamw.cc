@@ -15,6 +15,7 @@
 #endif
 
 #include "engine/kernels/adamw.h"
+#include "engine/tensor/dtype.h"
 
 namespace accel::kernels {
 namespace {
@@ -67,11 +68,7 @@ void UpdateRange(float* params, float* m, float* v, const float* grads, int64_t 
   }
 }
 
-}  // namespace
-
-void AdamWUpdate(float* params, float* m, float* v, const float* grads, int64_t n,
-                 const AdamWHyper& h) {
-  if (n <= 0) return;
+Consts MakeConsts(const AdamWHyper& h) {
   const double step = static_cast<double>(h.step);
   Consts c;
   c.beta1 = h.beta1;
@@ -85,13 +82,55 @@ void AdamWUpdate(float* params, float* m, float* v, const float* grads, int64_t 
   c.step_size = static_cast<float>(h.lr / (1.0 - std::pow(static_cast<double>(h.beta1), step)));
   c.bc2_sqrt =
       static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(h.beta2), step)));
+  return c;
+}
+
+// bf16 storage: widen a cache-sized piece of each stream, update it in fp32, round it back.
+void UpdateRangeBf16(uint16_t* params, uint16_t* m, uint16_t* v, const float* grads, int64_t n,
+                     const Consts& c) {
+  constexpr int64_t kPiece = 1024;
+  alignas(64) float p32[kPiece], m32[kPiece], v32[kPiece];
+  for (int64_t lo = 0; lo < n; lo += kPiece) {
+    const int64_t len = std::min(kPiece, n - lo);
+    Bf16ToFloat(params + lo, p32, len);
+    Bf16ToFloat(m + lo, m32, len);
+    Bf16ToFloat(v + lo, v32, len);
+    UpdateRange(p32, m32, v32, grads + lo, len, c);
+    FloatToBf16(p32, params + lo, len);
+    FloatToBf16(m32, m + lo, len);
+    FloatToBf16(v32, v + lo, len);
+  }
+}
+
+// update(lo, len) over [0, n) in kBlock pieces, spread over OpenMP threads.
+template <typename Update>
+void ForEachBlock(int64_t n, const Update& update) {
   const int64_t blocks = (n + kBlock - 1) / kBlock;
 #pragma omp parallel for schedule(static) if (n >= kParallelMin)
   for (int64_t b = 0; b < blocks; ++b) {
     const int64_t lo = b * kBlock;
-    const int64_t len = std::min(kBlock, n - lo);
-    UpdateRange(params + lo, m + lo, v + lo, grads + lo, len, c);
+    update(lo, std::min(kBlock, n - lo));
   }
+}
+
+}  // namespace
+
+void AdamWUpdate(float* params, float* m, float* v, const float* grads, int64_t n,
+                 const AdamWHyper& h) {
+  if (n <= 0) return;
+  const Consts c = MakeConsts(h);
+  ForEachBlock(n, [&](int64_t lo, int64_t len) {
+    UpdateRange(params + lo, m + lo, v + lo, grads + lo, len, c);
+  });
+}
+
+void AdamWUpdateBf16(uint16_t* params, uint16_t* m, uint16_t* v, const float* grads, int64_t n,
+                     const AdamWHyper& h) {
+  if (n <= 0) return;
+  const Consts c = MakeConsts(h);
+  ForEachBlock(n, [&](int64_t lo, int64_t len) {
+    UpdateRangeBf16(params + lo, m + lo, v + lo, grads + lo, len, c);
+  });
 }
 
 double SquaredL2Norm(const float* x, int64_t n) {

@@ -3,7 +3,10 @@
 #include <cmath>
 #include <cstdint>
 
+#include <vector>
+
 #include "engine/kernels/adamw.h"
+#include "engine/tensor/dtype.h"
 
 namespace accel::kernels::ref {
 
@@ -29,6 +32,18 @@ void AdamWUpdate(float* params, float* m, float* v, const float* grads, int64_t 
     m[i] = mi;
     v[i] = vi;
   }
+}
+
+void AdamWUpdateBf16(uint16_t* params, uint16_t* m, uint16_t* v, const float* grads, int64_t n,
+                     const AdamWHyper& h) {
+  std::vector<float> p32(n), m32(n), v32(n);
+  Bf16ToFloat(params, p32.data(), n);
+  Bf16ToFloat(m, m32.data(), n);
+  Bf16ToFloat(v, v32.data(), n);
+  ref::AdamWUpdate(p32.data(), m32.data(), v32.data(), grads, n, h);
+  FloatToBf16(p32.data(), params, n);
+  FloatToBf16(m32.data(), m, n);
+  FloatToBf16(v32.data(), v, n);
 }
 
 double SquaredL2Norm(const float* x, int64_t n) {

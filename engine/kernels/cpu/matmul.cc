@@ -15,6 +15,7 @@
 #include <cstdlib>
 
 #include "engine/kernels/matmul.h"
+#include "engine/kernels/cpu/matmul_bias.h"
 
 namespace accel::kernels {
 namespace {
@@ -22,9 +23,6 @@ namespace {
 // Below this many output elements the elementwise loops stay on one thread: a parallel region
 // costs a few microseconds, more than the loop itself.
 constexpr int64_t kParallelMinElems = int64_t{1} << 15;
-// Columns per dbias task: small enough to balance 768 columns over a few threads, wide enough
-// for whole cache lines and a vector loop.
-constexpr int64_t kBiasColumnBlock = 64;
 
 // Kernels return void, so a contract violation is a caller bug: report it and stop rather than
 // let oneDNN read out of bounds.
@@ -89,13 +87,7 @@ void MatmulForward(float* out, const float* inp, const float* weight, const floa
                    int64_t N, int64_t IC, int64_t OC) {
   if (N == 0 || OC == 0) return;
   Gemm(false, false, N, OC, IC, 1.0f, inp, IC, weight, OC, 0.0f, out, OC);
-  if (bias == nullptr) return;
-#pragma omp parallel for schedule(static) if (N * OC >= kParallelMinElems)
-  for (int64_t n = 0; n < N; ++n) {
-    float* row = out + n * OC;
-#pragma omp simd
-    for (int64_t o = 0; o < OC; ++o) row[o] += bias[o];
-  }
+  if (bias != nullptr) internal::AddBiasRows(out, bias, N, OC);
 }
 
 void MatmulBackward(float* dinp, float* dweight, float* dbias, const float* dout,
@@ -108,21 +100,7 @@ void MatmulBackward(float* dinp, float* dweight, float* dbias, const float* dout
     // (IC, OC) += (N, IC)ᵀ · (N, OC)
     Gemm(true, false, IC, OC, N, 1.0f, inp, IC, dout, OC, 1.0f, dweight, OC);
   }
-  if (dbias != nullptr && N > 0 && OC > 0) {
-    const int64_t blocks = (OC + kBiasColumnBlock - 1) / kBiasColumnBlock;
-#pragma omp parallel for schedule(static) if (N * OC >= kParallelMinElems)
-    for (int64_t b = 0; b < blocks; ++b) {
-      const int64_t o0 = b * kBiasColumnBlock;
-      const int64_t width = std::min(kBiasColumnBlock, OC - o0);
-      float acc[kBiasColumnBlock] = {};
-      for (int64_t n = 0; n < N; ++n) {
-        const float* row = dout + n * OC + o0;
-#pragma omp simd
-        for (int64_t j = 0; j < width; ++j) acc[j] += row[j];
-      }
-      for (int64_t j = 0; j < width; ++j) dbias[o0 + j] += acc[j];
-    }
-  }
+  if (dbias != nullptr) internal::AccumulateBiasGrad(dbias, dout, N, OC);
 }
 
 }  // namespace accel::kernels

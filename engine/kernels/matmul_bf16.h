@@ -1,0 +1,48 @@
+// bf16 matrix multiplication with fp32 accumulation: the compute path of bf16 mixed precision.
+//
+// Operands are bf16 (raw uint16_t bits, engine/tensor/dtype.h), row-major, with the same
+// conventions as matmul.h; products are exact in fp32 and summed in fp32, and C is fp32.
+// GemmBf16 is C = op(A) · op(B) + beta · C (beta == 0 never reads C). MatmulForwardBf16 and
+// MatmulBackwardBf16 are the linear layer of matmul.h with the weight and the matmul inputs in
+// bf16: the caller rounds activations (FloatToBf16) and keeps dout in fp32 as well, for the
+// bias gradient.
+//
+// Fast path: oneDNN's matmul primitive, bf16 x bf16 -> f32, which runs on AMX where the CPU has
+// it and on AVX512_BF16's dot products otherwise (measured on this project's AVX-512 EPYC at
+// 1.6-2.0x dnnl_sgemm per thread, docs/performance.md). Primitives are cached per calling
+// thread, keyed by shape, strides, beta and thread count, so concurrent callers (ranks as
+// threads in tests) never share one. Operands should be 64-byte aligned (Buffer's alignment);
+// oneDNN's bf16 kernels slow down badly on 16-byte aligned ones (shared/reference/gemm.md).
+// A contract violation (null operand, stride smaller than a row) aborts with a message, as in
+// matmul.h. kernels::ref widens to fp32 and calls ref::Gemm (the oracle).
+#pragma once
+
+#include <cstdint>
+
+namespace accel::kernels {
+
+// Whether this CPU multiplies bf16 natively (oneDNN's effective ISA has AVX512_BF16 or AMX).
+// Elsewhere oneDNN would emulate bf16 and run slower than fp32, so callers keep fp32 compute.
+// ACCEL_BF16_MATMUL=0 in the environment forces false (to compare the two paths), =1 forces
+// true (tests of the fast path on any CPU).
+bool Bf16MatmulIsNative();
+
+#define ACCEL_MATMUL_BF16_KERNELS                                                               \
+  void GemmBf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,                    \
+                const uint16_t* A, int64_t lda, const uint16_t* B, int64_t ldb, float beta,     \
+                float* C, int64_t ldc);                                                         \
+  /* out (N, OC) = inp (N, IC) · weight (IC, OC) + bias (OC); bias (fp32) may be null. */       \
+  void MatmulForwardBf16(float* out, const uint16_t* inp, const uint16_t* weight,              \
+                         const float* bias, int64_t N, int64_t IC, int64_t OC);                 \
+  /* Accumulates (+=): dinp (N, IC) += dout16 · weightᵀ; dweight (IC, OC) += inpᵀ · dout16;   \
+     dbias (OC) += column sums of dout (fp32). Any of dinp, dweight, dbias may be null. */      \
+  void MatmulBackwardBf16(float* dinp, float* dweight, float* dbias, const float* dout,         \
+                          const uint16_t* dout16, const uint16_t* inp, const uint16_t* weight,  \
+                          int64_t N, int64_t IC, int64_t OC);
+
+ACCEL_MATMUL_BF16_KERNELS
+namespace ref {
+ACCEL_MATMUL_BF16_KERNELS
+}  // namespace ref
+
+}  // namespace accel::kernels
