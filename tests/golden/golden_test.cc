@@ -14,79 +14,14 @@
 #include "engine/testing/matchers.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/golden/golden_fixture.h"
 
 namespace accel {
 namespace {
 
-using checkpoint::SafetensorsReader;
 using testing::AllCloseToScale;
 
-class GoldenTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    auto reader = SafetensorsReader::Open(Env::Default(),
-                                          std::string(ACCEL_GOLDEN_DIR) + "/gpt2_tiny.safetensors");
-    ASSERT_TRUE(reader.ok()) << reader.status();
-    reader_ = std::move(*reader);
-    auto cfg = nlohmann::json::parse(reader_->metadata().at("config"));
-    config_.name = "golden-tiny";
-    config_.n_layer = cfg["n_layer"];
-    config_.n_head = cfg["n_head"];
-    config_.n_embd = cfg["n_embd"];
-    config_.vocab_size = cfg["vocab_size"];
-    config_.n_positions = cfg["n_positions"];
-    B_ = cfg["B"];
-    T_ = cfg["T"];
-    hyper_ = cfg;
-    auto layout = model::Gpt2Layout::Create(config_);
-    ASSERT_TRUE(layout.ok()) << layout.status();
-    layout_ = std::make_unique<model::Gpt2Layout>(std::move(*layout));
-    params_.assign(layout_->num_params(), 0.f);
-    grads_.assign(layout_->num_params(), 0.f);
-    ASSERT_TRUE(ReadParams("param.", params_.data()));
-  }
-
-  // Reads every parameter tensor "<prefix><name>" into a flat buffer in layout order.
-  ::testing::AssertionResult ReadParams(const std::string& prefix, float* flat) {
-    for (const LayoutEntry& e : layout_->flat().entries()) {
-      absl::Status s = reader_->ExpectShape(prefix + e.name, e.shape);
-      if (s.ok()) s = reader_->ReadFloat(prefix + e.name, flat + e.offset, e.numel);
-      if (!s.ok()) return ::testing::AssertionFailure() << s;
-    }
-    return ::testing::AssertionSuccess();
-  }
-  std::vector<float> Read(const std::string& name) {
-    const checkpoint::TensorInfo* info = reader_->Find(name);
-    EXPECT_NE(info, nullptr) << name;
-    if (info == nullptr) return {};
-    std::vector<float> v(info->numel);
-    EXPECT_TRUE(reader_->ReadFloat(name, v.data(), info->numel).ok()) << name;
-    return v;
-  }
-  void ReadBatch(int step, std::vector<int32_t>* x, std::vector<int32_t>* y) {
-    std::vector<int32_t> tokens(B_ * (T_ + 1));
-    ASSERT_TRUE(reader_->ReadRaw("step" + std::to_string(step) + ".tokens", tokens.data(),
-                                 tokens.size() * sizeof(int32_t)).ok());
-    x->resize(B_ * T_);
-    y->resize(B_ * T_);
-    for (int64_t b = 0; b < B_; ++b) {
-      for (int64_t t = 0; t < T_; ++t) {
-        (*x)[b * T_ + t] = tokens[b * (T_ + 1) + t];
-        (*y)[b * T_ + t] = tokens[b * (T_ + 1) + t + 1];
-      }
-    }
-  }
-  std::span<const float> ParamSpan(const std::vector<float>& flat, const LayoutEntry& e) {
-    return {flat.data() + e.offset, static_cast<size_t>(e.numel)};
-  }
-
-  std::unique_ptr<SafetensorsReader> reader_;
-  model::Gpt2Config config_;
-  int64_t B_ = 0, T_ = 0;
-  nlohmann::json hyper_;
-  std::unique_ptr<model::Gpt2Layout> layout_;
-  std::vector<float> params_, grads_;
-};
+using GoldenTest = GoldenFixture;
 
 TEST_F(GoldenTest, ForwardLogitsLossAndEveryGradient) {
   model::Gpt2 gpt(layout_.get());
