@@ -4,7 +4,10 @@
 #       ACCEL_CUDA_ARCHS says otherwise: one architecture halves nvcc's time),
 #   (b) run the `gpu`-labelled tests and the CUDA host test,
 #   (c) run the GPU benchmark: per-kernel microbenchmarks, then the GPT-2 124M bf16 training step
-#       (B=16, T=1024) with tokens/s and MFU.
+#       (B=16, T=1024) with tokens/s and MFU,
+#   (d) train GPT-2 124M with the engine's device trainer: `accel-worker --standalone --device
+#       cuda` (fp32, B=8, T=1024, 20 steps), then a 1-rank FULL_SHARD job (`resources.device:
+#       cuda`) through a local acceld, which must end SUCCEEDED.
 # Sized to finish in under 8 minutes on one H200 with 16 cores (build ~3-4 min from scratch,
 # tests < 1 min, benchmark ~1 min). Exits nonzero if any part fails, after running all of them.
 #   bench/gpu_check.sh [--micro-only]      (env: BUILD_DIR, BUILD_TYPE, ACCEL_CUDA_ARCHS, JOBS)
@@ -34,7 +37,8 @@ if ! cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE" \
 fi
 grep -q "accel: CUDA path ON" "$BUILD_DIR/configure.log" || {
   echo "CMake did not find nvcc: the CUDA targets are not configured"; exit 1; }
-targets=(accel_cuda_host_test accel_cuda_test accel_gpu_bench)
+targets=(accel_cuda_host_test accel_cuda_test accel_gpu_bench accel_golden_gpu_test
+         accel_device_trainer_test accel_device_trainer_gpu_test accel-worker acceld accelctl)
 grep -q "accel_nccl_test" "$BUILD_DIR/build.ninja" && targets+=(accel_nccl_test)
 if ! cmake --build "$BUILD_DIR" -j"$JOBS" --target "${targets[@]}"; then
   echo "build failed"; exit 1
@@ -46,6 +50,28 @@ ctest --test-dir "$BUILD_DIR" -L gpu --output-on-failure --timeout 300 -j1 || st
 
 step "benchmark"
 timeout 300 "$BUILD_DIR/bench/accel_gpu_bench" "${BENCH_ARGS[@]}" || status=1
+
+step "device trainer: accel-worker --standalone --device cuda (gpt2 124M, fp32)"
+timeout 240 "$BUILD_DIR/worker/accel-worker" --standalone --device cuda --model gpt2 \
+  --batch 8 --seq 1024 --steps 20 --log-every 5 --data data/kjv.txt || status=1
+
+step "a 1-rank FULL_SHARD cuda job through acceld"
+state=$(mktemp -d /tmp/accel-gpu-check.XXXXXX)
+"$BUILD_DIR/server/acceld" --listen "" --unix-socket "$state/acceld.sock" --state-dir "$state" \
+  --cpu-slots 1 --log-level warn >"$state/acceld.log" 2>&1 &
+acceld=$!
+for _ in $(seq 100); do [ -S "$state/acceld.sock" ] && [ -f "$state/token" ] && break; sleep 0.1; done
+cat >"$state/job.yaml" <<JOB
+name: gpu-check
+model: {preset: gpt2}
+data: {path: $PWD/data/kjv.txt}
+train: {steps: 20, micro_batch: 8, seq_len: 1024, log_every: 5}
+sharding: {strategy: full_shard}
+resources: {num_processes: 1, device: cuda}
+JOB
+timeout 300 "$BUILD_DIR/client/accelctl" --server "unix:$state/acceld.sock" \
+  --token-file "$state/token" submit "$state/job.yaml" --wait || { status=1; tail -20 "$state/acceld.log"; }
+kill $acceld 2>/dev/null; wait $acceld 2>/dev/null
 
 step "done: $([ $status -eq 0 ] && echo PASS || echo FAIL)"
 exit $status

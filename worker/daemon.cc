@@ -25,76 +25,15 @@
 #include "rpc/channel.h"
 #include "rpc/grpc_store.h"
 #include "rpc/status.h"
+#include "worker/daemon_device.h"
 #include "worker/job_spec.h"
 #include "worker/plan_options.h"
+#include "worker/reporter.h"
 
 namespace accel::worker {
 namespace {
 
 namespace v1 = accel::v1;
-
-// The worker's half of ReportEvents: one client stream shared by the training thread and the
-// heartbeat thread (gRPC allows one writer at a time, hence the mutex). Once a write fails the
-// stream is broken for good and Finish reports why.
-class Reporter {
- public:
-  Reporter(v1::WorkerService::Stub* stub, const std::string& token, int rank) : rank_(rank) {
-    rpc::Authorize(ctx_, token);
-    writer_ = stub->ReportEvents(&ctx_, &response_);
-  }
-  ~Reporter() { StopHeartbeats(); }
-
-  bool Send(v1::WorkerEvent event) {
-    event.set_rank(rank_);
-    std::lock_guard<std::mutex> lock(mu_);
-    if (broken_) return false;
-    if (!writer_->Write(event)) broken_ = true;
-    return !broken_;
-  }
-  bool broken() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return broken_;
-  }
-  void StartHeartbeats(absl::Duration every, const std::atomic<int64_t>* step) {
-    heartbeat_ = std::thread([this, every, step] {
-      std::unique_lock<std::mutex> lock(stop_mu_);
-      while (!stop_cv_.wait_for(lock, absl::ToChronoMilliseconds(every), [this] { return stop_; })) {
-        v1::WorkerEvent hb;
-        hb.mutable_heartbeat()->set_step(step->load());
-        lock.unlock();
-        const bool ok = Send(hb);
-        lock.lock();
-        if (!ok) return;
-      }
-    });
-  }
-  void StopHeartbeats() {
-    {
-      std::lock_guard<std::mutex> lock(stop_mu_);
-      stop_ = true;
-    }
-    stop_cv_.notify_all();
-    if (heartbeat_.joinable()) heartbeat_.join();
-  }
-  absl::Status Finish() {
-    StopHeartbeats();
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!broken_) writer_->WritesDone();
-    return rpc::FromGrpc(writer_->Finish());
-  }
-
- private:
-  const int rank_;
-  grpc::ClientContext ctx_;
-  v1::ReportEventsResponse response_;
-  std::unique_ptr<grpc::ClientWriter<v1::WorkerEvent>> writer_;
-  std::mutex mu_;
-  bool broken_ = false;
-  std::thread heartbeat_;
-  std::mutex stop_mu_;
-  std::condition_variable stop_cv_;
-  bool stop_ = false;
-};
 
 // Takes kCheckpointSignal for the whole process: blocks it in the calling thread (so every thread
 // started later inherits the block) and waits for it on a thread of its own. The block stays
@@ -154,42 +93,6 @@ absl::StatusOr<int> NeedInt(const char* name) {
     return absl::InvalidArgumentError(absl::StrCat("$", name, " must be an integer, got ", v));
   }
   return out;
-}
-
-v1::WorkerEvent MemoryEvent(const MemoryLedger& ledger, int64_t step) {
-  v1::WorkerEvent e;
-  v1::MemoryEvent* m = e.mutable_memory();
-  m->set_ledger_json(ledger.ToJson());
-  const MemoryCounts device = ledger.PoolTotal(MemoryPool::kDevice);
-  const MemoryCounts host = ledger.PoolTotal(MemoryPool::kHost);
-  m->set_device_current(device.current);
-  m->set_device_peak(device.peak);
-  m->set_host_current(host.current);
-  m->set_host_peak(host.peak);
-  m->set_step(step);
-  return e;
-}
-
-v1::WorkerEvent MetricsEvent(const train::StepMetrics& s) {
-  v1::WorkerEvent e;
-  v1::MetricsEvent* m = e.mutable_metrics();
-  m->set_step(s.step);
-  m->set_total_steps(s.total_steps);
-  m->set_loss(s.loss);
-  m->set_lr(s.lr);
-  m->set_grad_norm(s.grad_norm);
-  m->set_clip_scale(s.clip_scale);
-  m->set_tokens(s.tokens);
-  m->set_tokens_per_s(s.tokens_per_s);
-  m->set_step_seconds(s.step_seconds);
-  // Exposed communication: time the trainer blocked on collectives; the rest is compute (with
-  // whatever communication overlapped it).
-  m->set_comm_seconds(s.comm_wait_seconds);
-  m->set_compute_seconds(std::max(0.0, s.step_seconds - s.comm_wait_seconds));
-  m->set_elapsed_seconds(s.elapsed_seconds);
-  m->set_eta_seconds(s.eta_seconds);
-  m->set_skipped(s.skipped);
-  return e;
 }
 
 // Register, retrying while acceld is momentarily unreachable.
@@ -265,6 +168,14 @@ absl::StatusOr<DaemonOutcome> RunDaemonWorker(const DaemonEnv& env) {
                            &steps_done);
   bool stopped_on_request = false;
   auto body = [&]() -> absl::Status {
+    if (run.device == "cuda") {
+      if (env.world_size != 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "resources.device: cuda trains one rank on one GPU for now; the job has ",
+            env.world_size, " ranks"));
+      }
+      return TrainOnDevice(run, reporter, steps_done);
+    }
     // The gang meets through acceld's KV; every attempt has its own key prefix.
     shard::OwnedProcessGroups groups;
     std::unique_ptr<comm::Store> store;

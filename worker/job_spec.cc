@@ -120,6 +120,7 @@ absl::StatusOr<JobRun> JobRunFromSpec(const accel::v1::JobSpec& spec) {
   run.checkpoint_every = std::max<int64_t>(0, spec.checkpoint().every_n_steps());
   run.keep_last = std::max(0, spec.checkpoint().keep_last());
   if (spec.comm_timeout_s() > 0) run.comm_timeout = absl::Seconds(spec.comm_timeout_s());
+  if (!spec.resources().device().empty()) run.device = spec.resources().device();
   return run;
 }
 

@@ -32,6 +32,7 @@ struct JobRun {
   int64_t checkpoint_every = 0;  // 0: only at the end
   int keep_last = 0;             // 0: keep all
   absl::Duration comm_timeout = absl::Seconds(120);
+  std::string device = "cpu";  // resources.device: cpu | cuda (train::DeviceTrainer)
   JobConfigReport config;
 };
 

@@ -12,6 +12,7 @@
 #include "engine/kernels/threading.h"
 #include "engine/shard/process_groups.h"
 #include "worker/standalone_config.h"
+#include "worker/standalone_device.h"
 #include "worker/torchrun_store.h"
 
 namespace accel::worker {
@@ -23,6 +24,8 @@ std::string FormatDuration(double seconds) {
   return absl::StrFormat("%d:%02d", s / 60, s % 60);
 }
 
+}  // namespace
+
 std::string FormatProgress(const train::StepMetrics& m) {
   return absl::StrFormat(
       "step %*d/%d | loss %.4f | lr %.2e | grad norm %.3f%s | %.0f tok/s | %.0f ms/step | ETA %s",
@@ -30,8 +33,6 @@ std::string FormatProgress(const train::StepMetrics& m) {
       m.lr, m.grad_norm, m.skipped ? " (skipped: non-finite)" : "", m.tokens_per_s,
       m.step_seconds * 1e3, FormatDuration(m.eta_seconds));
 }
-
-}  // namespace
 
 void AddStandaloneFlags(CLI::App& app, StandaloneFlags& f) {
   train::TrainOptions& t = f.train;
@@ -91,6 +92,9 @@ void AddStandaloneFlags(CLI::App& app, StandaloneFlags& f) {
   app.add_option("--mixed-precision", f.mixed_precision,
                  "no | bf16 | fp16: parameters and gradient reduction in 16 bits with fp32 "
                  "masters (fp16 with dynamic loss scaling); docs/sharding.md")
+      ->capture_default_str();
+  app.add_option("--device", f.device,
+                 "cpu | cuda: cuda trains one rank on one GPU (fp32; docs/gpu.md)")
       ->capture_default_str();
   app.add_option("--load-dtype", f.load_dtype,
                  "fp32 | bf16: dtype the weights are loaded in; bf16 with --mixed-precision no "
@@ -200,6 +204,17 @@ absl::Status RunStandalone(StandaloneFlags f) {
                                                          : "no --world-size or WORLD_SIZE";
   ACCEL_ASSIGN_OR_RETURN(StandaloneConfig resolved, ApplyStandaloneConfig(&f, world, world_source));
   if (rank == 0) PrintResolvedMode(f.train, resolved, f.output == "json");
+  if (f.device == "cuda") {
+    if (world != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--device cuda trains one rank on one GPU for now; got a world of ", world, " ranks"));
+    }
+    return RunStandaloneOnDevice(f, save_dtype);
+  }
+  if (f.device != "cpu") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--device must be cpu or cuda, got ", f.device));
+  }
 
   // Communicators: a gang of `world` ranks meets in the rendezvous directory, or at rank 0's
   // store on MASTER_ADDR:MASTER_PORT (torchrun's variables).

@@ -24,6 +24,7 @@ struct StandaloneFlags {
   // without mixed precision trains in FSDP's low precision (no fp32 master).
   std::string load_dtype = "fp32";
   std::string output = "text";  // text | json
+  std::string device = "cpu";   // cpu | cuda (one rank on one GPU: worker/standalone_device.h)
   int64_t shuffle = -1;         // < 0: no shuffling
   // Data-parallel gang (torchrun's RANK / WORLD_SIZE when the flags are not given).
   int rank = -1;
@@ -46,5 +47,8 @@ void AddStandaloneFlags(CLI::App& app, StandaloneFlags& flags);
 
 // Runs training; returns the first error (already formatted to name what is wrong).
 [[nodiscard]] absl::Status RunStandalone(StandaloneFlags flags);
+
+// "step  3/20 | loss 5.1234 | lr 3.00e-04 | grad norm 1.234 | 2500 tok/s | 80 ms/step | ETA 0:02"
+std::string FormatProgress(const train::StepMetrics& m);
 
 }  // namespace accel::worker

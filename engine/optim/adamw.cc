@@ -33,25 +33,31 @@ absl::StatusOr<AdamW> AdamW::Create(const model::Gpt2Layout& layout, int64_t beg
   opt.config_ = config;
   opt.begin_ = begin;
   opt.end_ = end;
-  const auto& entries = layout.flat().entries();
-  for (size_t i = 0; i < entries.size(); ++i) {
-    int64_t lo = std::max(begin, entries[i].offset);
-    int64_t hi = std::min(end, entries[i].offset + entries[i].numel);
-    if (lo >= hi) continue;
-    bool decay = layout.specs()[i].weight_decay;
-    if (!opt.ranges_.empty() && opt.ranges_.back().decay == decay &&
-        opt.ranges_.back().end == lo - begin) {
-      opt.ranges_.back().end = hi - begin;
-    } else {
-      opt.ranges_.push_back({lo - begin, hi - begin, decay});
-    }
-  }
+  opt.ranges_ = DecayRanges(layout, begin, end);
   const size_t bytes = static_cast<size_t>(end - begin) * DTypeSize(config.state_dtype);
   ACCEL_ASSIGN_OR_RETURN(opt.m_, Buffer::Allocate(bytes, pool, MemoryCategory::kOptimizerState,
                                                   ledger));
   ACCEL_ASSIGN_OR_RETURN(opt.v_, Buffer::Allocate(bytes, pool, MemoryCategory::kOptimizerState,
                                                   ledger));
   return opt;
+}
+
+std::vector<AdamW::DecayRange> AdamW::DecayRanges(const model::Gpt2Layout& layout,
+                                                  int64_t begin, int64_t end) {
+  std::vector<DecayRange> ranges;
+  const auto& entries = layout.flat().entries();
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const int64_t lo = std::max(begin, entries[i].offset);
+    const int64_t hi = std::min(end, entries[i].offset + entries[i].numel);
+    if (lo >= hi) continue;
+    const bool decay = layout.specs()[i].weight_decay;
+    if (!ranges.empty() && ranges.back().decay == decay && ranges.back().end == lo - begin) {
+      ranges.back().end = hi - begin;
+    } else {
+      ranges.push_back({lo - begin, hi - begin, decay});
+    }
+  }
+  return ranges;
 }
 
 kernels::AdamWHyper AdamW::NextHyper(float lr, float grad_scale) {

@@ -60,6 +60,10 @@ class AdamW {
     bool decay;
   };
   const std::vector<DecayRange>& ranges() const { return ranges_; }
+  // The ranges of [begin, end) with and without weight decay, merged where adjacent (what an
+  // optimizer over that range uses; also for device optimizers that keep no AdamW object).
+  static std::vector<DecayRange> DecayRanges(const model::Gpt2Layout& layout, int64_t begin,
+                                             int64_t end);
 
  private:
   // Advances the step count and fills everything but weight_decay.

@@ -12,9 +12,8 @@
 #include "engine/optim/clip.h"
 
 namespace accel::train {
-namespace {
 
-absl::Status ValidateOptions(const TrainOptions& o) {
+absl::Status ValidateTrainOptions(const TrainOptions& o) {
   auto positive = [](const char* flag, int64_t v) -> absl::Status {
     if (v > 0) return absl::OkStatus();
     return absl::InvalidArgumentError(absl::StrCat(flag, " must be positive, got ", v));
@@ -37,12 +36,45 @@ absl::Status ValidateOptions(const TrainOptions& o) {
   return absl::OkStatus();
 }
 
-}  // namespace
+absl::StatusOr<model::Gpt2Config> ModelConfigOf(Env* env, const TrainOptions& options) {
+  if (!options.model_config.empty()) return model::LoadGpt2Config(env, options.model_config);
+  return model::Gpt2Preset(options.model);
+}
+
+absl::StatusOr<std::unique_ptr<data::BatchLoader>> OpenTrainingData(
+    Env* env, const TrainOptions& options, const model::Gpt2Config& config, int rank,
+    int world) {
+  ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<data::TokenSource> opened,
+                         data::TokenSource::Open(env, options.data));
+  std::shared_ptr<const data::TokenSource> source = std::move(opened);
+  if (source->max_token() >= config.vocab_size) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        options.data, " holds token ", source->max_token(), ", outside the vocabulary of model ",
+        config.name, " (", config.vocab_size, " tokens)"));
+  }
+  data::BatchLoaderOptions lo;
+  lo.batch_size = options.batch;
+  lo.seq_len = options.seq;
+  lo.rank = rank;
+  lo.world = world;
+  lo.shuffle_seed = options.shuffle_seed;
+  return data::BatchLoader::Create(source, lo);
+}
+
+void FinishStepTiming(int64_t start_micros, int64_t now_micros, int64_t steps_done,
+                      int64_t total_steps, double* elapsed_seconds, StepMetrics* m) {
+  m->step_seconds = static_cast<double>(now_micros - start_micros) * 1e-6;
+  m->tokens_per_s = m->step_seconds > 0 ? static_cast<double>(m->tokens) / m->step_seconds : 0;
+  *elapsed_seconds += m->step_seconds;
+  m->elapsed_seconds = *elapsed_seconds;
+  m->eta_seconds = *elapsed_seconds / static_cast<double>(steps_done) *
+                   static_cast<double>(total_steps - steps_done);
+}
 
 absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& options,
                                                          shard::ProcessGroups groups, Env* env,
                                                          MemoryLedger* ledger) {
-  ACCEL_RETURN_IF_ERROR(ValidateOptions(options));
+  ACCEL_RETURN_IF_ERROR(ValidateTrainOptions(options));
   std::unique_ptr<Trainer> t(new Trainer());
   t->options_ = options;
   t->options_.schedule.total_steps = options.steps;
@@ -55,12 +87,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
   t->groups_ = groups;
   const int rank = groups.world->rank(), world = groups.world->size();
 
-  model::Gpt2Config config;
-  if (!options.model_config.empty()) {
-    ACCEL_ASSIGN_OR_RETURN(config, model::LoadGpt2Config(env, options.model_config));
-  } else {
-    ACCEL_ASSIGN_OR_RETURN(config, model::Gpt2Preset(options.model));
-  }
+  ACCEL_ASSIGN_OR_RETURN(model::Gpt2Config config, ModelConfigOf(env, options));
   ACCEL_ASSIGN_OR_RETURN(model::Gpt2Layout layout, model::Gpt2Layout::Create(config));
   t->layout_ = std::make_unique<model::Gpt2Layout>(std::move(layout));
   t->model_ = std::make_unique<model::Gpt2>(t->layout_.get());
@@ -98,21 +125,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
     t->sharded_->SkipFp32Copy(std::move(skip));
   }
 
-  ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<data::TokenSource> opened,
-                         data::TokenSource::Open(env, options.data));
-  std::shared_ptr<const data::TokenSource> source = std::move(opened);
-  if (source->max_token() >= config.vocab_size) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        options.data, " holds token ", source->max_token(), ", outside the vocabulary of model ",
-        config.name, " (", config.vocab_size, " tokens)"));
-  }
-  data::BatchLoaderOptions lo;
-  lo.batch_size = options.batch;
-  lo.seq_len = options.seq;
-  lo.rank = rank;
-  lo.world = world;
-  lo.shuffle_seed = options.shuffle_seed;
-  ACCEL_ASSIGN_OR_RETURN(t->loader_, data::BatchLoader::Create(source, lo));
+  ACCEL_ASSIGN_OR_RETURN(t->loader_, OpenTrainingData(env, options, config, rank, world));
   t->inputs_.resize(options.batch * options.seq);
   t->targets_.resize(options.batch * options.seq);
   if (!options.resume_dir.empty()) ACCEL_RETURN_IF_ERROR(t->Resume(options.resume_dir));
@@ -168,12 +181,7 @@ absl::StatusOr<StepMetrics> Trainer::TrainStep() {
     ACCEL_ASSIGN_OR_RETURN(m.ranks, CollectRankStats(m.comm_wait_seconds));
   }
   m.tokens = static_cast<int64_t>(accum) * options_.batch * options_.seq * world();
-  m.step_seconds = static_cast<double>(env_->NowMicros() - start) * 1e-6;
-  m.tokens_per_s = m.step_seconds > 0 ? static_cast<double>(m.tokens) / m.step_seconds : 0;
-  elapsed_seconds_ += m.step_seconds;
-  m.elapsed_seconds = elapsed_seconds_;
-  m.eta_seconds = elapsed_seconds_ / static_cast<double>(step_) *
-                  static_cast<double>(options_.steps - step_);
+  FinishStepTiming(start, env_->NowMicros(), step_, options_.steps, &elapsed_seconds_, &m);
   return m;
 }
 

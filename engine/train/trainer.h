@@ -89,6 +89,24 @@ struct CheckpointEvent {
   double seconds = 0;
 };
 
+// InvalidArgument naming the flag for a non-positive batch, seq or accumulation, negative
+// steps, no data, or a negative lr, warmup or clip.
+[[nodiscard]] absl::Status ValidateTrainOptions(const TrainOptions& options);
+
+// The model of options.model_config (a config.json) or else of the preset options.model.
+[[nodiscard]] absl::StatusOr<model::Gpt2Config> ModelConfigOf(Env* env,
+                                                              const TrainOptions& options);
+
+// The batch loader of `rank` in a gang of `world` over options.data; InvalidArgument naming the
+// file when it holds a token outside config's vocabulary.
+[[nodiscard]] absl::StatusOr<std::unique_ptr<data::BatchLoader>> OpenTrainingData(
+    Env* env, const TrainOptions& options, const model::Gpt2Config& config, int rank, int world);
+
+// Fills m's step_seconds, tokens_per_s (from m->tokens), elapsed and ETA once `steps_done` of
+// `total_steps` are done; adds the step to *elapsed_seconds.
+void FinishStepTiming(int64_t start_micros, int64_t now_micros, int64_t steps_done,
+                      int64_t total_steps, double* elapsed_seconds, StepMetrics* m);
+
 class Trainer {
  public:
   // Validates the options, builds the model, loads or initialises the weights and opens the

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/checkpoint/safetensors.h"
+#include "engine/train/repetitive_text_test_fixture.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -14,31 +15,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-class TrainerTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = ::testing::TempDir() + "/trainer_test_" + std::to_string(::getpid());
-    ASSERT_TRUE(Env::Default()->CreateDirs(dir_).ok());
-    std::string text;
-    for (int i = 0; i < 400; ++i) text += "the quick brown fox jumps over the lazy dog. ";
-    data_ = dir_ + "/text.txt";
-    ASSERT_TRUE(WriteFileAtomic(Env::Default(), data_, text).ok());
-  }
-  void TearDown() override { (void)Env::Default()->DeleteRecursively(dir_); }
-
-  TrainOptions Options() {
-    TrainOptions o;
-    o.model = "gpt2-tiny";
-    o.data = data_;
-    o.batch = 4;
-    o.seq = 32;
-    o.steps = 30;
-    o.schedule.base_lr = 3e-3f;
-    o.grad_clip = 1.0f;
-    return o;
-  }
-  std::string dir_, data_;
-};
+using TrainerTest = RepetitiveTextTest;
 
 TEST_F(TrainerTest, LossFallsOnRepetitiveText) {
   auto trainer = Trainer::Create(Options());

@@ -34,6 +34,30 @@ resources: {num_processes: 2}
   EXPECT_FALSE(plain->GetCluster(&ctx, v1::GetClusterRequest(), &cluster).ok());
 }
 
+// resources.device: cuda reaches the worker's device trainer (worker/daemon_device.h). With no
+// NVIDIA driver here, acceld is told it has one GPU (--gpus 1): the job is admitted, its worker
+// gets CUDA_VISIBLE_DEVICES and fails naming the missing device — it never quietly trains on
+// the CPU. With a GPU (the device check), the same job trains to SUCCEEDED.
+TEST(ControlPlaneE2E, CudaJobsRunOnTheDeviceTrainer) {
+  Daemon d(FreshDir());
+  d.Start(2, 0, {"--gpus", "1"});
+  const std::string id = d.Submit(WriteJob(d.dir(), "cuda", R"(
+model: {preset: gpt2-tiny}
+train: {steps: 20, micro_batch: 2, seq_len: 32, log_every: 5}
+resources: {num_processes: 1, device: cuda}
+)"));
+  const bool have_driver = access("/dev/nvidiactl", F_OK) == 0;
+  if (have_driver) {
+    ASSERT_TRUE(d.WaitState(id, v1::SUCCEEDED, 120)) << d.Get(id).error();
+    return;
+  }
+  ASSERT_TRUE(d.WaitState(id, v1::FAILED, 60)) << d.Get(id).DebugString();
+  const std::string error = d.Get(id).error();
+  EXPECT_TRUE(error.find("no CUDA device") != std::string::npos ||
+              error.find("built without the CUDA path") != std::string::npos)
+      << error;
+}
+
 TEST(ControlPlaneE2E, GangsThatDoNotFitTogetherRunOneAfterTheOther) {
   Daemon d(FreshDir());
   d.Start(3);

@@ -1,0 +1,47 @@
+#include "worker/reporter.h"
+
+#include <algorithm>
+
+
+namespace accel::worker {
+
+v1::WorkerEvent MemoryEvent(const MemoryLedger& ledger, int64_t step, int64_t driver_used,
+                            int64_t driver_total) {
+  v1::WorkerEvent e;
+  v1::MemoryEvent* m = e.mutable_memory();
+  m->set_ledger_json(ledger.ToJson());
+  const MemoryCounts device = ledger.PoolTotal(MemoryPool::kDevice);
+  const MemoryCounts host = ledger.PoolTotal(MemoryPool::kHost);
+  m->set_device_current(device.current);
+  m->set_device_peak(device.peak);
+  m->set_host_current(host.current);
+  m->set_host_peak(host.peak);
+  m->set_step(step);
+  m->set_device_driver_used(driver_used);
+  m->set_device_driver_total(driver_total);
+  return e;
+}
+
+v1::WorkerEvent MetricsEvent(const train::StepMetrics& s) {
+  v1::WorkerEvent e;
+  v1::MetricsEvent* m = e.mutable_metrics();
+  m->set_step(s.step);
+  m->set_total_steps(s.total_steps);
+  m->set_loss(s.loss);
+  m->set_lr(s.lr);
+  m->set_grad_norm(s.grad_norm);
+  m->set_clip_scale(s.clip_scale);
+  m->set_tokens(s.tokens);
+  m->set_tokens_per_s(s.tokens_per_s);
+  m->set_step_seconds(s.step_seconds);
+  // Exposed communication: time the trainer blocked on collectives; the rest is compute (with
+  // whatever communication overlapped it).
+  m->set_comm_seconds(s.comm_wait_seconds);
+  m->set_compute_seconds(std::max(0.0, s.step_seconds - s.comm_wait_seconds));
+  m->set_elapsed_seconds(s.elapsed_seconds);
+  m->set_eta_seconds(s.eta_seconds);
+  m->set_skipped(s.skipped);
+  return e;
+}
+
+}  // namespace accel::worker
