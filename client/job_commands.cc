@@ -13,6 +13,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "accel/v1/coordinator.grpc.pb.h"
+#include "client/event_format.h"
 #include "rpc/channel.h"
 #include "rpc/job_file.h"
 #include "rpc/status.h"
@@ -25,81 +26,6 @@ namespace v1 = accel::v1;
 constexpr int kOk = 0;
 constexpr int kFailure = 1;
 constexpr int kInvalid = 2;
-
-std::string Json(const google::protobuf::Message& m) {
-  std::string out;
-  google::protobuf::util::JsonPrintOptions opts;
-  opts.preserve_proto_field_names = true;
-  (void)google::protobuf::util::MessageToJsonString(m, &out, opts);
-  return out;
-}
-
-std::string StateName(v1::JobState s) {
-  std::string n = v1::JobState_Name(s);
-  return n.empty() ? "UNKNOWN" : n;
-}
-
-std::string Duration(double seconds) {
-  const int64_t s = static_cast<int64_t>(seconds + 0.5);
-  if (s >= 3600) return absl::StrFormat("%d:%02d:%02d", s / 3600, (s / 60) % 60, s % 60);
-  return absl::StrFormat("%d:%02d", s / 60, s % 60);
-}
-
-std::string Bytes(int64_t b) {
-  if (b >= (int64_t{1} << 30)) return absl::StrFormat("%.2f GiB", b / double(1 << 30));
-  if (b >= (1 << 20)) return absl::StrFormat("%.1f MiB", b / double(1 << 20));
-  if (b >= (1 << 10)) return absl::StrFormat("%.1f KiB", b / 1024.0);
-  return absl::StrCat(b, " B");
-}
-
-std::string Time(int64_t us) {
-  if (us <= 0) return "-";
-  return absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixMicros(us), absl::LocalTimeZone());
-}
-
-std::string ProgressBar(int64_t done, int64_t total, int width = 20) {
-  const int filled = total > 0 ? static_cast<int>(width * done / total) : 0;
-  return absl::StrCat("[", std::string(filled, '#'), std::string(width - filled, '.'), "]");
-}
-
-// One line per event (text output).
-std::string EventLine(const v1::Event& e) {
-  const std::string who = e.rank() >= 0 ? absl::StrCat("rank ", e.rank()) : "job";
-  switch (e.body_case()) {
-    case v1::Event::kState:
-      return absl::StrCat("#", e.seq(), " ", StateName(e.state().state()),
-                          e.state().message().empty() ? "" : ": ", e.state().message());
-    case v1::Event::kMetrics: {
-      const v1::MetricsEvent& m = e.metrics();
-      const int64_t done = m.step() + 1;
-      return absl::StrFormat(
-          "#%d step %d/%d %s %3d%% | loss %.4f | lr %.2e | grad norm %.3f | %.0f tok/s | "
-          "%.0f ms/step | ETA %s%s",
-          e.seq(), done, m.total_steps(), ProgressBar(done, m.total_steps()),
-          m.total_steps() > 0 ? 100 * done / m.total_steps() : 0, m.loss(), m.lr(), m.grad_norm(),
-          m.tokens_per_s(), m.step_seconds() * 1e3, Duration(m.eta_seconds()),
-          m.skipped() ? " (skipped: non-finite)" : "");
-    }
-    case v1::Event::kMemory: {
-      const v1::MemoryEvent& m = e.memory();
-      return absl::StrCat("#", e.seq(), " memory ", who,
-                          m.step() < 0 ? " after setup" : absl::StrCat(" at step ", m.step() + 1),
-                          ": device ", Bytes(m.device_current()), " (peak ",
-                          Bytes(m.device_peak()), "), host ", Bytes(m.host_current()), " (peak ",
-                          Bytes(m.host_peak()), ")");
-    }
-    case v1::Event::kCheckpoint: {
-      const v1::CheckpointEvent& c = e.checkpoint();
-      return absl::StrFormat("#%d checkpoint step %d: %s (%s, %s, %.2f s)", e.seq(), c.step(),
-                             c.path(), c.kind(), Bytes(c.bytes()), c.seconds());
-    }
-    case v1::Event::kLog:
-      return absl::StrCat("#", e.seq(), " [", who, "] ", e.log().line());
-    case v1::Event::BODY_NOT_SET:
-      break;
-  }
-  return absl::StrCat("#", e.seq(), " (unknown event)");
-}
 
 class Session {
  public:

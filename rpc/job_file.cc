@@ -1,6 +1,5 @@
 #include "rpc/job_file.h"
 
-#include <google/protobuf/util/json_util.h>
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
@@ -12,9 +11,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/base/status_macros.h"
-#include "engine/model/gpt2_config.h"
-#include "engine/optim/lr_schedule.h"
-#include "engine/shard/shard_plan.h"
 
 namespace accel::rpc {
 namespace {
@@ -357,103 +353,6 @@ absl::StatusOr<JobSpec> ParseJobFile(const std::string& path,
     spec.set_deepspeed_config_text(*cfg);
   }
   ACCEL_RETURN_IF_ERROR(AttachNamedDeepSpeedJson(spec));
-  return spec;
-}
-
-absl::Status ValidateJobSpec(const JobSpec& s, bool check_files) {
-  const auto& t = s.train();
-  const auto& r = s.resources();
-  const auto& sh = s.sharding();
-  const auto& k = s.checkpoint();
-  auto at_least = [](const char* path, int64_t v, int64_t min) -> absl::Status {
-    if (v < min) return Invalid(path, absl::StrCat("must be an integer >= ", min, ", got ", v));
-    return absl::OkStatus();
-  };
-  if (s.model().preset().empty() && s.model().config().empty()) {
-    return Invalid("model", "give model.preset or model.config");
-  }
-  if (s.model().config().empty()) {
-    const std::vector<std::string> presets = model::Gpt2PresetNames();
-    if (std::find(presets.begin(), presets.end(), s.model().preset()) == presets.end()) {
-      return Invalid("model.preset", absl::StrCat("unknown preset '", s.model().preset(),
-                                                  "'; known: ", absl::StrJoin(presets, ", ")));
-    }
-  }
-  if (s.data().path().empty()) return Invalid("data.path", "required");
-  ACCEL_RETURN_IF_ERROR(at_least("train.steps", t.steps(), 1));
-  ACCEL_RETURN_IF_ERROR(at_least("train.micro_batch", t.micro_batch(), 1));
-  ACCEL_RETURN_IF_ERROR(at_least("train.grad_accum", t.grad_accum(), 1));
-  ACCEL_RETURN_IF_ERROR(at_least("train.seq_len", t.seq_len(), 1));
-  ACCEL_RETURN_IF_ERROR(at_least("train.warmup", t.warmup(), 0));
-  ACCEL_RETURN_IF_ERROR(at_least("train.log_every", t.log_every(), 1));
-  if (!(t.lr() > 0)) return Invalid("train.lr", absl::StrCat("must be > 0, got ", t.lr()));
-  if (!(t.min_lr() >= 0)) return Invalid("train.min_lr", "must be >= 0");
-  if (!optim::ParseScheduleKind(t.schedule()).ok()) {
-    return Invalid("train.schedule",
-                   absl::StrCat("must be constant, linear or cosine, got '", t.schedule(), "'"));
-  }
-  if (!(t.beta1() >= 0 && t.beta1() < 1)) return Invalid("train.beta1", "must be in [0, 1)");
-  if (!(t.beta2() >= 0 && t.beta2() < 1)) return Invalid("train.beta2", "must be in [0, 1)");
-  if (!(t.eps() > 0)) return Invalid("train.eps", "must be > 0");
-  if (!(t.weight_decay() >= 0)) return Invalid("train.weight_decay", "must be >= 0");
-  if (!(t.grad_clip() >= 0)) return Invalid("train.grad_clip", "must be >= 0 (0 turns it off)");
-  ACCEL_RETURN_IF_ERROR(at_least("resources.num_processes", r.num_processes(), 1));
-  ACCEL_RETURN_IF_ERROR(at_least("resources.threads_per_process", r.threads_per_process(), 1));
-  // Whether the acceld has GPUs is acceld's to say (at submit).
-  if (r.device() != "cpu" && r.device() != "cuda") {
-    return Invalid("resources.device", absl::StrCat("must be cpu or cuda, got '", r.device(), "'"));
-  }
-  absl::StatusOr<shard::Strategy> strategy = shard::ParseStrategy(sh.strategy());
-  if (!strategy.ok()) return Invalid("sharding.strategy", std::string(strategy.status().message()));
-  if (*strategy == shard::Strategy::kHybridShard || *strategy == shard::Strategy::kHybridShardZero2) {
-    if (sh.hybrid_group_size() < 1 || r.num_processes() % sh.hybrid_group_size() != 0) {
-      return Invalid("sharding.hybrid_group_size",
-                     absl::StrCat("hybrid sharding needs a group size that divides "
-                                  "resources.num_processes (", r.num_processes(), "), got ",
-                                  sh.hybrid_group_size()));
-    }
-  }
-  const std::string& bp = sh.backward_prefetch();
-  if (bp != "backward_pre" && bp != "backward_post" && bp != "none") {
-    return Invalid("sharding.backward_prefetch",
-                   absl::StrCat("must be backward_pre, backward_post or none, got '", bp, "'"));
-  }
-  ACCEL_RETURN_IF_ERROR(at_least("checkpoint.every_n_steps", k.every_n_steps(), 0));
-  ACCEL_RETURN_IF_ERROR(at_least("checkpoint.keep_last", k.keep_last(), 0));
-  if (k.dir().empty() && k.every_n_steps() > 0) {
-    return Invalid("checkpoint.dir", "required when checkpoint.every_n_steps is set");
-  }
-  ACCEL_RETURN_IF_ERROR(at_least("max_restarts", s.max_restarts(), 0));
-  if (!(s.comm_timeout_s() > 0)) return Invalid("comm_timeout_s", "must be > 0");
-  if (!(s.heartbeat_timeout_s() >= 0)) return Invalid("heartbeat_timeout_s", "must be >= 0");
-  if (!(s.stop_grace_s() >= 0)) return Invalid("stop_grace_s", "must be >= 0");
-  if (check_files) {
-    auto exists = [](const char* key, const std::string& p) -> absl::Status {
-      if (!p.empty() && !fs::exists(p)) return Invalid(key, absl::StrCat("no such file: ", p));
-      return absl::OkStatus();
-    };
-    ACCEL_RETURN_IF_ERROR(exists("data.path", s.data().path()));
-    ACCEL_RETURN_IF_ERROR(exists("model.config", s.model().config()));
-    ACCEL_RETURN_IF_ERROR(exists("model.init_weights", s.model().init_weights()));
-  }
-  return absl::OkStatus();
-}
-
-std::string JobSpecToJson(const JobSpec& spec) {
-  std::string out;
-  google::protobuf::util::JsonPrintOptions opts;
-  opts.preserve_proto_field_names = true;
-  opts.always_print_primitive_fields = true;
-  (void)google::protobuf::util::MessageToJsonString(spec, &out, opts);
-  return out;
-}
-
-absl::StatusOr<JobSpec> JobSpecFromJson(const std::string& json) {
-  JobSpec spec;
-  auto s = google::protobuf::util::JsonStringToMessage(json, &spec);
-  if (!s.ok()) {
-    return absl::DataLossError(absl::StrCat("stored job spec is not readable: ", s.ToString()));
-  }
   return spec;
 }
 

@@ -1,10 +1,8 @@
+// JobManager: gangs start, fail, restart, are cancelled, queue, resume after a restart of acceld
+// and checkpoint on shutdown. Resources (GPU pools) and attempt fencing: job_manager_resources_test.cc.
 #include "server/job_manager.h"
 
-#include "engine/testing/fake_clock.h"
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
-#include "nlohmann/json.hpp"
-#include "server/test_util.h"
+#include "server/job_manager_test_fixture.h"
 
 namespace accel::server {
 namespace {
@@ -12,127 +10,8 @@ namespace {
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-// Records launches and stops; tests decide how ranks end.
-class FakeRunner : public GangRunner {
- public:
-  absl::Status Launch(const GangLaunch& gang) override {
-    launches.push_back(gang);
-    for (const RankLaunch& r : gang.ranks) live_.insert({gang.job_id, r.rank});
-    return absl::OkStatus();
-  }
-  void Stop(const std::string& job_id, int attempt, absl::Duration grace) override {
-    stops.push_back(job_id + "/" + std::to_string(attempt));
-    for (int rank : on_stop_exit) Exit(job_id, attempt, rank, 0, SIGTERM);
-    on_stop_exit.clear();
-  }
-  void RequestCheckpoint(const std::string& job_id, int attempt) override {
-    checkpoint_requests.push_back(job_id + "/" + std::to_string(attempt));
-    for (int rank : on_request_exit) Exit(job_id, attempt, rank, kWorkerExitCheckpointed);
-  }
-  PollResult Poll() override {
-    PollResult r;
-    r.exits.swap(pending_);
-    for (const RankExit& e : r.exits) live_.erase({e.job_id, e.rank});
-    return r;
-  }
-  int live() const override { return static_cast<int>(live_.size()); }
-
-  void Exit(const std::string& job, int attempt, int rank, int code, int signal = 0,
-            std::string tail = "") {
-    RankExit e;
-    e.job_id = job;
-    e.attempt = attempt;
-    e.rank = rank;
-    e.exit_code = code;
-    e.signal = signal;
-    e.log_tail = std::move(tail);
-    pending_.push_back(e);
-  }
-
-  std::vector<GangLaunch> launches;
-  std::vector<std::string> stops;
-  std::vector<std::string> checkpoint_requests;
-  std::vector<int> on_request_exit;  // ranks that checkpoint and exit when asked
-  std::vector<int> on_stop_exit;     // ranks that die of the next Stop's SIGTERM
-
- private:
-  std::vector<RankExit> pending_;
-  std::set<std::pair<std::string, int>> live_;
-};
-
-class JobManagerTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    path_ = FreshTestDir() + "/state.db";
-    Open(/*slots=*/3);
-  }
-  void Open(int slots, int gpus = 0) {
-    manager_.reset();
-    registry_.reset();
-    log_.reset();
-    store_.reset();
-    runner_ = std::make_unique<FakeRunner>();
-    store_ = *StateStore::Open(path_);
-    log_ = std::make_unique<EventLog>(store_.get(), &clock_);
-    registry_ = *JobRegistry::Load(store_.get(), log_.get(), &clock_);
-    ManagerOptions o;
-    o.total_slots = slots;
-    for (int i = 0; i < gpus; ++i) o.gpus.push_back({i, "gpu-" + std::to_string(i), 80LL << 30});
-    o.worker_bin = "/opt/accel-worker";
-    o.coordinator_address = "127.0.0.1:7070";
-    o.master_port = 7070;
-    o.log_dir = "/logs";
-    o.base_env = {"PATH=/bin", "RANK=stale"};
-    o.heartbeat_timeout = absl::Seconds(30);
-    int n = 0;
-    o.new_token = [n]() mutable { return "tok" + std::to_string(++n); };
-    manager_ = std::make_unique<JobManager>(o, registry_.get(), log_.get(), store_.get(),
-                                            runner_.get(), &clock_);
-    ASSERT_TRUE(manager_->Recover().ok());
-  }
-  JobRecord Job(int slots, int max_restarts = 0, int priority = 0) {
-    JobRecord j;
-    j.name = "t";
-    j.spec_json = R"({"name":"t","resources":{"num_processes":2,"threads_per_process":3}})";
-    j.slots = slots;
-    j.max_restarts = max_restarts;
-    j.priority = priority;
-    return j;
-  }
-  JobState State(const std::string& id) { return registry_->Get(id)->state; }
-  std::vector<std::string> States(const std::string& id) {
-    std::vector<std::string> out;
-    const std::vector<Event> events = *log_->Read(id, 0, 1000);
-    for (const Event& e : events) {
-      if (e.kind == EventKind::kState) {
-        out.push_back(nlohmann::json::parse(e.body_json)["state"].get<std::string>());
-      }
-    }
-    return out;
-  }
-  // Registers every rank of the job's current attempt.
-  void RegisterAll(const std::string& id) {
-    const std::string token = manager_->TokenForTest(id);
-    auto who = manager_->AuthenticateWorker(token);
-    ASSERT_TRUE(who.ok()) << who.status();
-    const int world = registry_->Get(id)->slots;
-    for (int r = 0; r < world; ++r) {
-      auto a = manager_->Register(*who, r, 100 + r);
-      ASSERT_TRUE(a.ok()) << a.status();
-      EXPECT_EQ(a->world_size, world);
-      EXPECT_EQ(a->rendezvous_prefix, id + "/attempt-" + std::to_string(who->attempt));
-    }
-  }
-
-  std::string path_;
-  testing::FakeClock clock_{1'000'000};
-  std::unique_ptr<FakeRunner> runner_;
-  std::unique_ptr<StateStore> store_;
-  std::unique_ptr<EventLog> log_;
-  std::unique_ptr<JobRegistry> registry_;
-  std::unique_ptr<JobManager> manager_;
-};
+using testing::FakeRunner;
+using testing::JobManagerTest;
 
 TEST_F(JobManagerTest, HappyPathStartsOneWorkerPerRankWithTorchrunEnv) {
   auto job = manager_->Submit(Job(2));
@@ -359,82 +238,6 @@ TEST_F(JobManagerTest, RanksThatDoNotCheckpointInTimeAreStoppedAfterTheGrace) {
   EXPECT_THAT(runner_->stops, ElementsAre("job-1/1"));
   EXPECT_EQ(State(job->id), JobState::kRunning);
   EXPECT_EQ((*store_->ListAttempts(job->id))[0].outcome, "interrupted: acceld stopped");
-}
-
-std::string EnvValue(const std::vector<std::string>& env, const std::string& key) {
-  for (const std::string& kv : env) {
-    if (kv.rfind(key + "=", 0) == 0) return kv.substr(key.size() + 1);
-  }
-  return "<unset>";
-}
-
-TEST_F(JobManagerTest, CudaJobsGetOneGpuPerRankFromAPoolOfTheirOwn) {
-  Open(/*slots=*/2, /*gpus=*/2);
-  JobRecord cuda = Job(2);
-  cuda.spec_json = R"({"resources":{"num_processes":2,"device":"cuda"}})";
-  auto a = manager_->Submit(cuda);
-  ASSERT_TRUE(a.ok()) << a.status();
-  auto cpu = manager_->Submit(Job(2));  // the CPU pool is separate: it starts alongside
-  JobRecord one = Job(1);
-  one.spec_json = R"({"resources":{"num_processes":1,"device":"cuda"}})";
-  auto waiting = manager_->Submit(one);  // no GPU left: queued, never partially placed
-  manager_->Tick();
-  ASSERT_EQ(runner_->launches.size(), 2u);
-  const bool cuda_first = runner_->launches[0].job_id == a->id;
-  const GangLaunch& g = runner_->launches[cuda_first ? 0 : 1];
-  const GangLaunch& c = runner_->launches[cuda_first ? 1 : 0];
-  ASSERT_EQ(g.job_id, a->id);
-  ASSERT_EQ(c.job_id, cpu->id);
-  EXPECT_EQ(EnvValue(g.ranks[0].env, "CUDA_VISIBLE_DEVICES"), "0");
-  EXPECT_EQ(EnvValue(g.ranks[1].env, "CUDA_VISIBLE_DEVICES"), "1");
-  EXPECT_EQ(EnvValue(g.ranks[1].env, "LOCAL_RANK"), "1");
-  EXPECT_EQ(EnvValue(c.ranks[0].env, "CUDA_VISIBLE_DEVICES"), "<unset>");
-  EXPECT_EQ(State(waiting->id), JobState::kQueued);
-  ClusterView v = manager_->Cluster();
-  ASSERT_EQ(v.pools.size(), 2u);
-  EXPECT_EQ(v.pools[1].device, "cuda");
-  EXPECT_EQ(v.pools[1].total_slots, 2);
-  EXPECT_EQ(v.pools[1].free_slots, 0);
-  EXPECT_THAT(v.pools[1].names, ElementsAre("gpu-0", "gpu-1"));
-  EXPECT_EQ(v.pools[1].memory_bytes[0], 80LL << 30);
-  EXPECT_EQ(v.allocation_device[a->id], "cuda");
-  EXPECT_EQ(v.allocation_device[cpu->id], "cpu");
-  EXPECT_THAT(v.queue, ElementsAre(waiting->id));
-  // When the cuda gang ends, the waiting job gets GPU 0.
-  RegisterAll(a->id);
-  runner_->Exit(a->id, 1, 0, 0);
-  runner_->Exit(a->id, 1, 1, 0);
-  manager_->Tick();
-  ASSERT_EQ(runner_->launches.size(), 3u);
-  EXPECT_EQ(runner_->launches[2].job_id, waiting->id);
-  EXPECT_EQ(EnvValue(runner_->launches[2].ranks[0].env, "CUDA_VISIBLE_DEVICES"), "0");
-  // More GPUs than exist: refused at submit.
-  JobRecord big = Job(3);
-  big.spec_json = R"({"resources":{"num_processes":3,"device":"cuda"}})";
-  EXPECT_THAT(std::string(manager_->Submit(big).status().message()),
-              HasSubstr("resources.num_processes: the job needs 3 cuda slots but this acceld has 2"));
-}
-
-TEST_F(JobManagerTest, CudaJobsAreRefusedWithoutGpusNamingResourcesDevice) {
-  JobRecord cuda = Job(1);
-  cuda.spec_json = R"({"resources":{"num_processes":1,"device":"cuda"}})";
-  auto s = manager_->Submit(cuda);
-  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(s.status().message()), HasSubstr("resources.device: cuda needs GPUs"));
-  EXPECT_TRUE(registry_->List().empty());
-}
-
-TEST_F(JobManagerTest, WorkerCallsOfAnEndedAttemptAreRejected) {
-  auto job = manager_->Submit(Job(1, /*max_restarts=*/1));
-  manager_->Tick();
-  auto who = *manager_->AuthenticateWorker("tok1");
-  ASSERT_TRUE(manager_->Register(who, 0, 1).ok());
-  EXPECT_EQ(manager_->Register(who, 0, 1).status().code(), absl::StatusCode::kAlreadyExists);
-  EXPECT_EQ(manager_->Register(who, 1, 1).status().code(), absl::StatusCode::kInvalidArgument);
-  runner_->Exit(job->id, 1, 0, 1);
-  manager_->Tick();  // attempt 2 starts
-  EXPECT_EQ(manager_->Report(who, 0, {}).code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(manager_->Kv(who).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 }  // namespace

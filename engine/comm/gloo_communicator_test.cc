@@ -13,6 +13,7 @@
 
 #include "absl/time/clock.h"
 #include "engine/base/status_macros.h"
+#include "engine/comm/collective_reference.h"
 #include "engine/comm/gloo_test_util.h"
 #include "engine/comm/ring_algorithms.h"
 #include "engine/testing/random.h"
@@ -21,89 +22,19 @@
 namespace accel::comm {
 namespace {
 
+using testing::Bytes;
+using testing::CloseToExactSum;
+using testing::Load;
+using testing::RandomBytes;
+using testing::Round;
 using testing::RunGroup;
+using testing::Seed;
+using testing::SerialRingSum;
+using testing::Slice;
+using testing::Store;
 
 constexpr absl::Duration kTimeout = absl::Seconds(10);
 constexpr DType kDTypes[] = {DType::kF32, DType::kBF16, DType::kF16};
-
-// ---- wire-typed buffers and the serial reference ------------------------------------------
-
-using Bytes = std::vector<char>;
-
-float Load(DType dtype, const Bytes& b, size_t i) {
-  if (dtype == DType::kF32) {
-    float f;
-    std::memcpy(&f, b.data() + 4 * i, 4);
-    return f;
-  }
-  uint16_t h;
-  std::memcpy(&h, b.data() + 2 * i, 2);
-  return dtype == DType::kBF16 ? Bf16ToFloat(h) : F16ToFloat(h);
-}
-
-void Store(DType dtype, Bytes& b, size_t i, float f) {
-  if (dtype == DType::kF32) {
-    std::memcpy(b.data() + 4 * i, &f, 4);
-    return;
-  }
-  uint16_t h = dtype == DType::kBF16 ? FloatToBf16(f) : FloatToF16(f);
-  std::memcpy(b.data() + 2 * i, &h, 2);
-}
-
-float Round(DType dtype, float f) {
-  Bytes one(4);
-  Store(dtype, one, 0, f);
-  return Load(dtype, one, 0);
-}
-
-Bytes RandomBytes(DType dtype, size_t n, uint64_t seed) {
-  accel::testing::TestRng rng(seed);
-  Bytes b(n * DTypeSize(dtype));
-  for (size_t i = 0; i < n; ++i) Store(dtype, b, i, rng.Uniform(-1.f, 1.f));
-  return b;
-}
-
-// The documented order: chunk c is summed x[c+1] + x[c+2] + ... + x[c], rounded per add.
-Bytes SerialRingSum(DType dtype, const std::vector<Bytes>& inputs, const ChunkLayout& layout) {
-  const int n = static_cast<int>(inputs.size());
-  Bytes out(layout.count * DTypeSize(dtype));
-  for (int c = 0; c < n; ++c) {
-    for (size_t i = layout.Offset(c); i < layout.Offset(c) + layout.Length(c); ++i) {
-      float acc = Load(dtype, inputs[(c + 1) % n], i);
-      for (int k = 2; k <= n; ++k) acc = Round(dtype, acc + Load(dtype, inputs[(c + k) % n], i));
-      Store(dtype, out, i, acc);
-    }
-  }
-  return out;
-}
-
-// The ring result is within one rounding per hop of the exact sum.
-::testing::AssertionResult CloseToExactSum(DType dtype, const std::vector<Bytes>& inputs,
-                                           const Bytes& got, size_t count) {
-  const double eps = dtype == DType::kF32 ? 0x1p-24 : dtype == DType::kBF16 ? 0x1p-8 : 0x1p-11;
-  for (size_t i = 0; i < count; ++i) {
-    double exact = 0, magnitude = 0;
-    for (const Bytes& x : inputs) {
-      exact += Load(dtype, x, i);
-      magnitude += std::fabs(Load(dtype, x, i));
-    }
-    double err = std::fabs(Load(dtype, got, i) - exact);
-    if (err > inputs.size() * eps * magnitude + 1e-30) {
-      return ::testing::AssertionFailure()
-             << "element " << i << ": " << Load(dtype, got, i) << " vs exact " << exact;
-    }
-  }
-  return ::testing::AssertionSuccess();
-}
-
-Bytes Slice(const Bytes& b, DType dtype, size_t offset, size_t count) {
-  const size_t e = DTypeSize(dtype);
-  return Bytes(b.begin() + offset * e, b.begin() + (offset + count) * e);
-}
-
-uint64_t Seed(int rank, DType dtype, int salt = 0) {
-  return 1000 * rank + 10 * static_cast<int>(dtype) + salt;
-}
 
 // ---- parameterised suite ------------------------------------------------------------------
 

@@ -1,0 +1,23 @@
+// accelctl's text forms: job states, durations, byte counts, times, progress bars and one line
+// per job event (metrics, memory, checkpoints, logs, states); protobuf messages as JSON.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "accel/v1/coordinator.grpc.pb.h"
+#include "google/protobuf/message.h"
+
+namespace accel::client {
+
+// The message as JSON with proto field names and default values printed.
+std::string Json(const google::protobuf::Message& m);
+std::string StateName(accel::v1::JobState s);  // "RUNNING"
+std::string Duration(double seconds);           // "1:05", "2:03:04"
+std::string Bytes(int64_t b);                   // "1.5 GiB"
+std::string Time(int64_t us);                   // local time of Unix microseconds
+std::string ProgressBar(int64_t done, int64_t total, int width = 20);  // "[####......]"
+// "#12 step 30/100 [######..............]  30% | loss ..." and the like.
+std::string EventLine(const accel::v1::Event& e);
+
+}  // namespace accel::client
