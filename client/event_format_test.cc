@@ -1,0 +1,55 @@
+// accelctl's text forms of job events.
+#include "client/event_format.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace accel::client {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+TEST(EventFormatTest, SizesDurationsAndBars) {
+  EXPECT_EQ(Bytes(512), "512 B");
+  EXPECT_EQ(Bytes(3 << 20), "3.0 MiB");
+  EXPECT_EQ(Bytes(int64_t{3} << 30), "3.00 GiB");
+  EXPECT_EQ(Duration(65), "1:05");
+  EXPECT_EQ(Duration(3723), "1:02:03");
+  EXPECT_EQ(ProgressBar(1, 4, 8), "[##......]");
+  EXPECT_EQ(ProgressBar(0, 0, 4), "[....]");
+}
+
+TEST(EventFormatTest, MetricsLineHasStepLossAndThroughput) {
+  v1::Event e;
+  e.set_seq(7);
+  v1::MetricsEvent* m = e.mutable_metrics();
+  m->set_step(9);
+  m->set_total_steps(20);
+  m->set_loss(2.5f);
+  m->set_tokens_per_s(1234);
+  const std::string line = EventLine(e);
+  EXPECT_THAT(line, HasSubstr("#7 step 10/20"));
+  EXPECT_THAT(line, HasSubstr(" 50%"));
+  EXPECT_THAT(line, HasSubstr("loss 2.5000"));
+  EXPECT_THAT(line, HasSubstr("1234 tok/s"));
+}
+
+TEST(EventFormatTest, MemoryLineAddsTheGpuOnlyWhenTheDriverReportedIt) {
+  v1::Event e;
+  e.set_seq(3);
+  e.set_rank(1);
+  v1::MemoryEvent* m = e.mutable_memory();
+  m->set_step(-1);
+  m->set_device_current(2 << 20);
+  m->set_device_peak(4 << 20);
+  const std::string cpu = EventLine(e);
+  EXPECT_THAT(cpu, HasSubstr("memory rank 1 after setup: device 2.0 MiB (peak 4.0 MiB)"));
+  EXPECT_THAT(cpu, Not(HasSubstr("GPU")));
+  m->set_device_driver_used(int64_t{10} << 30);
+  m->set_device_driver_total(int64_t{140} << 30);
+  EXPECT_THAT(EventLine(e), HasSubstr("GPU in use 10.00 GiB of 140.00 GiB"));
+}
+
+}  // namespace
+}  // namespace accel::client
