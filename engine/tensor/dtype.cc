@@ -1,5 +1,6 @@
 #include "engine/tensor/dtype.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -96,7 +97,9 @@ float F16ToFloat(uint16_t bits) {
   return FromBits(sign | ((exp + 112u) << 23) | (mant << 13));
 }
 
-void FloatToBf16(const float* src, uint16_t* dst, size_t n) {
+namespace {
+
+void FloatToBf16Serial(const float* src, uint16_t* dst, size_t n) {
   size_t i = 0;
 #if defined(__AVX512BF16__)
   // vcvtneps2bf16 rounds to nearest even and quiets NaNs like the scalar path, but it treats
@@ -118,11 +121,11 @@ void FloatToBf16(const float* src, uint16_t* dst, size_t n) {
   for (; i < n; ++i) dst[i] = FloatToBf16(src[i]);
 }
 
-void Bf16ToFloat(const uint16_t* src, float* dst, size_t n) {
+void Bf16ToFloatSerial(const uint16_t* src, float* dst, size_t n) {
   for (size_t i = 0; i < n; ++i) dst[i] = FromBits(static_cast<uint32_t>(src[i]) << 16);
 }
 
-void FloatToF16(const float* src, uint16_t* dst, size_t n) {
+void FloatToF16Serial(const float* src, uint16_t* dst, size_t n) {
   size_t i = 0;
 #if defined(__F16C__) && defined(__AVX__)
   for (; i + 8 <= n; i += 8) {
@@ -133,7 +136,7 @@ void FloatToF16(const float* src, uint16_t* dst, size_t n) {
   for (; i < n; ++i) dst[i] = FloatToF16(src[i]);
 }
 
-void F16ToFloat(const uint16_t* src, float* dst, size_t n) {
+void F16ToFloatSerial(const uint16_t* src, float* dst, size_t n) {
   size_t i = 0;
 #if defined(__F16C__) && defined(__AVX__)
   for (; i + 8 <= n; i += 8) {
@@ -143,6 +146,36 @@ void F16ToFloat(const uint16_t* src, float* dst, size_t n) {
 #endif
   for (; i < n; ++i) dst[i] = F16ToFloat(src[i]);
 }
+
+// Conversions are elementwise, so splitting them changes no bit. Below kParallelMin elements a
+// parallel region costs more than it saves; chunks are a multiple of 16 (the vector width).
+constexpr size_t kParallelMin = size_t{1} << 16;
+constexpr size_t kChunkElems = size_t{1} << 15;
+
+template <typename Src, typename Dst>
+void Chunked(void (*convert)(const Src*, Dst*, size_t), const Src* src, Dst* dst, size_t n) {
+  if (n < kParallelMin) {
+    convert(src, dst, n);
+    return;
+  }
+  const int64_t chunks = static_cast<int64_t>((n + kChunkElems - 1) / kChunkElems);
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const size_t begin = static_cast<size_t>(c) * kChunkElems;
+    convert(src + begin, dst + begin, std::min(kChunkElems, n - begin));
+  }
+}
+
+}  // namespace
+
+void FloatToBf16(const float* src, uint16_t* dst, size_t n) {
+  Chunked(&FloatToBf16Serial, src, dst, n);
+}
+void Bf16ToFloat(const uint16_t* src, float* dst, size_t n) {
+  Chunked(&Bf16ToFloatSerial, src, dst, n);
+}
+void FloatToF16(const float* src, uint16_t* dst, size_t n) { Chunked(&FloatToF16Serial, src, dst, n); }
+void F16ToFloat(const uint16_t* src, float* dst, size_t n) { Chunked(&F16ToFloatSerial, src, dst, n); }
 
 void ConvertDType(const void* src, DType src_dtype, void* dst, DType dst_dtype, size_t n) {
   if (n == 0) return;  // src and dst may be null; memcpy must not see a null pointer
