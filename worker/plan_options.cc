@@ -73,46 +73,44 @@ void ApplyOptimizer(const config::OptimizerPlan& opt, train::TrainOptions& o,
   }
 }
 
-// The DeepSpeed "scheduler" section onto the LR schedule (linear warmup from 0, then constant,
-// linear decay to min_lr, or cosine to min_lr, ending at the job's last step).
+// The DeepSpeed "scheduler" section onto DeepSpeed's own formulas (optim::DeepSpeedLr): warmup
+// of warmup_type, then constant, linear decay or cosine, over total_num_steps. "auto" values are
+// resolved already (warmup_max_lr = the optimizer lr, warmup_num_steps = the job's warmup,
+// total_num_steps = the job's steps); an unset warmup_num_steps keeps the job's warmup.
 void ApplyScheduler(const config::SchedulerPlan& s, train::TrainOptions& o,
                     std::vector<std::string>& errors, std::vector<std::string>& notes) {
-  const int64_t warmup = s.warmup_num_steps.value_or(o.schedule.warmup_steps);
-  o.schedule.warmup_steps = warmup;
-  if (s.type == "WarmupCosineLR") {
-    o.schedule.kind = optim::ScheduleKind::kCosine;
-    // DeepSpeed scales the optimizer's lr by ratios; cos_min_ratio defaults to 0.0001.
-    o.schedule.min_lr = o.schedule.base_lr * 1e-4f;
-    notes.push_back(
-        "scheduler: WarmupCosineLR runs as cosine from the optimizer lr to 0.0001 × lr "
-        "(DeepSpeed's default cos_min_ratio) after a linear warmup from 0; warmup_min_ratio "
-        "and cos_min_ratio other than their defaults are not carried over");
+  using Type = optim::DeepSpeedLr::Type;
+  optim::DeepSpeedLr d;
+  d.type = s.type == "WarmupDecayLR"    ? Type::kWarmupDecayLR
+           : s.type == "WarmupCosineLR" ? Type::kWarmupCosineLR
+                                        : Type::kWarmupLR;
+  d.log_warmup = s.warmup_type != "linear";
+  d.warmup_steps = s.warmup_num_steps.value_or(o.schedule.warmup_steps);
+  d.total_steps = s.total_num_steps.value_or(o.steps);
+  d.warmup_min_ratio = s.warmup_min_ratio;
+  d.cos_min_ratio = s.cos_min_ratio;
+  if (d.type == Type::kWarmupCosineLR) {
+    o.schedule.kind = optim::ScheduleKind::kCosine;  // relative to the optimizer lr (base_lr)
+    o.schedule.min_lr = static_cast<float>(o.schedule.base_lr * d.cos_min_ratio);
   } else {
-    if (s.warmup_max_lr) o.schedule.base_lr = static_cast<float>(*s.warmup_max_lr);
-    const double min_lr = s.warmup_min_lr.value_or(0.0);
-    if (min_lr > 0 && warmup > 0) {
-      errors.push_back(absl::StrCat("scheduler.params.warmup_min_lr: ", min_lr,
-                                    " is not supported with warmup_num_steps > 0 (the LR "
-                                    "schedule warms up from 0)"));
-    }
-    if (s.type == "WarmupLR") {
-      o.schedule.kind = optim::ScheduleKind::kConstant;
-    } else {  // WarmupDecayLR: linear from warmup_max_lr down to warmup_min_lr
-      o.schedule.kind = optim::ScheduleKind::kLinear;
-      o.schedule.min_lr = static_cast<float>(min_lr);
-    }
-    if (warmup > 0) {
-      notes.push_back(absl::StrCat(
-          "scheduler.params.warmup_type: ", s.type, " warms up linearly here (lr·(s+1)/",
-          warmup, "); DeepSpeed's default warmup_type is log"));
-    }
+    d.max_lr = s.warmup_max_lr.value_or(o.schedule.base_lr);
+    d.min_lr = s.warmup_min_lr.value_or(0.0);
+    o.schedule.base_lr = static_cast<float>(d.max_lr);
+    o.schedule.min_lr = static_cast<float>(d.min_lr);
+    o.schedule.kind = d.type == Type::kWarmupLR ? optim::ScheduleKind::kConstant
+                                                : optim::ScheduleKind::kLinear;
   }
-  if (s.type != "WarmupLR" && s.total_num_steps && *s.total_num_steps != o.steps) {
-    errors.push_back(absl::StrCat("scheduler.params.total_num_steps: ", *s.total_num_steps,
-                                  " differs from the job's ", o.steps,
-                                  " steps (the LR schedule ends at the job's last step; use "
-                                  "\"auto\")"));
+  if (d.type != Type::kWarmupLR && d.total_steps < 1) {
+    errors.push_back(absl::StrCat("scheduler.params.total_num_steps: must be >= 1, got ",
+                                  d.total_steps));
   }
+  if (d.type != Type::kWarmupLR && d.total_steps != o.steps) {
+    notes.push_back(absl::StrCat("scheduler.params.total_num_steps: the schedule spans ",
+                                 d.total_steps, " steps and the job runs ", o.steps,
+                                 ", as DeepSpeed would"));
+  }
+  o.schedule.warmup_steps = d.warmup_steps;
+  o.schedule.deepspeed = d;
 }
 
 }  // namespace

@@ -187,7 +187,16 @@ TEST(PlanOptionsTest, DeepSpeedJsonFp16PrefetchOptimizerAndScheduler) {
   EXPECT_EQ(o.schedule.kind, optim::ScheduleKind::kLinear);
   EXPECT_EQ(o.schedule.warmup_steps, 3);
   EXPECT_FLOAT_EQ(o.schedule.min_lr, 0.0f);
-  EXPECT_THAT(notes, ElementsAre(HasSubstr("warmup_type")));
+  // DeepSpeed's own WarmupDecayLR: linear warmup from warmup_min_lr over iterations 0..2, the
+  // scheduler one step behind the optimizer, then down to 0 at total_num_steps (the job's 30).
+  ASSERT_TRUE(o.schedule.deepspeed.has_value());
+  EXPECT_FALSE(o.schedule.deepspeed->log_warmup);
+  EXPECT_EQ(o.schedule.deepspeed->total_steps, 30);
+  EXPECT_FLOAT_EQ(o.schedule.LrAt(0), 0.0f);
+  EXPECT_FLOAT_EQ(o.schedule.LrAt(2), 0.002f / 3);
+  EXPECT_FLOAT_EQ(o.schedule.LrAt(4), 0.002f);
+  EXPECT_NEAR(o.schedule.LrAt(30), 0.002 / 27, 1e-9);
+  EXPECT_THAT(notes, IsEmpty());
   EXPECT_THAT(DescribeMode(o), AllOf(HasSubstr("params f16, grads f32, master f32"),
                                      HasSubstr("loss scaling on"),
                                      HasSubstr("(reduce every micro-step)")));
@@ -224,12 +233,9 @@ TEST(PlanOptionsTest, UnsupportedSettingsNameTheirKeysAndChangeNothing) {
   EXPECT_TRUE(ApplyTrainPlan(adam, &o).ok());
 
   config::TrainPlan sched;
-  sched.scheduler = Scheduler("WarmupCosineLR", 2, 99);
-  o.steps = 100;
+  sched.scheduler = Scheduler("WarmupDecayLR", 2, 0);
   EXPECT_THAT(ApplyTrainPlan(sched, &o).message(),
-              HasSubstr("scheduler.params.total_num_steps: 99 differs from the job's 100"));
-  sched.scheduler = Scheduler("WarmupLR", 5, {}, 1e-5, 1e-3);
-  EXPECT_THAT(ApplyTrainPlan(sched, &o).message(), HasSubstr("scheduler.params.warmup_min_lr"));
+              HasSubstr("scheduler.params.total_num_steps: must be >= 1, got 0"));
 
   config::TrainPlan bf16_master;
   bf16_master.mixed_precision.master_dtype = config::FloatType::kBf16;
@@ -282,7 +288,7 @@ TEST(PlanOptionsTest, UnsetAutoKeepsTheJobValueAndNotesNameKeys) {
   EXPECT_EQ(o.schedule.kind, optim::ScheduleKind::kConstant);
   EXPECT_EQ(o.schedule.warmup_steps, 6);  // warmup_num_steps unset: the job's
   EXPECT_FLOAT_EQ(o.schedule.base_lr, 5e-4f);
-  EXPECT_THAT(notes, ElementsAre(HasSubstr("warmup_type"), HasSubstr("LOCAL_STATE_DICT"),
+  EXPECT_THAT(notes, ElementsAre(HasSubstr("LOCAL_STATE_DICT"),
                                  HasSubstr("fsdp_activation_checkpointing"),
                                  HasSubstr("fsdp_use_orig_params")));
 }

@@ -188,8 +188,8 @@ void ReadScheduler(Reader& r, DsScheduler* out) {
   if (out->type == "WarmupCosineLR") {
     r.CheckKeys({"scheduler", "params"}, {"total_num_steps", "warmup_num_steps",
                                           "warmup_min_ratio", "cos_min_ratio", "warmup_type"});
-    r.Number(key("warmup_min_ratio"), 0.0, 1.0);
-    r.Number(key("cos_min_ratio"), 0.0, 1.0);
+    if (auto v = r.Number(key("warmup_min_ratio"), 0.0, 1.0)) out->warmup_min_ratio = *v;
+    if (auto v = r.Number(key("cos_min_ratio"), 0.0, 1.0)) out->cos_min_ratio = *v;
   } else {
     std::vector<std::string_view> known = {"warmup_min_lr", "warmup_max_lr", "warmup_num_steps",
                                            "warmup_type"};
@@ -202,8 +202,12 @@ void ReadScheduler(Reader& r, DsScheduler* out) {
                                               r.Has(key("warmup_max_lr")),
                                               [&] { return r.Number(key("warmup_max_lr"), 0.0); });
   }
-  if (auto wt = r.String(key("warmup_type")); wt && *wt != "log" && *wt != "linear") {
-    r.Error(key("warmup_type"), absl::StrCat(Quote(*wt), " is not one of log, linear"));
+  if (auto wt = r.String(key("warmup_type"))) {
+    if (*wt != "log" && *wt != "linear") {
+      r.Error(key("warmup_type"), absl::StrCat(Quote(*wt), " is not one of log, linear"));
+    } else {
+      out->warmup_type = *wt;
+    }
   }
   out->warmup_num_steps = ReadAutoable<int64_t>(
       r.IsAuto(key("warmup_num_steps")), r.Has(key("warmup_num_steps")),

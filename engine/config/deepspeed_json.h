@@ -100,6 +100,9 @@ struct DsScheduler {
   Autoable<double> warmup_max_lr;
   Autoable<int64_t> warmup_num_steps;
   Autoable<int64_t> total_num_steps;
+  std::string warmup_type = "log";  // log | linear (DeepSpeed's default: log)
+  double warmup_min_ratio = 0.0;    // WarmupCosineLR
+  double cos_min_ratio = 1e-4;      // WarmupCosineLR
 };
 
 struct DeepSpeedJson {

@@ -119,6 +119,9 @@ void ResolveOptimizer(Context& c, const DeepSpeedJson& json) {
   const DsScheduler& s = json.scheduler;
   SchedulerPlan plan;
   plan.type = s.type;
+  plan.warmup_type = s.warmup_type;
+  plan.warmup_min_ratio = s.warmup_min_ratio;
+  plan.cos_min_ratio = s.cos_min_ratio;
   std::optional<double> lr = c.plan.optimizer ? c.plan.optimizer->lr : job.lr;
   if (!lr && c.inputs.job_complete) lr = 0.001;
   if (s.warmup_min_lr.has_value()) plan.warmup_min_lr = s.warmup_min_lr.value;

@@ -128,6 +128,9 @@ struct SchedulerPlan {
   std::optional<double> warmup_max_lr;
   std::optional<int64_t> warmup_num_steps;
   std::optional<int64_t> total_num_steps;  // WarmupDecayLR / WarmupCosineLR only
+  std::string warmup_type = "log";          // log | linear
+  double warmup_min_ratio = 0.0;            // WarmupCosineLR: of the optimizer lr
+  double cos_min_ratio = 1e-4;              // WarmupCosineLR
 };
 
 struct TrainPlan {
