@@ -202,7 +202,7 @@ absl::StatusOr<CheckpointEvent> Trainer::SaveCheckpoint(const std::string& dir, 
     meta.kind = kind;
     meta.model_files = model_files;
     meta.data_position = step_ * options_.grad_accum;
-    meta.optimizer_step = optimizers_.empty() ? 0 : optimizers_.front().step();
+    meta.optimizer_step = applied_steps_;
     meta.world_size = world();
     meta.strategy = std::string(shard::StrategyName(plan.strategy()));
     meta.model_config_json = model::Gpt2ConfigToJson(layout_->config());
@@ -268,6 +268,7 @@ absl::Status Trainer::Resume(const std::string& dir) {
   ACCEL_RETURN_IF_ERROR(checkpoint::LoadRanges(env_, step_dir, *layout_, ranges));
   for (size_t i = 0; i < owned.size(); ++i) NarrowStaged(owned[i], optimizers_[i], staging[i]);
   for (optim::AdamW& opt : optimizers_) opt.set_step(meta.optimizer_step);
+  applied_steps_ = meta.optimizer_step;
   if (scaler_.enabled() && !meta.loss_scaler_json.empty()) {
     ACCEL_RETURN_IF_ERROR(Annotate(scaler_.FromJson(meta.loss_scaler_json),
                                    absl::StrCat(step_dir, "/metadata.json: loss_scaler")));

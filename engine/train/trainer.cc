@@ -156,7 +156,7 @@ absl::StatusOr<StepMetrics> Trainer::TrainStep() {
   ACCEL_ASSIGN_OR_RETURN(double mean_loss, sharded.MeanOverRanks(loss_sum / accum));
   ACCEL_ASSIGN_OR_RETURN(double norm_squared, sharded.GradNormSquared());
   m.loss = static_cast<float>(mean_loss);
-  m.lr = options_.schedule.LrAt(step_);
+  m.lr = options_.schedule.LrAt(applied_steps_);
   m.grad_norm = std::sqrt(norm_squared);
   m.loss_scale = scaler_.scale();
   // Under fp16 an overflow (a non-finite norm of the unscaled gradients) is expected now and
@@ -172,6 +172,7 @@ absl::StatusOr<StepMetrics> Trainer::TrainStep() {
         optimizers_[i].Step(ranges[i].params, ranges[i].grads, m.lr, m.clip_scale);
       }
     }
+    ++applied_steps_;
   }
   ACCEL_RETURN_IF_ERROR(sharded.FinishStep());
   ++step_;

@@ -181,6 +181,9 @@ class Trainer {
   LossScaler scaler_;  // enabled under fp16 only
   int64_t stats_sent_ = 0, stats_received_ = 0;  // communicator totals at the last stats record
   int64_t step_ = 0;
+  // Steps whose update was applied: the LR schedule's position. A skipped (overflowing) step
+  // does not advance it, as Accelerate's scheduler wrapper and DeepSpeed's engine skip it.
+  int64_t applied_steps_ = 0;
   double elapsed_seconds_ = 0;
 };
 

@@ -117,14 +117,21 @@ TEST_F(MixedPrecisionTest, Fp16SkipsOverflowingStepsAndLowersTheScale) {
   // skipped, each halving the scale (hysteresis 1), until the gradients fit.
   o.loss_scaling = {/*initial_scale_power=*/22, /*window=*/1000, /*hysteresis=*/1,
                     /*min_scale=*/1};
+  o.schedule.kind = optim::ScheduleKind::kLinear;
+  o.schedule.warmup_steps = 4;
   auto run = RunGang(o, 2);
   ASSERT_TRUE(run.ok()) << run.status();
   ASSERT_EQ(run->steps.size(), 10u);
   EXPECT_TRUE(run->steps[0].skipped);
   double expected_scale = std::ldexp(1.0, 22);
   int taken = 0;
+  optim::LrSchedule schedule = o.schedule;
+  schedule.total_steps = o.steps;
   for (const train::StepMetrics& m : run->steps) {
     EXPECT_EQ(m.loss_scale, expected_scale) << "step " << m.step;
+    // Skipped steps do not advance the LR schedule (Accelerate's scheduler wrapper and
+    // DeepSpeed's engine skip it too): the schedule's position is the applied-step count.
+    EXPECT_FLOAT_EQ(m.lr, schedule.LrAt(taken)) << "step " << m.step;
     if (m.skipped) {
       expected_scale /= 2;
     } else {

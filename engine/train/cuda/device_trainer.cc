@@ -128,7 +128,7 @@ absl::StatusOr<StepMetrics> DeviceTrainer::TrainStep() {
   m.step = step_;
   m.total_steps = options_.steps;
   m.loss = static_cast<float>(loss_sum / accum);
-  m.lr = options_.schedule.LrAt(step_);
+  m.lr = options_.schedule.LrAt(applied_steps_);
   m.grad_norm = std::sqrt(norm_squared);
   m.skipped = !std::isfinite(m.grad_norm) || !std::isfinite(m.loss);
   if (!m.skipped) {
@@ -138,7 +138,7 @@ absl::StatusOr<StepMetrics> DeviceTrainer::TrainStep() {
     h.beta1 = options_.adamw.beta1;
     h.beta2 = options_.adamw.beta2;
     h.eps = options_.adamw.eps;
-    h.step = step_ + 1;
+    h.step = ++applied_steps_;
     h.grad_scale = m.clip_scale;
     for (const optim::AdamW::DecayRange& r : decay_ranges_) {
       h.weight_decay = r.decay ? options_.adamw.weight_decay : 0.0f;

@@ -77,6 +77,7 @@ class DeviceTrainer {
   std::unique_ptr<data::BatchLoader> loader_;
   std::vector<int32_t> inputs_, targets_;
   int64_t step_ = 0;
+  int64_t applied_steps_ = 0;  // the LR schedule's position: skipped steps do not advance it
   double elapsed_seconds_ = 0;
 };
 
