@@ -125,7 +125,15 @@ TEST(JobSpecTest, DeepSpeedJsonTextIsApplied) {
   EXPECT_EQ(o->schedule.kind, optim::ScheduleKind::kCosine);
   EXPECT_EQ(o->schedule.warmup_steps, 4);
   EXPECT_EQ(report.source, "accelerate_config + /cfg/ds.json");
-  EXPECT_THAT(report.notes, ::testing::Contains(::testing::HasSubstr("WarmupCosineLR")));
+  // DeepSpeed's own WarmupCosineLR over the job's 40 steps, with its defaults (log warmup,
+  // cos_min_ratio 1e-4): nothing about the schedule needs a note any more.
+  ASSERT_TRUE(o->schedule.deepspeed.has_value());
+  EXPECT_EQ(o->schedule.deepspeed->type, optim::DeepSpeedLr::Type::kWarmupCosineLR);
+  EXPECT_TRUE(o->schedule.deepspeed->log_warmup);
+  EXPECT_EQ(o->schedule.deepspeed->total_steps, 40);
+  EXPECT_DOUBLE_EQ(o->schedule.deepspeed->cos_min_ratio, 1e-4);
+  EXPECT_THAT(report.notes,
+              ::testing::Not(::testing::Contains(::testing::HasSubstr("WarmupCosineLR"))));
 }
 
 TEST(JobSpecTest, ConfigErrorsNameTheFileAndKey) {
