@@ -57,20 +57,13 @@ TEST_F(CheckpointResumeTest, ResumeIsBitIdenticalForEveryStrategy) {
   for (Strategy s : {Strategy::kNoShard, Strategy::kShardOptimizer, Strategy::kShardGradOp,
                      Strategy::kFullShard}) {
     const std::string name(shard::StrategyName(s));
-    auto whole = RunGang(Options(s, 2, 6), 3);
-    ASSERT_TRUE(whole.ok()) << whole.status();
-
-    train::TrainOptions first = Options(s, 2, 3);
-    first.checkpoint_dir = dir_ + "/" + name;
-    first.checkpoint_every = 3;
-    ASSERT_TRUE(RunGang(first, 3).ok());
-    train::TrainOptions second = Options(s, 2, 6);
-    second.resume_dir = first.checkpoint_dir;
-    auto resumed = RunGang(second, 3);
-    ASSERT_TRUE(resumed.ok()) << resumed.status();
-    EXPECT_EQ(resumed->params, whole->params) << name;
-    ASSERT_EQ(resumed->losses.size(), 3u);
-    for (int i = 0; i < 3; ++i) EXPECT_EQ(resumed->losses[i], whole->losses[3 + i]) << name;
+    auto runs = RunStraightAndResumed(Options(s, 2, 6), 3, 3, dir_ + "/" + name);
+    ASSERT_TRUE(runs.ok()) << runs.status();
+    const GangResult& whole = runs->uninterrupted;
+    const GangResult& resumed = runs->resumed;
+    EXPECT_EQ(resumed.params, whole.params) << name;
+    ASSERT_EQ(resumed.losses.size(), 3u);
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(resumed.losses[i], whole.losses[3 + i]) << name;
   }
 }
 

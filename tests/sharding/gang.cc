@@ -81,6 +81,22 @@ absl::StatusOr<GangResult> RunGang(const train::TrainOptions& options, int world
   return result;
 }
 
+absl::StatusOr<ResumeComparison> RunStraightAndResumed(const train::TrainOptions& options,
+                                                       int world, int64_t stop_at,
+                                                       const std::string& checkpoint_dir) {
+  ResumeComparison out;
+  ACCEL_ASSIGN_OR_RETURN(out.uninterrupted, RunGang(options, world));
+  train::TrainOptions first = options;
+  first.steps = stop_at;
+  first.checkpoint_dir = checkpoint_dir;
+  first.checkpoint_every = stop_at;
+  ACCEL_RETURN_IF_ERROR(RunGang(first, world).status());
+  train::TrainOptions second = options;
+  second.resume_dir = checkpoint_dir;
+  ACCEL_ASSIGN_OR_RETURN(out.resumed, RunGang(second, world));
+  return out;
+}
+
 train::TrainOptions GangOptions(const std::string& dir, shard::Strategy strategy, int accum,
                                 int64_t batch, DType dtype) {
   train::TrainOptions o;

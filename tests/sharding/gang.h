@@ -24,6 +24,16 @@ struct GangResult {
 // Runs `options.steps` steps on `world` ranks; options.batch is per rank.
 absl::StatusOr<GangResult> RunGang(const train::TrainOptions& options, int world);
 
+// `options` (options.steps steps) on `world` ranks twice: straight through, and as two runs —
+// the first `stop_at` steps saving a checkpoint into `checkpoint_dir`, then a run resumed from
+// it to the end. resumed.losses are the steps after stop_at.
+struct ResumeComparison {
+  GangResult uninterrupted, resumed;
+};
+absl::StatusOr<ResumeComparison> RunStraightAndResumed(const train::TrainOptions& options,
+                                                       int world, int64_t stop_at,
+                                                       const std::string& checkpoint_dir);
+
 // The sharding tests' inputs in `dir`: data.txt (3000 bytes of a fixed letter pattern) and
 // config.json for `config`.
 absl::Status WriteGangInputs(const std::string& dir, const model::Gpt2Config& config);

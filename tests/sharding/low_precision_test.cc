@@ -128,20 +128,13 @@ TEST_F(LowPrecisionTest, ResumesBitIdentically) {
     const std::string name(shard::StrategyName(s));
     train::TrainOptions whole = Options(s, 2, 2);
     whole.steps = 6;
-    auto uninterrupted = RunGang(whole, 2);
-    ASSERT_TRUE(uninterrupted.ok()) << uninterrupted.status();
-    train::TrainOptions first = whole;
-    first.steps = 3;
-    first.checkpoint_dir = *dir_ + "/resume_" + name;
-    first.checkpoint_every = 3;
-    ASSERT_TRUE(RunGang(first, 2).ok()) << name;
-    train::TrainOptions second = whole;
-    second.resume_dir = first.checkpoint_dir;
-    auto resumed = RunGang(second, 2);
-    ASSERT_TRUE(resumed.ok()) << resumed.status();
-    EXPECT_EQ(resumed->params, uninterrupted->params) << name;
-    ASSERT_EQ(resumed->losses.size(), 3u) << name;
-    for (int i = 0; i < 3; ++i) EXPECT_EQ(resumed->losses[i], uninterrupted->losses[3 + i]) << name;
+    auto runs = RunStraightAndResumed(whole, 2, 3, *dir_ + "/resume_" + name);
+    ASSERT_TRUE(runs.ok()) << runs.status();
+    const GangResult& uninterrupted = runs->uninterrupted;
+    const GangResult& resumed = runs->resumed;
+    EXPECT_EQ(resumed.params, uninterrupted.params) << name;
+    ASSERT_EQ(resumed.losses.size(), 3u) << name;
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(resumed.losses[i], uninterrupted.losses[3 + i]) << name;
   }
 }
 

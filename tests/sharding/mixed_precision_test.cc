@@ -195,24 +195,16 @@ TEST_F(MixedPrecisionTest, Bf16AndFp16ResumeBitIdentically) {
       whole.steps = 6;
       whole.loss_scaling = {/*initial_scale_power=*/20, /*window=*/2, /*hysteresis=*/2,
                             /*min_scale=*/1};
-      auto uninterrupted = RunGang(whole, 2);
-      ASSERT_TRUE(uninterrupted.ok()) << uninterrupted.status();
-
-      train::TrainOptions first = whole;
-      first.steps = 3;
-      first.checkpoint_dir = *dir_ + "/resume_" + name;
-      first.checkpoint_every = 3;
-      ASSERT_TRUE(RunGang(first, 2).ok()) << name;
-      train::TrainOptions second = whole;
-      second.resume_dir = first.checkpoint_dir;
-      auto resumed = RunGang(second, 2);
-      ASSERT_TRUE(resumed.ok()) << resumed.status();
-      EXPECT_EQ(resumed->params, uninterrupted->params) << name;
-      ASSERT_EQ(resumed->steps.size(), 3u) << name;
+      auto runs = RunStraightAndResumed(whole, 2, 3, *dir_ + "/resume_" + name);
+      ASSERT_TRUE(runs.ok()) << runs.status();
+      const GangResult& uninterrupted = runs->uninterrupted;
+      const GangResult& resumed = runs->resumed;
+      EXPECT_EQ(resumed.params, uninterrupted.params) << name;
+      ASSERT_EQ(resumed.steps.size(), 3u) << name;
       for (int i = 0; i < 3; ++i) {
-        EXPECT_EQ(resumed->losses[i], uninterrupted->losses[3 + i]) << name;
-        EXPECT_EQ(resumed->steps[i].loss_scale, uninterrupted->steps[3 + i].loss_scale) << name;
-        EXPECT_EQ(resumed->steps[i].skipped, uninterrupted->steps[3 + i].skipped) << name;
+        EXPECT_EQ(resumed.losses[i], uninterrupted.losses[3 + i]) << name;
+        EXPECT_EQ(resumed.steps[i].loss_scale, uninterrupted.steps[3 + i].loss_scale) << name;
+        EXPECT_EQ(resumed.steps[i].skipped, uninterrupted.steps[3 + i].skipped) << name;
       }
     }
   }
