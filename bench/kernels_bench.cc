@@ -1,6 +1,7 @@
 // Fast-path CPU kernel throughput at the GPT-2 124M shapes with N = 256 tokens per step:
-// the linear layers forward and backward (GFLOP/s), the tied lm_head GEMMs, and AdamW over all
-// 124M parameters (params/s), each at 1 and 2 threads. The measured FMA peak is printed first
+// the linear layers forward and backward (GFLOP/s) in fp32 and in bf16 (matmul_bf16.h, the bf16
+// mixed-precision path, next to fp32 in the same run), the tied lm_head GEMMs, and AdamW over
+// all 124M parameters (params/s), each at 1 and 2 threads. The measured FMA peak is printed first
 // (and stored in the JSON context) as the yardstick.
 //   accel_bench_kernels [--benchmark_filter=Lm] [--benchmark_min_time=0.1]
 #include <benchmark/benchmark.h>
@@ -13,11 +14,14 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "bench/fma_peak.h"
 #include "engine/kernels/adamw.h"
 #include "engine/kernels/matmul.h"
+#include "engine/kernels/matmul_bf16.h"
 #include "engine/kernels/threading.h"
+#include "engine/tensor/dtype.h"
 
 namespace accel::bench {
 namespace {
@@ -47,6 +51,17 @@ float* Buffer(int slot, int64_t n) {
     }
   }
   return b.get();
+}
+
+// The same operand as Buffer(slot, n), rounded to bf16 once.
+const uint16_t* Bf16Buffer(int slot, int64_t n) {
+  static auto* buffers = new std::map<std::pair<int, int64_t>, std::vector<uint16_t>>;
+  std::vector<uint16_t>& b = (*buffers)[{slot, n}];
+  if (b.empty() && n > 0) {
+    b.resize(n);
+    FloatToBf16(Buffer(slot, n), b.data(), n);
+  }
+  return b.data();
 }
 
 void SetFlopRate(benchmark::State& state, double flops_per_iter) {
@@ -83,6 +98,41 @@ void BM_MatmulBackward(benchmark::State& state) {
   kernels::MatmulBackward(dinp, dw, db, dout, inp, w, kTokens, IC, OC);
   for (auto _ : state) {
     kernels::MatmulBackward(dinp, dw, db, dout, inp, w, kTokens, IC, OC);
+    benchmark::ClobberMemory();
+  }
+  SetFlopRate(state, 4.0 * kTokens * IC * OC);
+}
+
+// Args: IC, OC, threads. BM_MatmulForward with bf16 input and weight (fp32 accumulation).
+void BM_MatmulForwardBf16(benchmark::State& state) {
+  const int64_t IC = state.range(0), OC = state.range(1);
+  kernels::SetNumThreads(static_cast<int>(state.range(2)));
+  float* out = Buffer(0, kTokens * OC);
+  const uint16_t* inp = Bf16Buffer(1, kTokens * IC);
+  const uint16_t* w = Bf16Buffer(2, IC * OC);
+  const float* bias = Buffer(3, OC);
+  kernels::MatmulForwardBf16(out, inp, w, bias, kTokens, IC, OC);  // warm-up (primitive)
+  for (auto _ : state) {
+    kernels::MatmulForwardBf16(out, inp, w, bias, kTokens, IC, OC);
+    benchmark::ClobberMemory();
+  }
+  SetFlopRate(state, 2.0 * kTokens * IC * OC);
+}
+
+// Args: IC, OC, threads. BM_MatmulBackward with bf16 dout, input and weight.
+void BM_MatmulBackwardBf16(benchmark::State& state) {
+  const int64_t IC = state.range(0), OC = state.range(1);
+  kernels::SetNumThreads(static_cast<int>(state.range(2)));
+  float* dinp = Buffer(4, kTokens * IC);
+  float* dw = Buffer(5, IC * OC);
+  float* db = Buffer(6, OC);
+  const float* dout = Buffer(7, kTokens * OC);
+  const uint16_t* dout16 = Bf16Buffer(7, kTokens * OC);
+  const uint16_t* inp = Bf16Buffer(1, kTokens * IC);
+  const uint16_t* w = Bf16Buffer(2, IC * OC);
+  kernels::MatmulBackwardBf16(dinp, dw, db, dout, dout16, inp, w, kTokens, IC, OC);
+  for (auto _ : state) {
+    kernels::MatmulBackwardBf16(dinp, dw, db, dout, dout16, inp, w, kTokens, IC, OC);
     benchmark::ClobberMemory();
   }
   SetFlopRate(state, 4.0 * kTokens * IC * OC);
@@ -170,6 +220,8 @@ void BigArgs(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_MatmulForward)->Apply(LinearArgs);
 BENCHMARK(BM_MatmulBackward)->Apply(LinearArgs);
+BENCHMARK(BM_MatmulForwardBf16)->Apply(LinearArgs);
+BENCHMARK(BM_MatmulBackwardBf16)->Apply(LinearArgs);
 BENCHMARK(BM_LmHeadForward)->Apply(BigArgs);
 BENCHMARK(BM_LmHeadBackward)->Apply(BigArgs);
 BENCHMARK(BM_AdamW)->Apply(BigArgs);

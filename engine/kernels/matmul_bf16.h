@@ -8,8 +8,8 @@
 // bias gradient.
 //
 // Fast path: oneDNN's matmul primitive, bf16 x bf16 -> f32, which runs on AMX where the CPU has
-// it and on AVX512_BF16's dot products otherwise (measured on this project's AVX-512 EPYC at
-// 1.6-2.0x dnnl_sgemm per thread, docs/performance.md). Primitives are cached per calling
+// it and on AVX512_BF16's dot products otherwise (on this project's AVX-512 EPYC, 1.5-2.1x the
+// fp32 linear layers: accel_bench_kernels --benchmark_filter=Matmul, docs/performance.md). Primitives are cached per calling
 // thread, keyed by shape, strides, beta and thread count, so concurrent callers (ranks as
 // threads in tests) never share one. Operands should be 64-byte aligned (Buffer's alignment);
 // oneDNN's bf16 kernels slow down badly on 16-byte aligned ones (shared/reference/gemm.md).
