@@ -13,6 +13,8 @@
 // thread, keyed by shape, strides, beta and thread count, so concurrent callers (ranks as
 // threads in tests) never share one. Operands should be 64-byte aligned (Buffer's alignment);
 // oneDNN's bf16 kernels slow down badly on 16-byte aligned ones (shared/reference/gemm.md).
+// On a CPU without AVX-512, where oneDNN 2.6 has no bf16 matmul kernels, the operands are
+// widened to fp32 (exactly) and multiplied by the fp32 path: same contract, no speedup.
 // A contract violation (null operand, stride smaller than a row) aborts with a message, as in
 // matmul.h. kernels::ref widens to fp32 and calls ref::Gemm (the oracle).
 #pragma once

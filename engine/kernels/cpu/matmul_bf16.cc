@@ -19,8 +19,13 @@
 
 #include <omp.h>
 
+#include <atomic>
+#include <vector>
+
 #include "engine/kernels/cpu/matmul_bias.h"
+#include "engine/kernels/matmul.h"
 #include "engine/kernels/matmul_bf16.h"
+#include "engine/tensor/dtype.h"
 
 namespace accel::kernels {
 namespace {
@@ -94,6 +99,32 @@ CachedGemm Create(ThreadContext& ctx, const GemmKey& k) {
   return g;
 }
 
+// oneDNN 2.6 has bf16 matmul kernels from AVX-512 up only; on other x86-64 CPUs creating the
+// primitive fails as unimplemented. There the operands are widened to fp32 (exactly) and the
+// fp32 path multiplies them: the same contract (exact products, fp32 sums), slower than fp32
+// compute on fp32 copies, which is why Bf16MatmulIsNative() keeps callers off this path.
+std::atomic<bool> g_widen_to_fp32{false};
+
+// rows x cols bf16 values at row stride ld into dense fp32 (thread-local storage).
+const float* Widen(const uint16_t* src, int64_t rows, int64_t cols, int64_t ld,
+                   std::vector<float>& out) {
+  out.resize(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    Bf16ToFloat(src + r * ld, out.data() + r * cols, static_cast<size_t>(cols));
+  }
+  return out.data();
+}
+
+void WidenedGemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const uint16_t* A,
+                 int64_t lda, const uint16_t* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  thread_local std::vector<float> a32, b32;
+  const int64_t a_rows = trans_a ? K : M, a_cols = trans_a ? M : K;
+  const int64_t b_rows = trans_b ? N : K, b_cols = trans_b ? K : N;
+  const float* a = Widen(A, a_rows, a_cols, lda, a32);
+  const float* b = Widen(B, b_rows, b_cols, ldb, b32);
+  Gemm(trans_a, trans_b, M, N, K, 1.0f, a, a_cols, b, b_cols, beta, C, ldc);
+}
+
 }  // namespace
 
 bool Bf16MatmulIsNative() {
@@ -121,6 +152,10 @@ void GemmBf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const
   if (A == nullptr || B == nullptr) Die("A or B is null", M, N);
   if (lda < (trans_a ? M : K)) Die("lda smaller than op(A)'s stored row", lda, trans_a ? M : K);
   if (ldb < (trans_b ? K : N)) Die("ldb smaller than op(B)'s stored row", ldb, trans_b ? K : N);
+  if (g_widen_to_fp32.load(std::memory_order_relaxed)) {
+    WidenedGemm(trans_a, trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc);
+    return;
+  }
   ThreadContext& ctx = Context();
   const GemmKey key{trans_a, trans_b, M, N, K, lda, ldb, ldc, beta, omp_get_max_threads()};
   try {
@@ -139,6 +174,11 @@ void GemmBf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const
                                      {DNNL_ARG_SCRATCHPAD, scratch}});
     ctx.stream.wait();
   } catch (const dnnl::error& e) {
+    if (e.status == dnnl_unimplemented) {  // no bf16 kernels for this CPU: see WidenedGemm
+      g_widen_to_fp32.store(true, std::memory_order_relaxed);
+      WidenedGemm(trans_a, trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc);
+      return;
+    }
     std::fprintf(stderr, "accel::kernels::GemmBf16: oneDNN failed: %s (status %d, M=%lld N=%lld "
                  "K=%lld)\n", e.what(), static_cast<int>(e.status), static_cast<long long>(M),
                  static_cast<long long>(N), static_cast<long long>(K));
