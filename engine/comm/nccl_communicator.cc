@@ -156,6 +156,31 @@ class NcclCommImpl : public NcclCommunicator {
     return absl::OkStatus();
   }
 
+  absl::Status MakeStreamWaitFor(const std::shared_ptr<Work>& work,
+                                 cudaStream_t consumer) override {
+    {
+      absl::MutexLock lock(&mu_);
+      for (const Pending& p : pending_) {
+        if (p.work.get() != work.get()) continue;
+        if (p.event == nullptr) {
+          return absl::FailedPreconditionError(
+              absl::StrCat(p.work->name(), ": waited for inside an open group"));
+        }
+        // Waits for the event's record as of now; the watchdog re-records it only after this
+        // operation has completed, so the wait is never for a later one.
+        ACCEL_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+        ACCEL_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(consumer, p.event, 0));
+        return absl::OkStatus();
+      }
+    }
+    // Not pending: it has completed (successfully or not), or it is not ours.
+    if (!work->Done()) {
+      return absl::InvalidArgumentError(Where() + ": MakeStreamWaitFor on a Work of another "
+                                                  "communicator");
+    }
+    return work->Wait(absl::ZeroDuration());
+  }
+
   absl::Status BeginGroup() override {
     absl::MutexLock lock(&mu_);
     if (in_group_) return absl::FailedPreconditionError(Where() + ": BeginGroup inside a group");

@@ -61,6 +61,13 @@ class NcclCommunicator : public Communicator {
   [[nodiscard]] virtual absl::Status OrderAfter(cudaStream_t producer) = 0;
   // Work queued on `consumer` after this call waits for the collectives issued so far.
   [[nodiscard]] virtual absl::Status MakeStreamWait(cudaStream_t consumer) = 0;
+  // Work queued on `consumer` after this call waits for `work` (an operation of this
+  // communicator) alone, not for those issued after it: a prefetched gather does not hold up the
+  // compute that needs an earlier one. OK at once when it has completed; its error when it
+  // failed; FailedPrecondition inside an open group (its event is recorded at EndGroup);
+  // InvalidArgument for a Work of another communicator.
+  [[nodiscard]] virtual absl::Status MakeStreamWaitFor(const std::shared_ptr<Work>& work,
+                                                       cudaStream_t consumer) = 0;
   // Operations issued between BeginGroup and EndGroup are fused into one NCCL launch
   // (ncclGroupStart/End); their Works complete together. Nesting is FailedPrecondition.
   [[nodiscard]] virtual absl::Status BeginGroup() = 0;

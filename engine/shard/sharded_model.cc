@@ -2,8 +2,6 @@
 // prefetch, freeing). The gradient side is in sharded_model_grads.cc.
 #include "engine/shard/sharded_model.h"
 
-#include <cstring>
-
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
 
@@ -13,7 +11,7 @@ using model::Pass;
 
 absl::StatusOr<std::unique_ptr<ShardedModel>> ShardedModel::Create(
     const model::Gpt2Layout* layout, ShardPlan plan, ProcessGroups groups, absl::Duration timeout,
-    MemoryLedger* ledger) {
+    MemoryLedger* ledger, DeviceOps* ops) {
   if (groups.world == nullptr || groups.shard == nullptr) {
     return absl::InvalidArgumentError("ShardedModel needs a world and a shard communicator");
   }
@@ -40,6 +38,11 @@ absl::StatusOr<std::unique_ptr<ShardedModel>> ShardedModel::Create(
   m->mixed_ = m->plan_.options().param_dtype != DType::kF32 ||
               m->plan_.options().reduce_dtype != DType::kF32;
   m->low_precision_ = m->plan_.options().master_dtype != DType::kF32;
+  if (ops == nullptr) {
+    m->owned_ops_ = CreateHostDeviceOps(m->ledger_);
+    ops = m->owned_ops_.get();
+  }
+  m->ops_ = ops;
   ACCEL_RETURN_IF_ERROR(m->Allocate());
   return m;
 }
@@ -53,8 +56,8 @@ ShardedModel::~ShardedModel() {
 }
 
 absl::Status ShardedModel::Allocate() {
-  auto alloc = [&](int64_t bytes, MemoryCategory c, Buffer* b) -> absl::Status {
-    ACCEL_ASSIGN_OR_RETURN(*b, Buffer::Allocate(bytes, MemoryPool::kDevice, c, ledger_));
+  auto alloc = [&](int64_t bytes, MemoryCategory c, DeviceBlock* b) -> absl::Status {
+    ACCEL_ASSIGN_OR_RETURN(*b, ops_->Allocate(bytes, c));
     return absl::OkStatus();
   };
   units_.resize(plan_.num_units());
@@ -108,11 +111,45 @@ float ShardedModel::GradScale(int accum) const {
   return static_cast<float>(loss_scale_ / (static_cast<double>(accum) * plan_.world()));
 }
 
-absl::Status ShardedModel::Wait(const std::shared_ptr<comm::Work>& work) {
+absl::Status ShardedModel::Await(comm::Communicator& comm,
+                                 const std::shared_ptr<comm::Work>& work) {
+  const absl::Time start = absl::Now();
+  absl::Status s = ops_->AfterCollective(comm, work, timeout_);
+  comm_wait_seconds_ += absl::ToDoubleSeconds(absl::Now() - start);
+  return s;
+}
+
+absl::Status ShardedModel::AwaitOnHost(comm::Communicator& comm,
+                                       const std::shared_ptr<comm::Work>& work) {
+  ACCEL_RETURN_IF_ERROR(Await(comm, work));
   const absl::Time start = absl::Now();
   absl::Status s = work->Wait(timeout_);
   comm_wait_seconds_ += absl::ToDoubleSeconds(absl::Now() - start);
   return s;
+}
+
+absl::StatusOr<std::vector<double>> ShardedModel::AllGatherDouble(comm::Communicator& comm,
+                                                                  double value) {
+  // A double travels through an f32 all-gather as its two 32-bit halves (a bit copy).
+  constexpr size_t kDoubleAsFloats = sizeof(double) / sizeof(float);
+  const int n = comm.size();
+  std::vector<double> all(n);
+  if (ops_->host_addressable()) {
+    ACCEL_RETURN_IF_ERROR(
+        AwaitOnHost(comm, comm.AllGather(&value, all.data(), kDoubleAsFloats, DType::kF32)));
+    return all;
+  }
+  ACCEL_ASSIGN_OR_RETURN(DeviceBlock staging,
+                         ops_->Acquire((n + 1) * sizeof(double), MemoryCategory::kCommunication,
+                                       false));
+  double* mine = staging.as<double>() + n;
+  ACCEL_RETURN_IF_ERROR(ops_->FromHost(mine, &value, sizeof(double)));
+  ACCEL_RETURN_IF_ERROR(ops_->BeforeCollective(comm));
+  ACCEL_RETURN_IF_ERROR(
+      AwaitOnHost(comm, comm.AllGather(mine, staging.data(), kDoubleAsFloats, DType::kF32)));
+  ACCEL_RETURN_IF_ERROR(ops_->ToHost(all.data(), staging.data(), n * sizeof(double)));
+  ops_->Recycle(std::move(staging));
+  return all;
 }
 
 // ---- loading and gathering ------------------------------------------------------------------
@@ -133,17 +170,28 @@ absl::Status ShardedModel::LoadUnitRange(int u, const float* values) {
   const auto [held_begin, held_end] = HeldRange(u);
   if (mixed_ && !low_precision_) {
     // The master takes the part of the held values inside its range; padding stays zero.
-    unit.master.Zero();
+    ACCEL_RETURN_IF_ERROR(ZeroBlock(unit.master));
     const int64_t from = std::max(held_begin, MasterBegin(u));
     const int64_t to = std::min(std::min(held_end, us.numel), MasterBegin(u) + MasterLength(u));
     if (to > from) {
-      std::memcpy(unit.master.as<float>() + (from - MasterBegin(u)), values + (from - held_begin),
-                  (to - from) * sizeof(float));
+      ACCEL_RETURN_IF_ERROR(ops_->FromHost(unit.master.as<float>() + (from - MasterBegin(u)),
+                                           values + (from - held_begin),
+                                           (to - from) * sizeof(float)));
     }
   }
-  Buffer& target = plan_.params_persistent() ? unit.full : unit.shard;
-  target.Zero();
-  ConvertDType(values, DType::kF32, target.data(), param_dtype, held_end - held_begin);
+  DeviceBlock& target = plan_.params_persistent() ? unit.full : unit.shard;
+  ACCEL_RETURN_IF_ERROR(ZeroBlock(target));
+  const int64_t n = held_end - held_begin;
+  if (ops_->host_addressable()) {
+    ACCEL_RETURN_IF_ERROR(ops_->Convert(values, DType::kF32, target.data(), param_dtype, n));
+  } else if (n > 0) {
+    ACCEL_ASSIGN_OR_RETURN(DeviceBlock staging,
+                           ops_->Acquire(n * sizeof(float), MemoryCategory::kOther, false));
+    ACCEL_RETURN_IF_ERROR(ops_->FromHost(staging.data(), values, n * sizeof(float)));
+    ACCEL_RETURN_IF_ERROR(
+        ops_->Convert(staging.data(), DType::kF32, target.data(), param_dtype, n));
+    ops_->Recycle(std::move(staging));
+  }
   if (!plan_.params_persistent()) MaybeFree(u);
   return absl::OkStatus();
 }
@@ -160,7 +208,31 @@ absl::Status ShardedModel::LoadFull(const float* full) {
 }
 
 absl::Status ShardedModel::BroadcastFull(float* full, int root) {
-  return Wait(groups_.world->Broadcast(full, layout_->num_params(), DType::kF32, root));
+  comm::Communicator& world = *groups_.world;
+  const int64_t n = layout_->num_params();
+  if (ops_->host_addressable()) {
+    return AwaitOnHost(world, world.Broadcast(full, n, DType::kF32, root));
+  }
+  ACCEL_ASSIGN_OR_RETURN(DeviceBlock staging,
+                         ops_->Acquire(n * sizeof(float), MemoryCategory::kCommunication, false));
+  ACCEL_RETURN_IF_ERROR(ops_->FromHost(staging.data(), full, n * sizeof(float)));
+  ACCEL_RETURN_IF_ERROR(ops_->BeforeCollective(world));
+  ACCEL_RETURN_IF_ERROR(AwaitOnHost(world, world.Broadcast(staging.data(), n, DType::kF32, root)));
+  ACCEL_RETURN_IF_ERROR(ops_->ToHost(full, staging.data(), n * sizeof(float)));
+  ops_->Recycle(std::move(staging));
+  return absl::OkStatus();
+}
+
+absl::Status ShardedModel::ConvertToHost(const void* src, DType dtype, float* out, int64_t n) {
+  if (n <= 0) return absl::OkStatus();
+  if (ops_->host_addressable()) return ops_->Convert(src, dtype, out, DType::kF32, n);
+  if (dtype == DType::kF32) return ops_->ToHost(out, src, n * sizeof(float));
+  ACCEL_ASSIGN_OR_RETURN(DeviceBlock staging,
+                         ops_->Acquire(n * sizeof(float), MemoryCategory::kOther, false));
+  ACCEL_RETURN_IF_ERROR(ops_->Convert(src, dtype, staging.data(), DType::kF32, n));
+  ACCEL_RETURN_IF_ERROR(ops_->ToHost(out, staging.data(), n * sizeof(float)));
+  ops_->Recycle(std::move(staging));
+  return absl::OkStatus();
 }
 
 absl::Status ShardedModel::GatherUnit(int u, float* out) {
@@ -172,20 +244,22 @@ absl::Status ShardedModel::GatherUnit(int u, float* out) {
   if (mixed_ && !low_precision_) {
     // The masters, not the rounded copies: a full save holds what the optimizer holds.
     if (!plan_.optimizer_sharded()) {
-      std::memcpy(out, unit.master.as<float>(), us.numel * sizeof(float));
-      return absl::OkStatus();
+      return ConvertToHost(unit.master.data(), DType::kF32, out, us.numel);
     }
-    ACCEL_ASSIGN_OR_RETURN(Buffer all, buffers_.Acquire(us.padded_numel * sizeof(float),
-                                                        MemoryCategory::kCommunication, false));
-    absl::Status s = Wait(groups_.shard->AllGather(unit.master.data(), all.data(),
-                                                   us.shard_numel, DType::kF32));
-    if (s.ok()) std::memcpy(out, all.as<float>(), us.numel * sizeof(float));
-    buffers_.Release(std::move(all));
+    ACCEL_ASSIGN_OR_RETURN(DeviceBlock all, ops_->Acquire(us.padded_numel * sizeof(float),
+                                                          MemoryCategory::kCommunication, false));
+    comm::Communicator& shard = *groups_.shard;
+    ACCEL_RETURN_IF_ERROR(ops_->BeforeCollective(shard));
+    absl::Status s = AwaitOnHost(
+        shard, shard.AllGather(unit.master.data(), all.data(), us.shard_numel, DType::kF32));
+    if (s.ok()) s = ConvertToHost(all.data(), DType::kF32, out, us.numel);
+    ops_->Recycle(std::move(all));
     return s;
   }
   if (!plan_.params_persistent()) ACCEL_RETURN_IF_ERROR(EnsureGathered(u));
   // The parameters are what the optimizer holds (fp32, or bf16 under low precision).
-  ConvertDType(unit.full.data(), plan_.options().param_dtype, out, DType::kF32, us.numel);
+  ACCEL_RETURN_IF_ERROR(
+      ConvertToHost(unit.full.data(), plan_.options().param_dtype, out, us.numel));
   if (!plan_.params_persistent()) {
     unit.keep_for_step = false;
     MaybeFree(u);
@@ -206,8 +280,9 @@ absl::Status ShardedModel::IssueGather(int u) {
   Unit& unit = units_[u];
   const UnitShard& us = plan_.unit(u);
   // Every element is overwritten by the gather: no need to zero.
-  ACCEL_ASSIGN_OR_RETURN(unit.full, buffers_.Acquire(us.padded_numel * param_size(),
-                                                     MemoryCategory::kParams, /*zero=*/false));
+  ACCEL_ASSIGN_OR_RETURN(unit.full, ops_->Acquire(us.padded_numel * param_size(),
+                                                  MemoryCategory::kParams, /*zero=*/false));
+  ACCEL_RETURN_IF_ERROR(ops_->BeforeCollective(*groups_.shard));
   unit.gather = groups_.shard->AllGather(unit.shard.data(), unit.full.data(), us.shard_numel,
                                          plan_.options().param_dtype);
   return absl::OkStatus();
@@ -217,7 +292,7 @@ absl::Status ShardedModel::EnsureGathered(int u) {
   Unit& unit = units_[u];
   if (unit.gathered) return absl::OkStatus();
   if (!unit.gather) ACCEL_RETURN_IF_ERROR(IssueGather(u));
-  absl::Status s = Wait(unit.gather);
+  absl::Status s = Await(*groups_.shard, unit.gather);
   unit.gather.reset();
   ACCEL_RETURN_IF_ERROR(s);
   unit.gathered = true;
@@ -232,11 +307,11 @@ void ShardedModel::MaybeFree(int u) {
   if (plan_.params_persistent() || unit.keep_for_step || unit.keep_for_reuse || unit.gather) {
     return;
   }
-  buffers_.Release(std::move(unit.full));
+  ops_->Recycle(std::move(unit.full));
   unit.gathered = false;
 }
 
-void ShardedModel::ReleaseCompute(int u) { buffers_.Release(std::move(units_[u].compute)); }
+void ShardedModel::ReleaseCompute(int u) { ops_->Recycle(std::move(units_[u].compute)); }
 
 absl::StatusOr<const float*> ShardedModel::Params(int u, Pass pass) {
   if (!plan_.params_persistent()) {
@@ -247,22 +322,22 @@ absl::StatusOr<const float*> ShardedModel::Params(int u, Pass pass) {
   if (!mixed_) return unit.full.as<float>();
   if (unit.compute.empty()) {
     const int64_t n = plan_.unit(u).padded_numel;
-    ACCEL_ASSIGN_OR_RETURN(unit.compute, buffers_.Acquire(n * sizeof(float),
-                                                          MemoryCategory::kParams, false));
+    ACCEL_ASSIGN_OR_RETURN(unit.compute, ops_->Acquire(n * sizeof(float),
+                                                       MemoryCategory::kParams, false));
     const DType dtype = plan_.options().param_dtype;
     const bool skip = dtype == DType::kBF16 && static_cast<size_t>(u) < skip_fp32_.size();
     int64_t next = 0;  // converts the complement of the skipped ranges
     auto convert_to = [&](int64_t end) {
-      ConvertDType(unit.full.as<uint16_t>() + next, dtype, unit.compute.as<float>() + next,
-                   DType::kF32, end - next);
+      return ops_->Convert(unit.full.as<uint16_t>() + next, dtype,
+                           unit.compute.as<float>() + next, DType::kF32, end - next);
     };
     if (skip) {
       for (const auto& [offset, numel] : skip_fp32_[u]) {
-        convert_to(offset);
+        ACCEL_RETURN_IF_ERROR(convert_to(offset));
         next = offset + numel;
       }
     }
-    convert_to(n);
+    ACCEL_RETURN_IF_ERROR(convert_to(n));
   }
   return unit.compute.as<float>();
 }

@@ -27,6 +27,13 @@
 // Buffers are charged to the ledger in the device pool: params (the param_dtype copies),
 // grads (reduced gradients), optimizer state (fp32 masters; AdamW adds its moments), and
 // transient buffers to their category while in use, to "other" while cached.
+//
+// Where the buffers live is the DeviceOps' business (device_ops.h): host memory by default,
+// or a CUDA device (engine/shard/cuda/cuda_device_ops.h), in which case every pointer this
+// class hands out (Params, ParamsBf16, Grads, OwnedRanges, ParamViews) is device memory, the
+// model must queue its work on the ops' compute stream, and collectives are ordered against
+// that stream by events rather than host waits. The host-pointer arguments of LoadFull,
+// LoadUnitRange, LoadUnit, GatherUnit, GatherFull and BroadcastFull stay host memory either way.
 // Not thread-safe (one trainer thread); communication runs on the communicators' threads.
 #pragma once
 
@@ -42,9 +49,8 @@
 #include "engine/base/memory_ledger.h"
 #include "engine/comm/communicator.h"
 #include "engine/model/param_access.h"
+#include "engine/shard/device_ops.h"
 #include "engine/shard/shard_plan.h"
-#include "engine/tensor/buffer.h"
-#include "engine/tensor/buffer_pool.h"
 
 namespace accel::shard {
 
@@ -84,9 +90,11 @@ struct ParamView {
 
 class ShardedModel final : public model::ParamAccess {
  public:
+  // `ops` (not owned; must outlive the model) says where the buffers live; null: host memory
+  // charged to `ledger`'s device pool.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<ShardedModel>> Create(
       const model::Gpt2Layout* layout, ShardPlan plan, ProcessGroups groups,
-      absl::Duration timeout, MemoryLedger* ledger = nullptr);
+      absl::Duration timeout, MemoryLedger* ledger = nullptr, DeviceOps* ops = nullptr);
   ~ShardedModel() override;
 
   const ShardPlan& plan() const { return plan_; }
@@ -129,7 +137,7 @@ class ShardedModel final : public model::ParamAccess {
   // Gathers the full parameters (layout order) into `out` on every rank.
   [[nodiscard]] absl::Status GatherFull(float* out);
 
-  void ZeroGrads();
+  [[nodiscard]] absl::Status ZeroGrads();
   // Before micro-step m's forward: whether its gradients are reduced as backward produces them
   // (the last micro-step, or every one with reduce_every_micro_step).
   void BeginMicroStep(int micro, int accum);
@@ -166,19 +174,19 @@ class ShardedModel final : public model::ParamAccess {
  private:
   struct Unit {
     // Parameters, in param_dtype.
-    Buffer full;         // padded_numel: resident (persistent strategies) or while gathered
-    Buffer shard;        // shard_numel: sharded params (full shard only)
+    DeviceBlock full;    // padded_numel: resident (persistent strategies) or while gathered
+    DeviceBlock shard;   // shard_numel: sharded params (full shard only)
     // fp32 local gradients while they accumulate unreduced (padded_numel). Resident and also
     // the reduced result for fp32 no_shard / zero1; from the pool otherwise.
-    Buffer full_grads;
+    DeviceBlock full_grads;
     // Reduced gradients: fp32 shard_numel for per-unit reducing strategies; under mixed
     // precision in reduce_dtype, padded_numel (no_shard, zero1) or shard_numel (the others).
-    Buffer reduced;
+    DeviceBlock reduced;
     // Mixed precision only.
-    Buffer master;     // fp32 master of the optimizer range: MasterBegin(), MasterLength()
-    Buffer compute;    // fp32 copy of `full` while the model uses it
-    Buffer comm;       // reduce_dtype copy of full_grads while it is reduce-scattered
-    Buffer opt_grads;  // fp32 unscaled gradients of the optimizer range, during the update
+    DeviceBlock master;     // fp32 master of the optimizer range: MasterBegin(), MasterLength()
+    DeviceBlock compute;    // fp32 copy of `full` while the model uses it
+    DeviceBlock comm;       // reduce_dtype copy of full_grads while it is reduce-scattered
+    DeviceBlock opt_grads;  // fp32 unscaled gradients of the optimizer range, during the update
     std::shared_ptr<comm::Work> gather;  // in-flight all-gather into `full`
     bool gathered = false;
     bool keep_for_step = false;  // persistent small unit, or the root during a step
@@ -193,7 +201,7 @@ class ShardedModel final : public model::ParamAccess {
   ShardedModel(const model::Gpt2Layout* layout, ShardPlan plan, ProcessGroups groups,
                absl::Duration timeout, MemoryLedger* ledger)
       : layout_(layout), plan_(std::move(plan)), groups_(groups), timeout_(timeout),
-        ledger_(ledger), buffers_(MemoryPool::kDevice, ledger) {}
+        ledger_(ledger) {}
   absl::Status Allocate();
   size_t param_size() const { return DTypeSize(plan_.options().param_dtype); }
   size_t reduce_size() const { return DTypeSize(plan_.options().reduce_dtype); }
@@ -210,7 +218,16 @@ class ShardedModel final : public model::ParamAccess {
   int NextInForward(int unit) const;
   int64_t InFlightGatherNumel() const;
   int64_t ReuseDistanceAfterForward(int unit) const;
-  absl::Status Wait(const std::shared_ptr<comm::Work>& work);
+  // Later block work sees the collective's results (a host wait on host memory); the time the
+  // host spends blocked counts as exposed communication.
+  absl::Status Await(comm::Communicator& comm, const std::shared_ptr<comm::Work>& work);
+  // The collective's results on the host too: Await, then the Work's own Status.
+  absl::Status AwaitOnHost(comm::Communicator& comm, const std::shared_ptr<comm::Work>& work);
+  // Every rank's `value` (a host double) in rank order, through an f32 all-gather of the bits.
+  absl::StatusOr<std::vector<double>> AllGatherDouble(comm::Communicator& comm, double value);
+  // n values of `dtype` at block memory `src` into host floats `out`.
+  absl::Status ConvertToHost(const void* src, DType dtype, float* out, int64_t n);
+  absl::Status ZeroBlock(DeviceBlock& block) { return ops_->Zero(block.data(), block.bytes()); }
   absl::Status IssueGather(int unit);
   absl::Status EnsureGathered(int unit);
   void MaybeFree(int unit);
@@ -225,9 +242,10 @@ class ShardedModel final : public model::ParamAccess {
   ProcessGroups groups_;
   absl::Duration timeout_;
   MemoryLedger* ledger_;
+  std::unique_ptr<DeviceOps> owned_ops_;  // the host ops when Create got none; outlives units_
+  // Gathered parameters and unit gradients come and go every step: ops_ caches their memory.
+  DeviceOps* ops_ = nullptr;
   std::vector<Unit> units_;
-  // Gathered parameters and unit gradients come and go every step: their memory is cached.
-  BufferPool buffers_;
   std::deque<PendingReduce> pending_reduces_;
   bool mixed_ = false;
   bool low_precision_ = false;  // mixed_ without masters

@@ -2,46 +2,18 @@
 // reduce-scatter per unit as backward produces it), the global norm, the optimizer's view of
 // its ranges, and the end of a step (rounding masters and re-gathering under mixed precision).
 #include <algorithm>
-#include <cstring>
 
 #include "engine/base/status_macros.h"
-#include "engine/kernels/adamw.h"
 #include "engine/shard/sharded_model.h"
 
 namespace accel::shard {
-namespace {
 
-// A double travels through an f32 all-gather as its two 32-bit halves (a bit copy).
-constexpr size_t kDoubleAsFloats = sizeof(double) / sizeof(float);
-
-// dst[i] = round(dst[i] + src[i]) for 16-bit (or f32) values, summed in fp32.
-void AccumulateInDType(void* dst, const void* src, int64_t n, DType dtype) {
-  if (dtype == DType::kF32) {
-    float* d = static_cast<float*>(dst);
-    const float* s = static_cast<const float*>(src);
-    for (int64_t i = 0; i < n; ++i) d[i] += s[i];
-    return;
-  }
-  constexpr int64_t kChunk = 1024;
-  float a[kChunk], b[kChunk];
-  const size_t size = DTypeSize(dtype);
-  for (int64_t i = 0; i < n; i += kChunk) {
-    const int64_t m = std::min(kChunk, n - i);
-    char* d = static_cast<char*>(dst) + i * size;
-    ConvertDType(d, dtype, a, DType::kF32, m);
-    ConvertDType(static_cast<const char*>(src) + i * size, dtype, b, DType::kF32, m);
-    for (int64_t j = 0; j < m; ++j) a[j] += b[j];
-    ConvertDType(a, DType::kF32, d, dtype, m);
-  }
-}
-
-}  // namespace
-
-void ShardedModel::ZeroGrads() {
+absl::Status ShardedModel::ZeroGrads() {
   for (Unit& unit : units_) {
-    unit.full_grads.Zero();
-    unit.reduced.Zero();
+    ACCEL_RETURN_IF_ERROR(ZeroBlock(unit.full_grads));
+    ACCEL_RETURN_IF_ERROR(ZeroBlock(unit.reduced));
   }
+  return absl::OkStatus();
 }
 
 void ShardedModel::BeginMicroStep(int micro, int accum) {
@@ -52,8 +24,8 @@ absl::StatusOr<float*> ShardedModel::Grads(int u) {
   Unit& unit = units_[u];
   if (unit.full_grads.empty()) {
     ACCEL_ASSIGN_OR_RETURN(unit.full_grads,
-                           buffers_.Acquire(plan_.unit(u).padded_numel * sizeof(float),
-                                            MemoryCategory::kGrads, /*zero=*/true));
+                           ops_->Acquire(plan_.unit(u).padded_numel * sizeof(float),
+                                         MemoryCategory::kGrads, /*zero=*/true));
   }
   return unit.full_grads.as<float>();
 }
@@ -65,19 +37,21 @@ absl::Status ShardedModel::GradsReady(int u) {
   Unit& unit = units_[u];
   const UnitShard& us = plan_.unit(u);
   const DType reduce_dtype = plan_.options().reduce_dtype;
+  comm::Communicator& shard = *groups_.shard;
   if (!mixed_) {
     float* g = unit.full_grads.as<float>();
+    ACCEL_RETURN_IF_ERROR(ops_->BeforeCollective(shard));
     pending_reduces_.push_back(
-        {u, groups_.shard->ReduceScatter(g, g + us.shard_begin, us.shard_numel, reduce_dtype),
-         true});
+        {u, shard.ReduceScatter(g, g + us.shard_begin, us.shard_numel, reduce_dtype), true});
     return absl::OkStatus();
   }
-  ACCEL_ASSIGN_OR_RETURN(unit.comm, buffers_.Acquire(us.padded_numel * reduce_size(),
-                                                     MemoryCategory::kCommunication, false));
-  ConvertDType(unit.full_grads.data(), DType::kF32, unit.comm.data(), reduce_dtype,
-               us.padded_numel);
-  buffers_.Release(std::move(unit.full_grads));
+  ACCEL_ASSIGN_OR_RETURN(unit.comm, ops_->Acquire(us.padded_numel * reduce_size(),
+                                                  MemoryCategory::kCommunication, false));
+  ACCEL_RETURN_IF_ERROR(ops_->Convert(unit.full_grads.data(), DType::kF32, unit.comm.data(),
+                                      reduce_dtype, us.padded_numel));
+  ops_->Recycle(std::move(unit.full_grads));
   char* c = unit.comm.as<char>();
+  ACCEL_RETURN_IF_ERROR(ops_->BeforeCollective(shard));
   pending_reduces_.push_back(
       {u,
        groups_.shard->ReduceScatter(c, c + us.shard_begin * reduce_size(), us.shard_numel,
@@ -87,18 +61,21 @@ absl::Status ShardedModel::GradsReady(int u) {
 }
 
 absl::Status ShardedModel::CompleteReduce(const PendingReduce& p) {
-  ACCEL_RETURN_IF_ERROR(Wait(p.work));
+  ACCEL_RETURN_IF_ERROR(Await(*groups_.shard, p.work));
   Unit& unit = units_[p.unit];
   const UnitShard& us = plan_.unit(p.unit);
   const DType reduce_dtype = plan_.options().reduce_dtype;
-  Buffer& source = mixed_ ? unit.comm : unit.full_grads;
+  DeviceBlock& source = mixed_ ? unit.comm : unit.full_grads;
   char* slice = source.as<char>() + us.shard_begin * reduce_size();
   if (plan_.hybrid() && groups_.replicate != nullptr && groups_.replicate->size() > 1) {
+    comm::Communicator& replicate = *groups_.replicate;
+    ACCEL_RETURN_IF_ERROR(ops_->BeforeCollective(replicate));
     ACCEL_RETURN_IF_ERROR(
-        Wait(groups_.replicate->AllReduce(slice, us.shard_numel, reduce_dtype)));
+        Await(replicate, replicate.AllReduce(slice, us.shard_numel, reduce_dtype)));
   }
-  AccumulateInDType(unit.reduced.data(), slice, us.shard_numel, reduce_dtype);
-  buffers_.Release(std::move(source));
+  ACCEL_RETURN_IF_ERROR(ops_->Accumulate(unit.reduced.data(), slice, us.shard_numel,
+                                         reduce_dtype));
+  ops_->Recycle(std::move(source));
   return absl::OkStatus();
 }
 
@@ -119,24 +96,27 @@ absl::Status ShardedModel::EndMicroStep(int micro, int accum) {
     // all-reduce and zero1's reduce-scatter use the same chunks, so the reduced values are
     // identical.
     const DType reduce_dtype = plan_.options().reduce_dtype;
+    comm::Communicator& shard = *groups_.shard;
     std::vector<std::shared_ptr<comm::Work>> works;
     for (int u = 0; u < plan_.num_units(); ++u) {
       const UnitShard& us = plan_.unit(u);
       Unit& unit = units_[u];
       char* g = unit.full_grads.as<char>();
       if (mixed_) {
-        ConvertDType(g, DType::kF32, unit.reduced.data(), reduce_dtype, us.padded_numel);
-        buffers_.Release(std::move(unit.full_grads));
+        ACCEL_RETURN_IF_ERROR(ops_->Convert(g, DType::kF32, unit.reduced.data(), reduce_dtype,
+                                            us.padded_numel));
+        ops_->Recycle(std::move(unit.full_grads));
         g = unit.reduced.as<char>();
       }
+      ACCEL_RETURN_IF_ERROR(ops_->BeforeCollective(shard));
       if (plan_.strategy() == Strategy::kNoShard) {
-        works.push_back(groups_.shard->AllReduce(g, us.padded_numel, reduce_dtype));
+        works.push_back(shard.AllReduce(g, us.padded_numel, reduce_dtype));
       } else {
-        works.push_back(groups_.shard->ReduceScatter(g, g + us.shard_begin * reduce_size(),
-                                                     us.shard_numel, reduce_dtype));
+        works.push_back(shard.ReduceScatter(g, g + us.shard_begin * reduce_size(),
+                                            us.shard_numel, reduce_dtype));
       }
     }
-    for (const auto& w : works) ACCEL_RETURN_IF_ERROR(Wait(w));
+    for (const auto& w : works) ACCEL_RETURN_IF_ERROR(Await(shard, w));
   }
   return mixed_ ? PrepareOptimizerGrads() : absl::OkStatus();
 }
@@ -148,14 +128,13 @@ absl::Status ShardedModel::PrepareOptimizerGrads() {
   for (int u = 0; u < plan_.num_units(); ++u) {
     Unit& unit = units_[u];
     const int64_t n = MasterLength(u);
-    ACCEL_ASSIGN_OR_RETURN(unit.opt_grads, buffers_.Acquire(n * sizeof(float),
-                                                            MemoryCategory::kGrads, false));
+    ACCEL_ASSIGN_OR_RETURN(unit.opt_grads, ops_->Acquire(n * sizeof(float),
+                                                         MemoryCategory::kGrads, false));
     const int64_t from = plan_.reduce_per_unit() ? 0 : MasterBegin(u);
     float* g = unit.opt_grads.as<float>();
-    ConvertDType(unit.reduced.as<char>() + from * reduce_size(), reduce_dtype, g, DType::kF32, n);
-    if (unscale != 1.0f) {
-      for (int64_t i = 0; i < n; ++i) g[i] *= unscale;
-    }
+    ACCEL_RETURN_IF_ERROR(ops_->Convert(unit.reduced.as<char>() + from * reduce_size(),
+                                        reduce_dtype, g, DType::kF32, n));
+    if (unscale != 1.0f) ACCEL_RETURN_IF_ERROR(ops_->Scale(g, n, unscale));
   }
   return absl::OkStatus();
 }
@@ -168,7 +147,7 @@ const float* NormPartition(const UnitShard& us, bool optimizer_sharded, const fl
 }  // namespace
 
 absl::StatusOr<double> ShardedModel::GradNormSquared() {
-  double partial = 0;
+  std::vector<FloatSpan> parts;
   for (int u = 0; u < plan_.num_units(); ++u) {
     const UnitShard& us = plan_.unit(u);
     const Unit& unit = units_[u];
@@ -183,26 +162,22 @@ absl::StatusOr<double> ShardedModel::GradNormSquared() {
       grads = unit.full_grads.as<float>();
       sharded_view = false;
     }
-    partial += kernels::SquaredL2Norm(NormPartition(us, sharded_view, grads), us.shard_valid);
+    parts.push_back({NormPartition(us, sharded_view, grads), us.shard_valid});
   }
+  ACCEL_ASSIGN_OR_RETURN(const double partial, ops_->SumOfSquares(parts));
   // Replicas of a hybrid group hold identical shards: sum within the shard group only.
-  const int n = groups_.shard->size();
-  std::vector<double> all(n);
-  ACCEL_RETURN_IF_ERROR(Wait(groups_.shard->AllGather(&partial, all.data(), kDoubleAsFloats,
-                                                      DType::kF32)));
+  ACCEL_ASSIGN_OR_RETURN(const std::vector<double> all,
+                         AllGatherDouble(*groups_.shard, partial));
   double total = 0;
   for (double v : all) total += v;
   return total;
 }
 
 absl::StatusOr<double> ShardedModel::MeanOverRanks(double value) {
-  const int n = groups_.world->size();
-  std::vector<double> all(n);
-  ACCEL_RETURN_IF_ERROR(
-      Wait(groups_.world->AllGather(&value, all.data(), kDoubleAsFloats, DType::kF32)));
+  ACCEL_ASSIGN_OR_RETURN(const std::vector<double> all, AllGatherDouble(*groups_.world, value));
   double total = 0;
   for (double v : all) total += v;
-  return total / n;
+  return total / static_cast<double>(all.size());
 }
 
 std::vector<OwnedRange> ShardedModel::OwnedRanges() {
@@ -247,11 +222,11 @@ absl::Status ShardedModel::FinishStep() {
   for (int u = 0; u < plan_.num_units(); ++u) {
     Unit& unit = units_[u];
     if (unit.gather) {
-      ACCEL_RETURN_IF_ERROR(Wait(unit.gather));
+      ACCEL_RETURN_IF_ERROR(Await(*groups_.shard, unit.gather));
       unit.gather.reset();
     }
     if (mixed_) {
-      buffers_.Release(std::move(unit.opt_grads));
+      ops_->Recycle(std::move(unit.opt_grads));
       ReleaseCompute(u);
     }
   }
@@ -262,20 +237,23 @@ absl::Status ShardedModel::FinishStep() {
       char* dst = plan_.params_persistent()
                       ? unit.full.as<char>() + MasterBegin(u) * param_size()
                       : unit.shard.as<char>();
-      ConvertDType(unit.master.data(), DType::kF32, dst, param_dtype, MasterLength(u));
+      ACCEL_RETURN_IF_ERROR(
+          ops_->Convert(unit.master.data(), DType::kF32, dst, param_dtype, MasterLength(u)));
     }
   }
   if (plan_.params_persistent()) {
     if (!plan_.optimizer_sharded()) return absl::OkStatus();
     // Every rank updated its own slice in place: gather the slices back into full parameters.
+    comm::Communicator& shard = *groups_.shard;
     std::vector<std::shared_ptr<comm::Work>> works;
+    ACCEL_RETURN_IF_ERROR(ops_->BeforeCollective(shard));
     for (int u = 0; u < plan_.num_units(); ++u) {
       const UnitShard& us = plan_.unit(u);
       char* full = units_[u].full.as<char>();
-      works.push_back(groups_.shard->AllGather(full + us.shard_begin * param_size(), full,
-                                               us.shard_numel, param_dtype));
+      works.push_back(shard.AllGather(full + us.shard_begin * param_size(), full,
+                                      us.shard_numel, param_dtype));
     }
-    for (const auto& w : works) ACCEL_RETURN_IF_ERROR(Wait(w));
+    for (const auto& w : works) ACCEL_RETURN_IF_ERROR(Await(shard, w));
     return absl::OkStatus();
   }
   for (int u = 0; u < plan_.num_units(); ++u) {

@@ -136,7 +136,7 @@ absl::StatusOr<StepMetrics> Trainer::TrainStep() {
   const int64_t start = env_->NowMicros();
   const int accum = static_cast<int>(options_.grad_accum);
   shard::ShardedModel& sharded = *sharded_;
-  sharded.ZeroGrads();
+  ACCEL_RETURN_IF_ERROR(sharded.ZeroGrads());
   sharded.set_loss_scale(scaler_.scale());
   double loss_sum = 0;
   for (int micro = 0; micro < accum; ++micro) {

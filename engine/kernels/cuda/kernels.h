@@ -110,5 +110,11 @@ using ::accel::cuda::GemmTypes;
 // gives on the CPU, NaN payloads included. src and dst must not overlap unless equal dtypes.
 [[nodiscard]] absl::Status ConvertDType(const void* src, DType src_dtype, void* dst,
                                         DType dst_dtype, int64_t n, cudaStream_t stream);
+// dst[i] = round(dst[i] + src[i]) in `dtype`, added in fp32: the host sharding engine's
+// accumulation of reduced gradient shards, bit for bit (one rounding per element).
+[[nodiscard]] absl::Status AccumulateInDType(void* dst, const void* src, int64_t n, DType dtype,
+                                             cudaStream_t stream);
+// x[i] *= factor in fp32 (unscaling fp16 gradients).
+[[nodiscard]] absl::Status Scale(float* x, int64_t n, float factor, cudaStream_t stream);
 
 }  // namespace accel::kernels::cuda

@@ -1,0 +1,128 @@
+#include "engine/shard/cuda/cuda_device_ops.h"
+
+#include <cuda_runtime.h>
+
+#include "absl/strings/str_cat.h"
+#include "engine/base/logging.h"
+#include "engine/base/status_macros.h"
+#include "engine/comm/nccl_communicator.h"
+#include "engine/kernels/cuda/device.h"
+#include "engine/kernels/cuda/kernels.h"
+
+namespace accel::shard {
+namespace {
+
+absl::StatusOr<comm::NcclCommunicator*> Nccl(comm::Communicator& comm) {
+  auto* nccl = dynamic_cast<comm::NcclCommunicator*>(&comm);
+  if (nccl == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the sharding engine on a CUDA device needs NCCL communicators; rank ", comm.rank(),
+        " of ", comm.size(), " has another backend, which cannot read device memory"));
+  }
+  return nccl;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CudaDeviceOps>> CudaDeviceOps::Create(
+    cuda::CachingAllocator* allocator, cudaStream_t stream) {
+  if (allocator == nullptr || stream == nullptr) {
+    return absl::InvalidArgumentError("CudaDeviceOps needs an allocator and a stream");
+  }
+  std::unique_ptr<CudaDeviceOps> ops(new CudaDeviceOps(allocator, stream));
+  ACCEL_ASSIGN_OR_RETURN(ops->norm_,
+                         allocator->Allocate(sizeof(double), MemoryCategory::kOther, stream));
+  return ops;
+}
+
+CudaDeviceOps::~CudaDeviceOps() {
+  if (norm_ != nullptr) (void)allocator_->Free(norm_);
+}
+
+absl::StatusOr<DeviceBlock> CudaDeviceOps::Acquire(size_t bytes, MemoryCategory category,
+                                                   bool zero) {
+  if (bytes == 0) return DeviceBlock();
+  ACCEL_ASSIGN_OR_RETURN(void* data,
+                         allocator_->Allocate(static_cast<int64_t>(bytes), category, stream_));
+  DeviceBlock block(this, data, bytes);
+  if (zero) ACCEL_RETURN_IF_ERROR(Zero(data, bytes));
+  return block;
+}
+
+absl::StatusOr<DeviceBlock> CudaDeviceOps::Allocate(size_t bytes, MemoryCategory category) {
+  return Acquire(bytes, category, /*zero=*/true);
+}
+
+void CudaDeviceOps::Free(void* data, size_t) {
+  if (absl::Status s = allocator_->Free(data); !s.ok()) {
+    ACCEL_LOG(error, "CudaDeviceOps: {}", s.ToString());
+  }
+}
+
+absl::Status CudaDeviceOps::Zero(void* dst, size_t bytes) {
+  if (bytes == 0) return absl::OkStatus();
+  ACCEL_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(dst, 0, bytes, stream_));
+  return absl::OkStatus();
+}
+
+absl::Status CudaDeviceOps::Copy(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0 || dst == src) return absl::OkStatus();
+  ACCEL_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+  return absl::OkStatus();
+}
+
+absl::Status CudaDeviceOps::Convert(const void* src, DType src_dtype, void* dst, DType dst_dtype,
+                                    int64_t n) {
+  return kernels::cuda::ConvertDType(src, src_dtype, dst, dst_dtype, n, stream_);
+}
+
+absl::Status CudaDeviceOps::Accumulate(void* dst, const void* src, int64_t n, DType dtype) {
+  return kernels::cuda::AccumulateInDType(dst, src, n, dtype, stream_);
+}
+
+absl::Status CudaDeviceOps::Scale(float* x, int64_t n, float factor) {
+  return kernels::cuda::Scale(x, n, factor, stream_);
+}
+
+absl::StatusOr<double> CudaDeviceOps::SumOfSquares(std::span<const FloatSpan> parts) {
+  ACCEL_RETURN_IF_ERROR(Zero(norm_, sizeof(double)));
+  for (const FloatSpan& p : parts) {
+    if (p.n == 0) continue;
+    ACCEL_RETURN_IF_ERROR(kernels::cuda::SquaredL2Norm(static_cast<double*>(norm_), p.data,
+                                                       DType::kF32, p.n, /*accumulate=*/true,
+                                                       stream_));
+  }
+  double total = 0;
+  ACCEL_RETURN_IF_ERROR(ToHost(&total, norm_, sizeof(double)));
+  return total;
+}
+
+absl::Status CudaDeviceOps::ToHost(void* host, const void* src, size_t bytes) {
+  if (bytes == 0) return absl::OkStatus();
+  ACCEL_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, stream_));
+  ACCEL_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  return absl::OkStatus();
+}
+
+absl::Status CudaDeviceOps::FromHost(void* dst, const void* host, size_t bytes) {
+  if (bytes == 0) return absl::OkStatus();
+  ACCEL_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, stream_));
+  // Pageable host memory: the caller may reuse it as soon as this returns.
+  ACCEL_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  return absl::OkStatus();
+}
+
+absl::Status CudaDeviceOps::BeforeCollective(comm::Communicator& comm) {
+  ACCEL_ASSIGN_OR_RETURN(comm::NcclCommunicator * nccl, Nccl(comm));
+  return nccl->OrderAfter(stream_);
+}
+
+absl::Status CudaDeviceOps::AfterCollective(comm::Communicator& comm,
+                                            const std::shared_ptr<comm::Work>& work,
+                                            absl::Duration) {
+  ACCEL_ASSIGN_OR_RETURN(comm::NcclCommunicator * nccl, Nccl(comm));
+  return nccl->MakeStreamWaitFor(work, stream_);
+}
+
+}  // namespace accel::shard
