@@ -2,6 +2,8 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
 #include "engine/kernels/cuda/device.h"
@@ -11,11 +13,8 @@ namespace accel::model {
 
 namespace kc = ::accel::kernels::cuda;
 using cuda::DeviceBuffer;
-using cuda::GemmTypes;
 
 namespace {
-
-constexpr GemmTypes kF32{DType::kF32, DType::kF32};
 
 absl::Status CheckTokens(const int32_t* tokens, int64_t n, int64_t V, const char* what) {
   for (int64_t i = 0; i < n; ++i) {
@@ -33,11 +32,16 @@ absl::Status Zero(DeviceBuffer& b, cudaStream_t stream) {
   return absl::OkStatus();
 }
 
+// The unit's device bf16 copy when the activations can use it, else null (fp32 matmuls).
+const uint16_t* Bf16Params(ParamAccess& access, int unit, const Gpt2CudaActivations& a) {
+  return a.bf16_matmuls() ? access.ParamsBf16(unit) : nullptr;
+}
+
 }  // namespace
 
 absl::StatusOr<Gpt2CudaActivations> Gpt2CudaActivations::Create(
     const Gpt2Config& c, int64_t B, int64_t T, cuda::CachingAllocator* allocator,
-    cudaStream_t stream) {
+    cudaStream_t stream, bool bf16_matmuls) {
   if (B <= 0 || T <= 0) {
     return absl::InvalidArgumentError(absl::StrCat("batch ", B, " x ", T, " must be positive"));
   }
@@ -46,11 +50,12 @@ absl::StatusOr<Gpt2CudaActivations> Gpt2CudaActivations::Create(
                                                    c.n_positions, " positions"));
   }
   const int64_t BT = B * T, C = c.n_embd, NH = c.n_head, V = c.vocab_size;
-  auto alloc = [&](int64_t floats, DeviceBuffer* out) -> absl::Status {
-    ACCEL_ASSIGN_OR_RETURN(*out, DeviceBuffer::Create(allocator, floats * 4,
-                                                      MemoryCategory::kActivations, stream));
+  auto alloc_bytes = [&](int64_t bytes, DeviceBuffer* out) -> absl::Status {
+    ACCEL_ASSIGN_OR_RETURN(
+        *out, DeviceBuffer::Create(allocator, bytes, MemoryCategory::kActivations, stream));
     return absl::OkStatus();
   };
+  auto alloc = [&](int64_t floats, DeviceBuffer* out) { return alloc_bytes(floats * 4, out); };
   Gpt2CudaActivations a;
   a.B_ = B;
   a.T_ = T;
@@ -85,6 +90,10 @@ absl::StatusOr<Gpt2CudaActivations> Gpt2CudaActivations::Create(
   ACCEL_RETURN_IF_ERROR(alloc(BT * 4 * C, &a.dfch_));
   ACCEL_RETURN_IF_ERROR(alloc(BT * 4 * C, &a.dfch_gelu_));
   ACCEL_RETURN_IF_ERROR(alloc(NH * T * T, &a.att_scratch_));
+  if (bf16_matmuls) {  // two bytes per bf16 element
+    ACCEL_RETURN_IF_ERROR(alloc_bytes(BT * 4 * C * 2, &a.inp16_));
+    ACCEL_RETURN_IF_ERROR(alloc_bytes(BT * std::max<int64_t>(4 * C, V) * 2, &a.dout16_));
+  }
   a.host_losses_.resize(BT);
   return a;
 }
@@ -93,7 +102,7 @@ int64_t Gpt2CudaActivations::bytes() const {
   int64_t total = 0;
   for (const DeviceBuffer* b : {&inputs_, &targets_, &encoded_, &lnf_, &lnf_mean_, &lnf_rstd_,
                                 &logits_, &losses_, &dresidual_, &dln_, &dqkv_, &datty_, &dfch_,
-                                &dfch_gelu_, &att_scratch_}) {
+                                &dfch_gelu_, &att_scratch_, &inp16_, &dout16_}) {
     total += b->bytes();
   }
   for (const Layer& l : layers_) {
@@ -130,29 +139,29 @@ absl::StatusOr<float> Gpt2Cuda::Forward(ParamAccess& access, const int32_t* inpu
   for (int64_t l = 0; l < c.n_layer; ++l) {
     const int unit = static_cast<int>(l) + 1;
     ACCEL_ASSIGN_OR_RETURN(const float* p, access.Params(unit, Pass::kForward));
+    const uint16_t* p16 = Bf16Params(access, unit, a);
     Gpt2CudaActivations::Layer& L = a.layers_[l];
     ACCEL_RETURN_IF_ERROR(kc::LayerNormForward(L.ln1.as<float>(), L.ln1_mean.as<float>(),
                                                L.ln1_rstd.as<float>(), residual, p + bo.ln1_w,
                                                p + bo.ln1_b, BT, C, s));
-    ACCEL_RETURN_IF_ERROR(kc::MatmulForward(blas, L.qkv.data(), L.ln1.data(), p + bo.qkv_w,
-                                            p + bo.qkv_b, BT, C, 3 * C, kF32, s));
+    ACCEL_RETURN_IF_ERROR(Linear(a, L.qkv.as<float>(), L.ln1.as<float>(), p, p16, bo.qkv_w,
+                                 bo.qkv_b, C, 3 * C));
     ACCEL_RETURN_IF_ERROR(kc::AttentionForward(blas, L.atty.as<float>(), L.att.as<float>(),
                                                L.qkv.as<float>(), B, T, C, NH, s));
-    ACCEL_RETURN_IF_ERROR(kc::MatmulForward(blas, L.residual2.data(), L.atty.data(),
-                                            p + bo.attproj_w, p + bo.attproj_b, BT, C, C, kF32,
-                                            s));
+    // residual2 = residual + atty · Wproj + bproj, computed in place in residual2.
+    ACCEL_RETURN_IF_ERROR(Linear(a, L.residual2.as<float>(), L.atty.as<float>(), p, p16,
+                                 bo.attproj_w, bo.attproj_b, C, C));
     ACCEL_RETURN_IF_ERROR(kc::ResidualForward(L.residual2.as<float>(), L.residual2.as<float>(),
                                               residual, BT * C, s));
     ACCEL_RETURN_IF_ERROR(kc::LayerNormForward(L.ln2.as<float>(), L.ln2_mean.as<float>(),
                                                L.ln2_rstd.as<float>(), L.residual2.as<float>(),
                                                p + bo.ln2_w, p + bo.ln2_b, BT, C, s));
-    ACCEL_RETURN_IF_ERROR(kc::MatmulForward(blas, L.fch.data(), L.ln2.data(), p + bo.fc_w,
-                                            p + bo.fc_b, BT, C, 4 * C, kF32, s));
+    ACCEL_RETURN_IF_ERROR(
+        Linear(a, L.fch.as<float>(), L.ln2.as<float>(), p, p16, bo.fc_w, bo.fc_b, C, 4 * C));
     ACCEL_RETURN_IF_ERROR(
         kc::GeluForward(L.fch_gelu.as<float>(), L.fch.as<float>(), BT * 4 * C, s));
-    ACCEL_RETURN_IF_ERROR(kc::MatmulForward(blas, L.residual3.data(), L.fch_gelu.data(),
-                                            p + bo.fcproj_w, p + bo.fcproj_b, BT, 4 * C, C,
-                                            kF32, s));
+    ACCEL_RETURN_IF_ERROR(Linear(a, L.residual3.as<float>(), L.fch_gelu.as<float>(), p, p16,
+                                 bo.fcproj_w, bo.fcproj_b, 4 * C, C));
     ACCEL_RETURN_IF_ERROR(kc::ResidualForward(L.residual3.as<float>(), L.residual3.as<float>(),
                                               L.residual2.as<float>(), BT * C, s));
     ACCEL_RETURN_IF_ERROR(access.Release(unit, Pass::kForward));
@@ -161,9 +170,7 @@ absl::StatusOr<float> Gpt2Cuda::Forward(ParamAccess& access, const int32_t* inpu
   ACCEL_RETURN_IF_ERROR(kc::LayerNormForward(a.lnf_.as<float>(), a.lnf_mean_.as<float>(),
                                              a.lnf_rstd_.as<float>(), residual, root + ro.lnf_w,
                                              root + ro.lnf_b, BT, C, s));
-  // logits (BT, V) = lnf (BT, C) · wteᵀ
-  ACCEL_RETURN_IF_ERROR(blas.Gemm(false, true, BT, V, C, 1.0f, a.lnf_.data(), C, root + ro.wte,
-                                  C, 0.0f, a.logits_.data(), V, nullptr, kF32, s));
+  ACCEL_RETURN_IF_ERROR(LmHead(a, root, Bf16Params(access, 0, a)));
   ACCEL_RETURN_IF_ERROR(access.Release(0, Pass::kForward));
   if (targets == nullptr) return 0.0f;
   ACCEL_RETURN_IF_ERROR(kc::SoftmaxCrossEntropyForward(a.losses_.as<float>(),
@@ -191,12 +198,8 @@ absl::Status Gpt2Cuda::Backward(ParamAccess& access, Gpt2CudaActivations& a, flo
   ACCEL_RETURN_IF_ERROR(kc::SoftmaxCrossEntropyBackward(
       dlogits, a.losses_.as<float>(), dlogits, a.targets_.as<int32_t>(), BT, V,
       dloss / static_cast<float>(BT), s));
-  // dlnf (BT, C) = dlogits (BT, V) · wte (V, C);  dwte (V, C) += dlogitsᵀ · lnf
-  float* dln = a.dln_.as<float>();
-  ACCEL_RETURN_IF_ERROR(blas.Gemm(false, false, BT, C, V, 1.0f, dlogits, V, root + ro.wte, C,
-                                  0.0f, dln, C, nullptr, kF32, s));
-  ACCEL_RETURN_IF_ERROR(blas.Gemm(true, false, V, C, BT, 1.0f, dlogits, V, a.lnf_.data(), C,
-                                  1.0f, groot + ro.wte, C, nullptr, kF32, s));
+  ACCEL_RETURN_IF_ERROR(LmHeadBackward(a, groot, root, Bf16Params(access, 0, a)));
+  float* dln = a.dln_.as<float>();  // dlnf, from the lm_head
   float* dres = a.dresidual_.as<float>();
   ACCEL_RETURN_IF_ERROR(Zero(a.dresidual_, s));
   const float* last =
@@ -208,38 +211,37 @@ absl::Status Gpt2Cuda::Backward(ParamAccess& access, Gpt2CudaActivations& a, flo
     const int unit = static_cast<int>(l) + 1;
     ACCEL_ASSIGN_OR_RETURN(const float* p, access.Params(unit, Pass::kBackward));
     ACCEL_ASSIGN_OR_RETURN(float* g, access.Grads(unit));
+    const uint16_t* p16 = Bf16Params(access, unit, a);
     Gpt2CudaActivations::Layer& L = a.layers_[l];
     const float* residual =
         l > 0 ? a.layers_[l - 1].residual3.as<float>() : a.encoded_.as<float>();
     // dres holds d(residual3); it flows unchanged to residual2 and into the MLP branch.
     ACCEL_RETURN_IF_ERROR(Zero(a.dfch_gelu_, s));
-    ACCEL_RETURN_IF_ERROR(kc::MatmulBackward(blas, a.dfch_gelu_.data(), g + bo.fcproj_w,
-                                             g + bo.fcproj_b, dres, L.fch_gelu.data(),
-                                             p + bo.fcproj_w, BT, 4 * C, C, kF32, s));
+    ACCEL_RETURN_IF_ERROR(LinearBackward(a, a.dfch_gelu_.as<float>(), g, dres,
+                                         L.fch_gelu.as<float>(), p, p16, bo.fcproj_w,
+                                         bo.fcproj_b, 4 * C, C));
     ACCEL_RETURN_IF_ERROR(Zero(a.dfch_, s));
     ACCEL_RETURN_IF_ERROR(kc::GeluBackward(a.dfch_.as<float>(), L.fch.as<float>(),
                                            a.dfch_gelu_.as<float>(), BT * 4 * C, s));
     ACCEL_RETURN_IF_ERROR(Zero(a.dln_, s));
-    ACCEL_RETURN_IF_ERROR(kc::MatmulBackward(blas, dln, g + bo.fc_w, g + bo.fc_b, a.dfch_.data(),
-                                             L.ln2.data(), p + bo.fc_w, BT, C, 4 * C, kF32, s));
+    ACCEL_RETURN_IF_ERROR(LinearBackward(a, dln, g, a.dfch_.as<float>(), L.ln2.as<float>(), p,
+                                         p16, bo.fc_w, bo.fc_b, C, 4 * C));
     ACCEL_RETURN_IF_ERROR(kc::LayerNormBackward(dres, g + bo.ln2_w, g + bo.ln2_b, dln,
                                                 L.residual2.as<float>(), p + bo.ln2_w,
                                                 L.ln2_mean.as<float>(), L.ln2_rstd.as<float>(),
                                                 BT, C, s));
     // dres now holds d(residual2); it flows to residual and into the attention branch.
     ACCEL_RETURN_IF_ERROR(Zero(a.datty_, s));
-    ACCEL_RETURN_IF_ERROR(kc::MatmulBackward(blas, a.datty_.data(), g + bo.attproj_w,
-                                             g + bo.attproj_b, dres, L.atty.data(),
-                                             p + bo.attproj_w, BT, C, C, kF32, s));
+    ACCEL_RETURN_IF_ERROR(LinearBackward(a, a.datty_.as<float>(), g, dres, L.atty.as<float>(),
+                                         p, p16, bo.attproj_w, bo.attproj_b, C, C));
     ACCEL_RETURN_IF_ERROR(Zero(a.dqkv_, s));
     ACCEL_RETURN_IF_ERROR(kc::AttentionBackward(blas, a.dqkv_.as<float>(),
                                                 a.att_scratch_.as<float>(), a.datty_.as<float>(),
                                                 L.qkv.as<float>(), L.att.as<float>(), B, T, C, NH,
                                                 s));
     ACCEL_RETURN_IF_ERROR(Zero(a.dln_, s));
-    ACCEL_RETURN_IF_ERROR(kc::MatmulBackward(blas, dln, g + bo.qkv_w, g + bo.qkv_b,
-                                             a.dqkv_.data(), L.ln1.data(), p + bo.qkv_w, BT, C,
-                                             3 * C, kF32, s));
+    ACCEL_RETURN_IF_ERROR(LinearBackward(a, dln, g, a.dqkv_.as<float>(), L.ln1.as<float>(), p,
+                                         p16, bo.qkv_w, bo.qkv_b, C, 3 * C));
     ACCEL_RETURN_IF_ERROR(kc::LayerNormBackward(dres, g + bo.ln1_w, g + bo.ln1_b, dln, residual,
                                                 p + bo.ln1_w, L.ln1_mean.as<float>(),
                                                 L.ln1_rstd.as<float>(), BT, C, s));
