@@ -6,8 +6,9 @@
 #   (c) run the GPU benchmark: per-kernel microbenchmarks, then the GPT-2 124M bf16 training step
 #       (B=16, T=1024) with tokens/s and MFU,
 #   (d) train GPT-2 124M with the engine's device trainer: `accel-worker --standalone --device
-#       cuda` (fp32, B=8, T=1024, 20 steps), then a 1-rank FULL_SHARD job (`resources.device:
-#       cuda`) through a local acceld, which must end SUCCEEDED.
+#       cuda --mixed-precision bf16` (B=16, T=1024, 20 steps; the trainer's tokens/s and MFU,
+#       median of steps 5..20), then a 1-rank FULL_SHARD job (`resources.device: cuda`)
+#       through a local acceld, which must end SUCCEEDED.
 # Sized to finish in under 8 minutes on one H200 with 16 cores (build ~3-4 min from scratch,
 # tests < 1 min, benchmark ~1 min). Exits nonzero if any part fails, after running all of them.
 #   bench/gpu_check.sh [--micro-only]      (env: BUILD_DIR, BUILD_TYPE, ACCEL_CUDA_ARCHS, JOBS)
@@ -38,7 +39,8 @@ fi
 grep -q "accel: CUDA path ON" "$BUILD_DIR/configure.log" || {
   echo "CMake did not find nvcc: the CUDA targets are not configured"; exit 1; }
 targets=(accel_cuda_host_test accel_cuda_test accel_gpu_bench accel_golden_gpu_test
-         accel_device_trainer_test accel_device_trainer_gpu_test accel-worker acceld accelctl)
+         accel_model_cuda_test accel_device_trainer_test accel_device_trainer_gpu_test
+         accel_shard_cuda_test accel-worker acceld accelctl)
 grep -q "accel_nccl_test" "$BUILD_DIR/build.ninja" && targets+=(accel_nccl_test)
 if ! cmake --build "$BUILD_DIR" -j"$JOBS" --target "${targets[@]}"; then
   echo "build failed"; exit 1
@@ -51,9 +53,21 @@ ctest --test-dir "$BUILD_DIR" -L gpu --output-on-failure --timeout 300 -j1 || st
 step "benchmark"
 timeout 300 "$BUILD_DIR/bench/accel_gpu_bench" "${BENCH_ARGS[@]}" || status=1
 
-step "device trainer: accel-worker --standalone --device cuda (gpt2 124M, fp32)"
-timeout 240 "$BUILD_DIR/worker/accel-worker" --standalone --device cuda --model gpt2 \
-  --batch 8 --seq 1024 --steps 20 --log-every 5 --data data/kjv.txt || status=1
+step "device trainer: accel-worker --standalone --device cuda (gpt2 124M, bf16, B=16, T=1024)"
+records=$(mktemp /tmp/accel-gpu-check-steps.XXXXXX)
+timeout 300 "$BUILD_DIR/worker/accel-worker" --standalone --device cuda --model gpt2 \
+  --mixed-precision bf16 --batch 16 --seq 1024 --steps 20 --data data/kjv.txt --output json \
+  >"$records" || { status=1; tail -5 "$records"; }
+python3 - "$records" <<'PY' || status=1
+import json, statistics, sys
+steps = [r for r in map(json.loads, open(sys.argv[1])) if "tokens_per_s" in r]
+if len(steps) < 6: sys.exit("fewer than 6 step records")
+for r in steps[::5]: print(f"step {r['step']}: loss {r['loss']:.4f}, {r['tokens_per_s']:.0f} tok/s")
+tps = statistics.median(r["tokens_per_s"] for r in steps[4:])
+n, l, c, t = 124_439_808, 12, 768, 1024  # the rule of docs/gpu.md and accel_bench_train
+mfu = tps * (6 * n + 6 * l * c * t) / 989e12
+print(f"device trainer gpt2 bf16 B=16 T=1024: {tps:.0f} tokens/s, MFU {100 * mfu:.1f}% of 989 TFLOP/s")
+PY
 
 step "a 1-rank FULL_SHARD cuda job through acceld"
 state=$(mktemp -d /tmp/accel-gpu-check.XXXXXX)

@@ -168,19 +168,15 @@ absl::StatusOr<DaemonOutcome> RunDaemonWorker(const DaemonEnv& env) {
                            &steps_done);
   bool stopped_on_request = false;
   auto body = [&]() -> absl::Status {
-    if (run.device == "cuda") {
-      if (env.world_size != 1) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "resources.device: cuda trains one rank on one GPU for now; the job has ",
-            env.world_size, " ranks"));
-      }
-      return TrainOnDevice(run, reporter, steps_done);
-    }
     // The gang meets through acceld's KV; every attempt has its own key prefix.
     shard::OwnedProcessGroups groups;
     std::unique_ptr<comm::Store> store;
+    if (env.world_size > 1) store = std::make_unique<rpc::GrpcStore>(channel, env.token);
+    if (run.device == "cuda") {
+      return TrainOnDevice(run, reporter, steps_done, store.get(),
+                           assignment.rendezvous_prefix(), env.rank, env.world_size);
+    }
     if (env.world_size > 1) {
-      store = std::make_unique<rpc::GrpcStore>(channel, env.token);
       comm::GlooOptions gloo;
       gloo.timeout = run.comm_timeout;
       ACCEL_ASSIGN_OR_RETURN(groups, shard::CreateGlooProcessGroups(

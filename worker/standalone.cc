@@ -94,7 +94,7 @@ void AddStandaloneFlags(CLI::App& app, StandaloneFlags& f) {
                  "masters (fp16 with dynamic loss scaling); docs/sharding.md")
       ->capture_default_str();
   app.add_option("--device", f.device,
-                 "cpu | cuda: cuda trains one rank on one GPU (fp32; docs/gpu.md)")
+                 "cpu | cuda: cuda trains each rank on its own GPU over NCCL (device LOCAL_RANK; docs/gpu.md)")
       ->capture_default_str();
   app.add_option("--load-dtype", f.load_dtype,
                  "fp32 | bf16: dtype the weights are loaded in; bf16 with --mixed-precision no "
@@ -204,14 +204,7 @@ absl::Status RunStandalone(StandaloneFlags f) {
                                                          : "no --world-size or WORLD_SIZE";
   ACCEL_ASSIGN_OR_RETURN(StandaloneConfig resolved, ApplyStandaloneConfig(&f, world, world_source));
   if (rank == 0) PrintResolvedMode(f.train, resolved, f.output == "json");
-  if (f.device == "cuda") {
-    if (world != 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--device cuda trains one rank on one GPU for now; got a world of ", world, " ranks"));
-    }
-    return RunStandaloneOnDevice(f, save_dtype);
-  }
-  if (f.device != "cpu") {
+  if (f.device != "cpu" && f.device != "cuda") {
     return absl::InvalidArgumentError(
         absl::StrCat("--device must be cpu or cuda, got ", f.device));
   }
@@ -237,9 +230,13 @@ absl::Status RunStandalone(StandaloneFlags f) {
           "a world of ", world, " ranks needs --rdzv-dir (a directory all ranks share) or "
           "torchrun's MASTER_ADDR and MASTER_PORT"));
     }
-    ACCEL_ASSIGN_OR_RETURN(groups, shard::CreateGlooProcessGroups(store.get(), f.run_id, rank,
-                                                                  world, f.train.shard, gloo));
+    // One GPU per rank: the gang makes NCCL communicators from the same store instead.
+    if (f.device == "cpu") {
+      ACCEL_ASSIGN_OR_RETURN(groups, shard::CreateGlooProcessGroups(store.get(), f.run_id, rank,
+                                                                    world, f.train.shard, gloo));
+    }
   }
+  if (f.device == "cuda") return RunStandaloneOnDevice(f, save_dtype, store.get(), rank, world);
   ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> trainer,
                          train::Trainer::Create(f.train, groups.view()));
   const model::Gpt2Config& config = trainer->layout().config();

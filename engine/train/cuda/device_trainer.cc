@@ -7,36 +7,43 @@
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
 #include "engine/checkpoint/full_model_writer.h"
+#include "engine/checkpoint/hf_gpt2.h"
+#include "engine/comm/in_memory_store.h"
 #include "engine/kernels/cuda/device.h"
 #include "engine/kernels/cuda/kernels.h"
 #include "engine/model/param_specs.h"
 #include "engine/optim/clip.h"
+#include "engine/shard/cuda/nccl_process_groups.h"
 
 namespace accel::train {
 namespace {
 
+constexpr absl::Duration kCommTimeout = absl::Seconds(300);
+
 // What the device path cannot do yet, named by option.
 absl::Status CheckSupported(const TrainOptions& o) {
   auto refuse = [](const char* what) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, " is not supported on the cuda device yet (docs/gpu.md: the device trainer is "
-              "single-rank fp32)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " is not supported on the cuda device yet (docs/gpu.md)"));
   };
-  if (o.shard.param_dtype != DType::kF32 || o.shard.reduce_dtype != DType::kF32) {
-    return refuse("mixed precision");
-  }
-  if (!o.init_weights.empty()) return refuse("--init-weights");
+  if (o.shard.master_dtype != DType::kF32) return refuse("low precision (bf16 without masters)");
   if (!o.checkpoint_dir.empty() || !o.resume_dir.empty()) return refuse("checkpointing");
-  if (o.sync_module_states) return refuse("--sync-module-states");
+  if (o.cpu_ram_efficient_loading) return refuse("cpu_ram_efficient_loading");
+  if (o.zero3_init) return refuse("zero3_init");
   return absl::OkStatus();
 }
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<DeviceTrainer>> DeviceTrainer::Create(const TrainOptions& options,
-                                                                     int device, Env* env) {
+absl::Status DeviceTrainer::CheckOptions(const TrainOptions& options) {
   ACCEL_RETURN_IF_ERROR(ValidateTrainOptions(options));
-  ACCEL_RETURN_IF_ERROR(CheckSupported(options));
+  return CheckSupported(options);
+}
+
+absl::StatusOr<std::unique_ptr<DeviceTrainer>> DeviceTrainer::Create(const TrainOptions& options,
+                                                                     shard::ProcessGroups groups,
+                                                                     int device, Env* env) {
+  ACCEL_RETURN_IF_ERROR(CheckOptions(options));
   const std::vector<cuda::DeviceInfo> devices = cuda::ListDevices();
   if (device < 0 || device >= static_cast<int>(devices.size())) {
     return absl::UnavailableError(absl::StrCat("no CUDA device ", device, " (", devices.size(),
@@ -47,90 +54,121 @@ absl::StatusOr<std::unique_ptr<DeviceTrainer>> DeviceTrainer::Create(const Train
   t->options_ = options;
   t->options_.schedule.total_steps = options.steps;
   t->env_ = env;
+  t->device_ = device;
   ACCEL_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&t->stream_, cudaStreamNonBlocking));
+  t->allocator_ =
+      std::make_unique<cuda::CachingAllocator>(cuda::CudaRawAllocator(device), &t->ledger_);
+  ACCEL_ASSIGN_OR_RETURN(t->ops_, shard::CudaDeviceOps::Create(t->allocator_.get(), t->stream_));
+  if (groups.world == nullptr) {
+    comm::InMemoryStore store;
+    comm::NcclOptions nccl;
+    nccl.timeout = kCommTimeout;
+    ACCEL_ASSIGN_OR_RETURN(t->own_groups_,
+                           shard::CreateNcclProcessGroups(&store, "solo", 0, 1, device,
+                                                          options.shard, nccl));
+    groups = t->own_groups_.view();
+  }
+  t->groups_ = groups;
+  const int rank = groups.world->rank(), world = groups.world->size();
 
   ACCEL_ASSIGN_OR_RETURN(model::Gpt2Config config, ModelConfigOf(env, options));
   ACCEL_ASSIGN_OR_RETURN(model::Gpt2Layout layout, model::Gpt2Layout::Create(config));
   t->layout_ = std::make_unique<model::Gpt2Layout>(std::move(layout));
-  t->allocator_ =
-      std::make_unique<cuda::CachingAllocator>(cuda::CudaRawAllocator(device), &t->ledger_);
   ACCEL_ASSIGN_OR_RETURN(t->blas_, cuda::Blas::Create(&t->ledger_));
   t->model_ = std::make_unique<model::Gpt2Cuda>(t->layout_.get(), t->blas_.get(), t->stream_);
 
-  const int64_t n = t->layout_->num_params();
-  auto alloc = [&](int64_t bytes, MemoryCategory category, cuda::DeviceBuffer* out) {
-    auto b = cuda::DeviceBuffer::Create(t->allocator_.get(), bytes, category, t->stream_);
-    if (b.ok()) *out = std::move(*b);
-    return b.status();
-  };
-  ACCEL_RETURN_IF_ERROR(alloc(n * 4, MemoryCategory::kParams, &t->params_));
-  ACCEL_RETURN_IF_ERROR(alloc(n * 4, MemoryCategory::kGrads, &t->grads_));
-  ACCEL_RETURN_IF_ERROR(alloc(n * 4, MemoryCategory::kOptimizerState, &t->exp_avg_));
-  ACCEL_RETURN_IF_ERROR(alloc(n * 4, MemoryCategory::kOptimizerState, &t->exp_avg_sq_));
-  ACCEL_RETURN_IF_ERROR(alloc(sizeof(double), MemoryCategory::kOther, &t->norm_squared_));
-  {
-    std::vector<float> host(n);
-    model::InitGpt2Params(*t->layout_, options.seed, host.data());
-    ACCEL_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(t->params_.data(), host.data(), n * 4,
-                                               cudaMemcpyHostToDevice, t->stream_));
-    ACCEL_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(t->exp_avg_.data(), 0, n * 4, t->stream_));
-    ACCEL_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(t->exp_avg_sq_.data(), 0, n * 4, t->stream_));
-    ACCEL_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(t->stream_));  // `host` goes out of scope
+  // Shapes first: the plan is validated before any model memory exists.
+  ACCEL_ASSIGN_OR_RETURN(shard::ShardPlan plan,
+                         shard::ShardPlan::Create(*t->layout_, world, rank, options.shard));
+  ACCEL_ASSIGN_OR_RETURN(t->sharded_,
+                         shard::ShardedModel::Create(t->layout_.get(), std::move(plan), groups,
+                                                     kCommTimeout, &t->ledger_, t->ops_.get()));
+  ACCEL_RETURN_IF_ERROR(t->InitWeights());
+  if (options.shard.param_dtype == DType::kF16 || options.shard.reduce_dtype == DType::kF16) {
+    t->scaler_ = LossScaler(options.loss_scaling);
   }
-  t->decay_ranges_ = optim::AdamW::DecayRanges(*t->layout_, 0, n);
+  for (const shard::OwnedRange& r : t->sharded_->OwnedRanges()) {
+    const size_t bytes = static_cast<size_t>(r.flat_end - r.flat_begin) * sizeof(float);
+    RangeState state;
+    ACCEL_ASSIGN_OR_RETURN(state.m, t->ops_->Allocate(bytes, MemoryCategory::kOptimizerState));
+    ACCEL_ASSIGN_OR_RETURN(state.v, t->ops_->Allocate(bytes, MemoryCategory::kOptimizerState));
+    state.decay = optim::AdamW::DecayRanges(*t->layout_, r.flat_begin, r.flat_end);
+    t->ranges_.push_back(std::move(state));
+  }
+  // bf16 parameters are multiplied as bf16 (tensor cores); the fp32 copy then skips the
+  // blocks' matmul weights, which the model reads only through ParamsBf16.
+  const bool bf16_matmuls = options.shard.param_dtype == DType::kBF16;
   ACCEL_ASSIGN_OR_RETURN(auto acts, model::Gpt2CudaActivations::Create(
                                         config, options.batch, options.seq, t->allocator_.get(),
-                                        t->stream_));
+                                        t->stream_, bf16_matmuls));
   t->acts_.emplace(std::move(acts));
-
-  ACCEL_ASSIGN_OR_RETURN(t->loader_, OpenTrainingData(env, options, config, 0, 1));
+  if (bf16_matmuls) {
+    const model::Gpt2 cpu_model(t->layout_.get());  // owns the list of matmul weight ranges
+    std::vector<std::vector<std::pair<int64_t, int64_t>>> skip(t->layout_->num_units());
+    for (int u = 0; u < t->layout_->num_units(); ++u) skip[u] = cpu_model.MatmulWeightRanges(u);
+    t->sharded_->SkipFp32Copy(std::move(skip));
+  }
+  ACCEL_ASSIGN_OR_RETURN(t->loader_, OpenTrainingData(env, options, config, rank, world));
   t->inputs_.resize(options.batch * options.seq);
   t->targets_.resize(options.batch * options.seq);
   return t;
 }
 
 DeviceTrainer::~DeviceTrainer() {
-  if (stream_ != nullptr) {
-    (void)cudaStreamSynchronize(stream_);
-    // Device buffers return to the allocator before it and the stream go.
-    acts_.reset();
-    params_ = cuda::DeviceBuffer();
-    grads_ = cuda::DeviceBuffer();
-    exp_avg_ = cuda::DeviceBuffer();
-    exp_avg_sq_ = cuda::DeviceBuffer();
-    norm_squared_ = cuda::DeviceBuffer();
-    (void)cudaStreamDestroy(stream_);
+  if (stream_ == nullptr) return;
+  (void)cudaSetDevice(device_);
+  (void)cudaStreamSynchronize(stream_);
+  // Device memory goes back to the allocator before it, the communicators before the ops, and
+  // the allocator before the stream it caches for.
+  ranges_.clear();
+  acts_.reset();
+  sharded_.reset();
+  own_groups_ = shard::OwnedProcessGroups();
+  ops_.reset();
+  allocator_.reset();
+  (void)cudaStreamDestroy(stream_);
+}
+
+absl::Status DeviceTrainer::InitWeights() {
+  const TrainOptions& o = options_;
+  std::vector<float> full(layout_->num_params());
+  const bool read_here = !o.sync_module_states || rank() == 0;
+  if (read_here && o.init_weights.empty()) {
+    model::InitGpt2Params(*layout_, o.seed, full.data());
+  } else if (read_here) {
+    ACCEL_RETURN_IF_ERROR(
+        checkpoint::LoadHfGpt2Weights(env_, o.init_weights, *layout_, full.data()));
   }
+  if (o.sync_module_states) ACCEL_RETURN_IF_ERROR(sharded_->BroadcastFull(full.data(), 0));
+  return sharded_->LoadFull(full.data());
 }
 
 absl::StatusOr<StepMetrics> DeviceTrainer::TrainStep() {
   const int64_t start = env_->NowMicros();
-  const int64_t n = layout_->num_params();
   const int accum = static_cast<int>(options_.grad_accum);
-  ACCEL_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(grads_.data(), 0, n * 4, stream_));
-  model::FlatParamAccess access(layout_.get(), params_.as<float>(), grads_.as<float>());
+  shard::ShardedModel& sharded = *sharded_;
+  ACCEL_RETURN_IF_ERROR(sharded.ZeroGrads());
+  sharded.set_loss_scale(scaler_.scale());
   double loss_sum = 0;
   for (int micro = 0; micro < accum; ++micro) {
+    sharded.BeginMicroStep(micro, accum);
     loader_->Fill(step_ * accum + micro, inputs_.data(), targets_.data());
     ACCEL_ASSIGN_OR_RETURN(float loss,
-                           model_->Forward(access, inputs_.data(), targets_.data(), *acts_));
+                           model_->Forward(sharded, inputs_.data(), targets_.data(), *acts_));
+    ACCEL_RETURN_IF_ERROR(model_->Backward(sharded, *acts_, sharded.GradScale(accum)));
+    ACCEL_RETURN_IF_ERROR(sharded.EndMicroStep(micro, accum));
     loss_sum += loss;
-    ACCEL_RETURN_IF_ERROR(model_->Backward(access, *acts_, 1.0f / static_cast<float>(accum)));
   }
-  ACCEL_RETURN_IF_ERROR(kernels::cuda::SquaredL2Norm(norm_squared_.as<double>(), grads_.data(),
-                                                     DType::kF32, n, false, stream_));
-  double norm_squared = 0;
-  ACCEL_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(&norm_squared, norm_squared_.data(), sizeof(double),
-                                             cudaMemcpyDeviceToHost, stream_));
-  ACCEL_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
-
   StepMetrics m;
   m.step = step_;
   m.total_steps = options_.steps;
-  m.loss = static_cast<float>(loss_sum / accum);
+  ACCEL_ASSIGN_OR_RETURN(double mean_loss, sharded.MeanOverRanks(loss_sum / accum));
+  ACCEL_ASSIGN_OR_RETURN(double norm_squared, sharded.GradNormSquared());
+  m.loss = static_cast<float>(mean_loss);
   m.lr = options_.schedule.LrAt(applied_steps_);
   m.grad_norm = std::sqrt(norm_squared);
-  m.skipped = !std::isfinite(m.grad_norm) || !std::isfinite(m.loss);
+  m.loss_scale = scaler_.scale();
+  m.skipped = scaler_.Update(std::isfinite(m.grad_norm)) || !std::isfinite(m.loss);
   if (!m.skipped) {
     m.clip_scale = optim::ClipScale(m.grad_norm, options_.grad_clip);
     kernels::AdamWHyper h;
@@ -140,17 +178,25 @@ absl::StatusOr<StepMetrics> DeviceTrainer::TrainStep() {
     h.eps = options_.adamw.eps;
     h.step = ++applied_steps_;
     h.grad_scale = m.clip_scale;
-    for (const optim::AdamW::DecayRange& r : decay_ranges_) {
-      h.weight_decay = r.decay ? options_.adamw.weight_decay : 0.0f;
-      ACCEL_RETURN_IF_ERROR(kernels::cuda::AdamWUpdate(
-          params_.as<float>() + r.begin, exp_avg_.as<float>() + r.begin,
-          exp_avg_sq_.as<float>() + r.begin, grads_.as<float>() + r.begin, DType::kF32,
-          r.end - r.begin, h, nullptr, DType::kF32, stream_));
+    const std::vector<shard::OwnedRange> owned = sharded.OwnedRanges();
+    for (size_t i = 0; i < owned.size(); ++i) {
+      const shard::OwnedRange& r = owned[i];
+      RangeState& state = ranges_[i];
+      for (const optim::AdamW::DecayRange& d : state.decay) {
+        const int64_t at = d.begin - r.flat_begin;
+        h.weight_decay = d.decay ? options_.adamw.weight_decay : 0.0f;
+        ACCEL_RETURN_IF_ERROR(kernels::cuda::AdamWUpdate(
+            r.params + at, state.m.as<float>() + at, state.v.as<float>() + at, r.grads + at,
+            DType::kF32, d.end - d.begin, h, nullptr, DType::kF32, stream_));
+      }
     }
   }
+  ACCEL_RETURN_IF_ERROR(sharded.FinishStep());
+  // The step's work is done before its time is taken (and before the next step's inputs).
   ACCEL_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
   ++step_;
-  m.tokens = static_cast<int64_t>(accum) * options_.batch * options_.seq;
+  m.comm_wait_seconds = sharded.TakeCommWaitSeconds();
+  m.tokens = static_cast<int64_t>(accum) * options_.batch * options_.seq * world();
   FinishStepTiming(start, env_->NowMicros(), step_, options_.steps, &elapsed_seconds_, &m);
   return m;
 }
@@ -170,18 +216,25 @@ absl::StatusOr<DeviceTrainer::DriverMemory> DeviceTrainer::QueryDriverMemory() c
 }
 
 absl::Status DeviceTrainer::SaveWeights(const std::string& path, DType dtype) {
-  const int64_t n = layout_->num_params();
-  std::vector<float> host(n);
-  ACCEL_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host.data(), params_.data(), n * 4,
-                                             cudaMemcpyDeviceToHost, stream_));
-  ACCEL_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
-  ACCEL_RETURN_IF_ERROR(env_->CreateDirs(DirName(path)));
-  ACCEL_ASSIGN_OR_RETURN(auto writer,
-                         checkpoint::FullModelWriter::Create(env_, path, layout_.get(), dtype));
-  for (int u = 0; u < layout_->num_units(); ++u) {
-    ACCEL_RETURN_IF_ERROR(writer->AppendUnit(u, host.data() + layout_->unit(u).offset));
+  std::unique_ptr<checkpoint::FullModelWriter> writer;
+  absl::Status writing;  // rank 0's file error; the gathers go on so no rank is left waiting
+  if (rank() == 0) {
+    writing = env_->CreateDirs(DirName(path));
+    if (writing.ok()) {
+      absl::StatusOr<std::unique_ptr<checkpoint::FullModelWriter>> w =
+          checkpoint::FullModelWriter::Create(env_, path, layout_.get(), dtype);
+      writing = w.status();
+      if (w.ok()) writer = std::move(*w);
+    }
   }
-  return writer->Finish(/*write_config=*/true).status();
+  std::vector<float> unit;
+  for (int u = 0; u < layout_->num_units(); ++u) {
+    unit.resize(layout_->unit(u).numel);
+    ACCEL_RETURN_IF_ERROR(sharded_->GatherUnit(u, unit.data()));
+    if (writer != nullptr && writing.ok()) writing = writer->AppendUnit(u, unit.data());
+  }
+  if (writer != nullptr && writing.ok()) writing = writer->Finish(/*write_config=*/true).status();
+  return writing;
 }
 
 }  // namespace accel::train

@@ -21,15 +21,23 @@ using ::testing::HasSubstr;
 using DeviceTrainerTest = RepetitiveTextTest;
 
 TEST_F(DeviceTrainerTest, RefusesWhatTheDevicePathLacksByName) {
-  TrainOptions bf16 = Options();
-  bf16.shard.param_dtype = bf16.shard.reduce_dtype = DType::kBF16;
-  EXPECT_THAT(DeviceTrainer::Create(bf16).status().message(), HasSubstr("mixed precision"));
+  // Checked before any device is touched, so these run everywhere.
+  TrainOptions low = Options();
+  low.shard.param_dtype = low.shard.reduce_dtype = low.shard.master_dtype = DType::kBF16;
+  EXPECT_THAT(DeviceTrainer::Create(low).status().message(), HasSubstr("low precision"));
   TrainOptions ckpt = Options();
   ckpt.checkpoint_dir = dir_ + "/ckpt";
   EXPECT_THAT(DeviceTrainer::Create(ckpt).status().message(), HasSubstr("checkpointing"));
-  TrainOptions init = Options();
-  init.init_weights = dir_ + "/model.safetensors";
-  EXPECT_THAT(DeviceTrainer::Create(init).status().message(), HasSubstr("--init-weights"));
+  TrainOptions resume = Options();
+  resume.resume_dir = dir_ + "/ckpt";
+  EXPECT_THAT(DeviceTrainer::Create(resume).status().message(), HasSubstr("checkpointing"));
+  TrainOptions efficient = Options();
+  efficient.cpu_ram_efficient_loading = true;
+  EXPECT_THAT(DeviceTrainer::Create(efficient).status().message(),
+              HasSubstr("cpu_ram_efficient_loading"));
+  TrainOptions zero3 = Options();
+  zero3.zero3_init = true;
+  EXPECT_THAT(DeviceTrainer::Create(zero3).status().message(), HasSubstr("zero3_init"));
   TrainOptions bad = Options();
   bad.batch = 0;
   EXPECT_THAT(DeviceTrainer::Create(bad).status().message(), HasSubstr("--batch"));
