@@ -183,7 +183,7 @@ absl::StatusOr<StepMetrics> DeviceTrainer::TrainStep() {
       const shard::OwnedRange& r = owned[i];
       RangeState& state = ranges_[i];
       for (const optim::AdamW::DecayRange& d : state.decay) {
-        const int64_t at = d.begin - r.flat_begin;
+        const int64_t at = d.begin;  // relative to the range's flat_begin
         h.weight_decay = d.decay ? options_.adamw.weight_decay : 0.0f;
         ACCEL_RETURN_IF_ERROR(kernels::cuda::AdamWUpdate(
             r.params + at, state.m.as<float>() + at, state.v.as<float>() + at, r.grads + at,

@@ -85,7 +85,7 @@ class DeviceTrainer {
   // AdamW's moments of one owned range, and its weight-decay sub-ranges.
   struct RangeState {
     shard::DeviceBlock m, v;
-    std::vector<optim::AdamW::DecayRange> decay;  // absolute flat offsets
+    std::vector<optim::AdamW::DecayRange> decay;  // relative to the range's flat_begin
   };
 
   TrainOptions options_;
