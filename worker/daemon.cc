@@ -25,7 +25,7 @@
 #include "rpc/channel.h"
 #include "rpc/grpc_store.h"
 #include "rpc/status.h"
-#include "worker/daemon_device.h"
+#include "worker/device_session.h"
 #include "worker/job_spec.h"
 #include "worker/plan_options.h"
 #include "worker/reporter.h"
@@ -172,11 +172,8 @@ absl::StatusOr<DaemonOutcome> RunDaemonWorker(const DaemonEnv& env) {
     shard::OwnedProcessGroups groups;
     std::unique_ptr<comm::Store> store;
     if (env.world_size > 1) store = std::make_unique<rpc::GrpcStore>(channel, env.token);
-    if (run.device == "cuda") {
-      return TrainOnDevice(run, reporter, steps_done, store.get(),
-                           assignment.rendezvous_prefix(), env.rank, env.world_size);
-    }
-    if (env.world_size > 1) {
+    const bool on_gpu = run.device == "cuda";
+    if (env.world_size > 1 && !on_gpu) {
       comm::GlooOptions gloo;
       gloo.timeout = run.comm_timeout;
       ACCEL_ASSIGN_OR_RETURN(groups, shard::CreateGlooProcessGroups(
@@ -193,14 +190,34 @@ absl::StatusOr<DaemonOutcome> RunDaemonWorker(const DaemonEnv& env) {
         checkpoint::LatestStepDir(Env::Default(), run.checkpoint_dir).ok()) {
       options.resume_dir = run.checkpoint_dir;
     }
-    ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> trainer,
-                           train::Trainer::Create(options, groups.view()));
+    // One trainer either way: on a GPU (acceld gave this rank one by CUDA_VISIBLE_DEVICES) the
+    // device session owns it and its NCCL communicators, made through the same KV prefix.
+    DeviceSession device;
+    std::unique_ptr<train::Trainer> cpu_trainer;
+    train::Trainer* trainer = nullptr;
+    if (on_gpu) {
+      ACCEL_ASSIGN_OR_RETURN(device, StartDeviceSession(options, store.get(),
+                                                        assignment.rendezvous_prefix(), env.rank,
+                                                        env.world_size, /*device=*/0,
+                                                        run.comm_timeout));
+      trainer = device.trainer;
+    } else {
+      ACCEL_ASSIGN_OR_RETURN(cpu_trainer, train::Trainer::Create(options, groups.view()));
+      trainer = cpu_trainer.get();
+    }
+    // Memory records carry the ledger and, on a GPU, the driver's view of it.
+    auto memory_event = [&](int64_t step) {
+      if (!device.driver_memory) return MemoryEvent(*trainer->ledger(), step);
+      const auto [used, total] = device.driver_memory();
+      return MemoryEvent(*trainer->ledger(), step, used, total);
+    };
     const bool speaker = env.rank == 0;
     if (speaker) {
-      ACCEL_LOG(info, "{}; {} steps{}", trainer->sharded().plan().Describe(), run.train.steps,
+      ACCEL_LOG(info, "{} on {}; {} steps{}", trainer->sharded().plan().Describe(),
+                trainer->device(), run.train.steps,
                 trainer->step() > 0 ? absl::StrCat(", resumed at step ", trainer->step()) : "");
     }
-    reporter.Send(MemoryEvent(*trainer->ledger(), -1));
+    reporter.Send(memory_event(-1));
 
     int64_t last_saved = trainer->step();
     auto on_checkpoint = [&](const train::CheckpointEvent& ce) -> absl::Status {
@@ -218,7 +235,8 @@ absl::StatusOr<DaemonOutcome> RunDaemonWorker(const DaemonEnv& env) {
       return absl::OkStatus();
     };
 
-    comm::Communicator* world = env.world_size > 1 ? groups.world.get() : nullptr;
+    // The stop agreement is a host value: the trainer's host-side world (staged on a GPU).
+    comm::Communicator* world = env.world_size > 1 ? trainer->host_world() : nullptr;
     absl::Status trained = trainer->Train([&](const train::StepMetrics& m) -> absl::Status {
       steps_done.store(m.step + 1);
       const bool last = m.step + 1 == m.total_steps;
@@ -227,7 +245,7 @@ absl::StatusOr<DaemonOutcome> RunDaemonWorker(const DaemonEnv& env) {
       }
       // Every rank reports its own memory on the metrics cadence (the end sends one anyway).
       if (m.step == 0 || (!last && (m.step + 1) % run.log_every == 0)) {
-        reporter.Send(MemoryEvent(*trainer->ledger(), m.step));
+        reporter.Send(memory_event(m.step));
       }
       if (reporter.broken()) {
         return absl::UnavailableError("lost the event stream to acceld");
@@ -250,7 +268,7 @@ absl::StatusOr<DaemonOutcome> RunDaemonWorker(const DaemonEnv& env) {
                              trainer->SaveCheckpoint(run.checkpoint_dir, run.keep_last));
       ACCEL_RETURN_IF_ERROR(on_checkpoint(final_save));
     }
-    reporter.Send(MemoryEvent(*trainer->ledger(), trainer->step() - 1));
+    reporter.Send(memory_event(trainer->step() - 1));
     return absl::OkStatus();
   };
   absl::Status status = body();

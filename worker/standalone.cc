@@ -12,7 +12,7 @@
 #include "engine/kernels/threading.h"
 #include "engine/shard/process_groups.h"
 #include "worker/standalone_config.h"
-#include "worker/standalone_device.h"
+#include "worker/device_session.h"
 #include "worker/torchrun_store.h"
 
 namespace accel::worker {
@@ -236,17 +236,28 @@ absl::Status RunStandalone(StandaloneFlags f) {
                                                                     world, f.train.shard, gloo));
     }
   }
-  if (f.device == "cuda") return RunStandaloneOnDevice(f, save_dtype, store.get(), rank, world);
-  ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> trainer,
-                         train::Trainer::Create(f.train, groups.view()));
+  // One trainer either way; on a GPU the device session owns it (and its NCCL communicators).
+  DeviceSession device;
+  std::unique_ptr<train::Trainer> cpu_trainer;
+  train::Trainer* trainer = nullptr;
+  if (f.device == "cuda") {
+    ACCEL_ASSIGN_OR_RETURN(device, StartDeviceSession(f.train, store.get(), f.run_id, rank, world,
+                                                      /*device=*/-1,
+                                                      absl::Seconds(f.comm_timeout_s)));
+    trainer = device.trainer;
+  } else {
+    ACCEL_ASSIGN_OR_RETURN(cpu_trainer, train::Trainer::Create(f.train, groups.view()));
+    trainer = cpu_trainer.get();
+  }
   const model::Gpt2Config& config = trainer->layout().config();
   const bool json = f.output == "json";
   // Rank 0 speaks for the gang: progress, metrics and the saved model come from it.
   const bool speaker = rank == 0;
   if (!json && speaker) {
-    std::printf("accel-worker standalone: %s, model %s (%lld params: L=%lld C=%lld NH=%lld V=%lld), "
-                "data %s, B=%lld T=%lld accum=%lld, %d threads\n",
-                trainer->sharded().plan().Describe().c_str(), config.name.c_str(), static_cast<long long>(config.NumParams()),
+    std::printf("accel-worker standalone: %s on %s, model %s (%lld params: L=%lld C=%lld NH=%lld "
+                "V=%lld), data %s, B=%lld T=%lld accum=%lld, %d threads\n",
+                trainer->sharded().plan().Describe().c_str(), trainer->device().c_str(),
+                config.name.c_str(), static_cast<long long>(config.NumParams()),
                 static_cast<long long>(config.n_layer), static_cast<long long>(config.n_embd),
                 static_cast<long long>(config.n_head), static_cast<long long>(config.vocab_size),
                 f.train.data.c_str(), static_cast<long long>(f.train.batch),

@@ -24,7 +24,7 @@ struct StandaloneFlags {
   // without mixed precision trains in FSDP's low precision (no fp32 master).
   std::string load_dtype = "fp32";
   std::string output = "text";  // text | json
-  std::string device = "cpu";   // cpu | cuda (one rank on one GPU: worker/standalone_device.h)
+  std::string device = "cpu";   // cpu | cuda (a GPU per rank: worker/device_session.h)
   int64_t shuffle = -1;         // < 0: no shuffling
   // Data-parallel gang (torchrun's RANK / WORLD_SIZE when the flags are not given).
   int rank = -1;

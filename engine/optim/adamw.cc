@@ -11,6 +11,15 @@ namespace accel::optim {
 absl::StatusOr<AdamW> AdamW::Create(const model::Gpt2Layout& layout, int64_t begin, int64_t end,
                                     const AdamWConfig& config, MemoryPool pool,
                                     MemoryLedger* ledger) {
+  std::unique_ptr<shard::DeviceOps> ops =
+      shard::CreateHostDeviceOps(ledger != nullptr ? ledger : MemoryLedger::Default(), pool);
+  ACCEL_ASSIGN_OR_RETURN(AdamW opt, Create(layout, begin, end, config, ops.get()));
+  opt.own_ops_ = std::move(ops);
+  return opt;
+}
+
+absl::StatusOr<AdamW> AdamW::Create(const model::Gpt2Layout& layout, int64_t begin, int64_t end,
+                                    const AdamWConfig& config, shard::DeviceOps* ops) {
   if (begin < 0 || end < begin) {
     return absl::InvalidArgumentError(absl::StrCat("AdamW range [", begin, ", ", end, ") is invalid"));
   }
@@ -34,11 +43,10 @@ absl::StatusOr<AdamW> AdamW::Create(const model::Gpt2Layout& layout, int64_t beg
   opt.begin_ = begin;
   opt.end_ = end;
   opt.ranges_ = DecayRanges(layout, begin, end);
+  opt.ops_ = ops;
   const size_t bytes = static_cast<size_t>(end - begin) * DTypeSize(config.state_dtype);
-  ACCEL_ASSIGN_OR_RETURN(opt.m_, Buffer::Allocate(bytes, pool, MemoryCategory::kOptimizerState,
-                                                  ledger));
-  ACCEL_ASSIGN_OR_RETURN(opt.v_, Buffer::Allocate(bytes, pool, MemoryCategory::kOptimizerState,
-                                                  ledger));
+  ACCEL_ASSIGN_OR_RETURN(opt.m_, ops->Allocate(bytes, MemoryCategory::kOptimizerState));
+  ACCEL_ASSIGN_OR_RETURN(opt.v_, ops->Allocate(bytes, MemoryCategory::kOptimizerState));
   return opt;
 }
 
@@ -72,26 +80,28 @@ kernels::AdamWHyper AdamW::NextHyper(float lr, float grad_scale) {
   return hyper;
 }
 
-void AdamW::Step(float* params, const float* grads, float lr, float grad_scale) {
+absl::Status AdamW::Step(float* params, const float* grads, float lr, float grad_scale) {
   kernels::AdamWHyper hyper = NextHyper(lr, grad_scale);
   float* m = m_.as<float>();
   float* v = v_.as<float>();
   for (const DecayRange& r : ranges_) {
     hyper.weight_decay = r.decay ? config_.weight_decay : 0.0f;
-    kernels::AdamWUpdate(params + r.begin, m + r.begin, v + r.begin, grads + r.begin,
-                         r.end - r.begin, hyper);
+    ACCEL_RETURN_IF_ERROR(ops_->AdamWUpdate(params + r.begin, m + r.begin, v + r.begin,
+                                            grads + r.begin, r.end - r.begin, hyper));
   }
+  return absl::OkStatus();
 }
 
-void AdamW::StepBf16(uint16_t* params, const float* grads, float lr, float grad_scale) {
+absl::Status AdamW::StepBf16(uint16_t* params, const float* grads, float lr, float grad_scale) {
   kernels::AdamWHyper hyper = NextHyper(lr, grad_scale);
   uint16_t* m = m_.as<uint16_t>();
   uint16_t* v = v_.as<uint16_t>();
   for (const DecayRange& r : ranges_) {
     hyper.weight_decay = r.decay ? config_.weight_decay : 0.0f;
-    kernels::AdamWUpdateBf16(params + r.begin, m + r.begin, v + r.begin, grads + r.begin,
-                             r.end - r.begin, hyper);
+    ACCEL_RETURN_IF_ERROR(ops_->AdamWUpdateBf16(params + r.begin, m + r.begin, v + r.begin,
+                                                grads + r.begin, r.end - r.begin, hyper));
   }
+  return absl::OkStatus();
 }
 
 }  // namespace accel::optim

@@ -3,18 +3,22 @@
 // (charged as optimizer state). Weight decay applies only to parameters whose ParamSpec says so
 // (rank >= 2: embeddings and linear weights), PyTorch's torch.optim.AdamW arithmetic otherwise
 // (engine/kernels/adamw.h). Elements past the end of the layout (shard padding) are never
-// updated. Not thread-safe; the kernels inside use the OpenMP pool.
+// updated. The moments live, and the update runs, where a shard::DeviceOps says (host memory by
+// default; a CUDA device's, with the same arithmetic, through CudaDeviceOps); then params and
+// grads are that device's memory too. Not thread-safe; the host kernels use the OpenMP pool.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include <memory>
+
 #include "absl/status/statusor.h"
 #include "engine/base/memory_ledger.h"
 #include "engine/kernels/adamw.h"
 #include "engine/model/param_specs.h"
+#include "engine/shard/device_ops.h"
 #include "engine/tensor/dtype.h"
-#include "engine/tensor/buffer.h"
 
 namespace accel::optim {
 
@@ -30,20 +34,31 @@ struct AdamWConfig {
 
 class AdamW {
  public:
+  AdamW(AdamW&&) = default;
+  // Deleted: member-wise it would destroy the old host ops before the old moments.
+  AdamW& operator=(AdamW&&) = delete;
   // InvalidArgument if the range is empty-negative, a hyperparameter is out of its domain
   // (betas in [0, 1), eps > 0, weight_decay >= 0) or state_dtype is f16.
+  // Moments in host memory of `pool`, charged to `ledger` (null: MemoryLedger::Default()).
   [[nodiscard]] static absl::StatusOr<AdamW> Create(const model::Gpt2Layout& layout, int64_t begin,
                                                     int64_t end, const AdamWConfig& config,
                                                     MemoryPool pool = MemoryPool::kHost,
                                                     MemoryLedger* ledger = nullptr);
+  // Moments from `ops` (not owned; must outlive the optimizer), updates through it.
+  [[nodiscard]] static absl::StatusOr<AdamW> Create(const model::Gpt2Layout& layout, int64_t begin,
+                                                    int64_t end, const AdamWConfig& config,
+                                                    shard::DeviceOps* ops);
 
   // One update. params and grads point at element `begin` of their flat buffers and hold
   // end - begin elements. grad_scale multiplies every gradient (clipping, loss-scale undo).
   // Advances the step count first (so the first update uses step 1).
-  // Requires f32 state.
-  void Step(float* params, const float* grads, float lr, float grad_scale = 1.0f);
-  // The same with bf16 parameters and bf16 state (kernels::AdamWUpdateBf16).
-  void StepBf16(uint16_t* params, const float* grads, float lr, float grad_scale = 1.0f);
+  // Requires f32 state. Errors are the DeviceOps' (none on the host).
+  [[nodiscard]] absl::Status Step(float* params, const float* grads, float lr,
+                                  float grad_scale = 1.0f);
+  // The same with bf16 parameters and bf16 state (kernels::AdamWUpdateBf16; Unimplemented on
+  // a device without that kernel).
+  [[nodiscard]] absl::Status StepBf16(uint16_t* params, const float* grads, float lr,
+                                      float grad_scale = 1.0f);
 
   int64_t step() const { return step_; }
   void set_step(int64_t step) { step_ = step; }
@@ -51,9 +66,10 @@ class AdamW {
   int64_t end() const { return end_; }
   const AdamWConfig& config() const { return config_; }
   DType state_dtype() const { return config_.state_dtype; }
-  // end - begin elements in state_dtype.
-  Buffer& exp_avg() { return m_; }
-  Buffer& exp_avg_sq() { return v_; }
+  // end - begin elements in state_dtype, in the DeviceOps' memory.
+  shard::DeviceBlock& exp_avg() { return m_; }
+  shard::DeviceBlock& exp_avg_sq() { return v_; }
+  shard::DeviceOps& ops() const { return *ops_; }
 
   struct DecayRange {
     int64_t begin, end;  // relative to the optimizer's begin
@@ -66,13 +82,16 @@ class AdamW {
                                              int64_t end);
 
  private:
+  AdamW() = default;
   // Advances the step count and fills everything but weight_decay.
   kernels::AdamWHyper NextHyper(float lr, float grad_scale);
 
   AdamWConfig config_;
   int64_t begin_ = 0, end_ = 0, step_ = 0;
   std::vector<DecayRange> ranges_;
-  Buffer m_, v_;
+  std::unique_ptr<shard::DeviceOps> own_ops_;  // the host ops of the first Create; outlives m_, v_
+  shard::DeviceOps* ops_ = nullptr;
+  shard::DeviceBlock m_, v_;
 };
 
 }  // namespace accel::optim

@@ -42,7 +42,7 @@ TEST(AdamWTest, WeightDecayOnlyTouchesMatrices) {
   auto opt = AdamW::Create(layout, 0, layout.num_params(), config);
   ASSERT_TRUE(opt.ok());
   std::vector<float> params(layout.num_params(), 1.0f), grads(layout.num_params(), 0.0f);
-  opt->Step(params.data(), grads.data(), 0.1f);
+  ASSERT_TRUE(opt->Step(params.data(), grads.data(), 0.1f).ok());
   // Zero gradient: the only change is p *= 1 - lr·wd on decayed tensors.
   EXPECT_FLOAT_EQ(params[layout.flat().Find("h.0.mlp.c_fc.weight")->offset], 0.95f);
   EXPECT_FLOAT_EQ(params[layout.flat().Find("wte.weight")->offset], 0.95f);
@@ -64,8 +64,8 @@ TEST(AdamWTest, AShardUpdatesExactlyLikeItsSliceOfTheWhole) {
   ASSERT_TRUE(whole.ok() && shard.ok());
   for (int step = 0; step < 3; ++step) {
     std::vector<float> grads = rng.NormalVector(n);
-    whole->Step(full.data(), grads.data(), 1e-2f, 0.7f);
-    shard->Step(shard_params.data() + begin, grads.data() + begin, 1e-2f, 0.7f);
+    ASSERT_TRUE(whole->Step(full.data(), grads.data(), 1e-2f, 0.7f).ok());
+    ASSERT_TRUE(shard->Step(shard_params.data() + begin, grads.data() + begin, 1e-2f, 0.7f).ok());
   }
   for (int64_t i = begin; i < end; ++i) ASSERT_EQ(full[i], shard_params[i]) << i;
 }

@@ -37,6 +37,7 @@
 #include "absl/time/time.h"
 #include "engine/base/memory_ledger.h"
 #include "engine/comm/communicator.h"
+#include "engine/kernels/adamw.h"
 #include "engine/tensor/dtype.h"
 
 namespace accel::shard {
@@ -110,6 +111,19 @@ class DeviceOps {
   [[nodiscard]] virtual absl::StatusOr<double> SumOfSquares(std::span<const FloatSpan> parts) = 0;
   [[nodiscard]] virtual absl::Status ToHost(void* host, const void* src, size_t bytes) = 0;
   [[nodiscard]] virtual absl::Status FromHost(void* dst, const void* host, size_t bytes) = 0;
+  // Returns once every operation issued so far has finished (the host: at once).
+  [[nodiscard]] virtual absl::Status Synchronize() = 0;
+
+  // The optimizer's update on n elements, kernels::AdamWUpdate's arithmetic: fp32 parameters,
+  // moments and gradients.
+  [[nodiscard]] virtual absl::Status AdamWUpdate(float* params, float* m, float* v,
+                                                 const float* grads, int64_t n,
+                                                 const kernels::AdamWHyper& hyper) = 0;
+  // Low precision (kernels::AdamWUpdateBf16): bf16 parameters and moments, fp32 gradients.
+  // Unimplemented where the implementation has no such kernel (CUDA).
+  [[nodiscard]] virtual absl::Status AdamWUpdateBf16(uint16_t* params, uint16_t* m, uint16_t* v,
+                                                     const float* grads, int64_t n,
+                                                     const kernels::AdamWHyper& hyper) = 0;
 
   // Before issuing a collective on `comm` whose buffers block work has produced or will reuse.
   [[nodiscard]] virtual absl::Status BeforeCollective(comm::Communicator& comm) = 0;

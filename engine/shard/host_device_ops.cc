@@ -115,6 +115,19 @@ class HostDeviceOps final : public DeviceOps {
     return Copy(dst, host, bytes);
   }
 
+  absl::Status Synchronize() override { return absl::OkStatus(); }
+
+  absl::Status AdamWUpdate(float* params, float* m, float* v, const float* grads, int64_t n,
+                           const kernels::AdamWHyper& hyper) override {
+    kernels::AdamWUpdate(params, m, v, grads, n, hyper);
+    return absl::OkStatus();
+  }
+  absl::Status AdamWUpdateBf16(uint16_t* params, uint16_t* m, uint16_t* v, const float* grads,
+                               int64_t n, const kernels::AdamWHyper& hyper) override {
+    kernels::AdamWUpdateBf16(params, m, v, grads, n, hyper);
+    return absl::OkStatus();
+  }
+
   absl::Status BeforeCollective(comm::Communicator&) override { return absl::OkStatus(); }
   absl::Status AfterCollective(comm::Communicator&, const std::shared_ptr<comm::Work>& work,
                                absl::Duration timeout) override {

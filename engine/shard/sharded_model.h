@@ -98,6 +98,9 @@ class ShardedModel final : public model::ParamAccess {
   ~ShardedModel() override;
 
   const ShardPlan& plan() const { return plan_; }
+  // Where this model's buffers live (the ops Create got, or its own host ops); the optimizer
+  // and the trainer allocate and compute through the same ones.
+  DeviceOps& ops() const { return *ops_; }
   // Whether parameters or gradients are kept in a 16-bit dtype.
   bool mixed_precision() const { return mixed_; }
   // Low precision: bf16 parameters without fp32 masters (ShardOptions::master_dtype bf16).

@@ -36,40 +36,61 @@ absl::StatusOr<std::vector<int64_t>> AllGatherInt64(comm::Communicator* c, int64
   return all;
 }
 
-// Rank files hold fp32. Ranges kept in bf16 (low precision: bf16 parameters and moments) pass
-// through fp32 staging, which holds bf16 values exactly, so a resume is bit-identical.
+// Rank files hold fp32 host arrays. Ranges kept in bf16 (low precision: bf16 parameters and
+// moments) pass through fp32 staging, which holds bf16 values exactly, so a resume is
+// bit-identical; so do ranges in device memory, copied to and from the host.
 struct Fp32Staging {
   std::vector<float> params, exp_avg, exp_avg_sq;
 };
 
-// The fp32 arrays of one owned range: its own, or `staging` sized for it (and filled from the
-// bf16 values when `widen`).
-checkpoint::LoadRange StateRange(const shard::OwnedRange& r, optim::AdamW& opt,
-                                 Fp32Staging& staging, bool widen) {
-  if (r.params16 == nullptr) {
-    return {r.flat_begin, r.flat_end, r.params, opt.exp_avg().as<float>(),
-            opt.exp_avg_sq().as<float>()};
+// The fp32 host arrays of one owned range: its own, or `staging` sized for it (and filled from
+// the bf16 or device values when `fill`, before a save).
+absl::StatusOr<checkpoint::LoadRange> StateRange(const shard::OwnedRange& r, optim::AdamW& opt,
+                                                 Fp32Staging& staging, bool fill) {
+  shard::DeviceOps& ops = opt.ops();
+  if (r.params16 == nullptr && ops.host_addressable()) {
+    return checkpoint::LoadRange{r.flat_begin, r.flat_end, r.params, opt.exp_avg().as<float>(),
+                                 opt.exp_avg_sq().as<float>()};
   }
   const size_t n = static_cast<size_t>(r.flat_end - r.flat_begin);
   staging.params.resize(n);
   staging.exp_avg.resize(n);
   staging.exp_avg_sq.resize(n);
-  if (widen) {
-    Bf16ToFloat(r.params16, staging.params.data(), n);
-    Bf16ToFloat(opt.exp_avg().as<uint16_t>(), staging.exp_avg.data(), n);
-    Bf16ToFloat(opt.exp_avg_sq().as<uint16_t>(), staging.exp_avg_sq.data(), n);
+  if (fill) {
+    if (r.params16 != nullptr) {
+      if (!ops.host_addressable()) {
+        return absl::UnimplementedError("low-precision state in device memory");
+      }
+      Bf16ToFloat(r.params16, staging.params.data(), n);
+      Bf16ToFloat(opt.exp_avg().as<uint16_t>(), staging.exp_avg.data(), n);
+      Bf16ToFloat(opt.exp_avg_sq().as<uint16_t>(), staging.exp_avg_sq.data(), n);
+    } else {
+      ACCEL_RETURN_IF_ERROR(ops.ToHost(staging.params.data(), r.params, n * sizeof(float)));
+      ACCEL_RETURN_IF_ERROR(ops.ToHost(staging.exp_avg.data(), opt.exp_avg().data(), n * 4));
+      ACCEL_RETURN_IF_ERROR(
+          ops.ToHost(staging.exp_avg_sq.data(), opt.exp_avg_sq().data(), n * sizeof(float)));
+    }
   }
-  return {r.flat_begin, r.flat_end, staging.params.data(), staging.exp_avg.data(),
-          staging.exp_avg_sq.data()};
+  return checkpoint::LoadRange{r.flat_begin, r.flat_end, staging.params.data(),
+                               staging.exp_avg.data(), staging.exp_avg_sq.data()};
 }
 
-// After a load into staging: round it into the bf16 parameters and moments.
-void NarrowStaged(const shard::OwnedRange& r, optim::AdamW& opt, const Fp32Staging& staging) {
-  if (r.params16 == nullptr) return;
+// After a load into staging: round it into the bf16 parameters and moments, or copy it to the
+// device.
+absl::Status Unstage(const shard::OwnedRange& r, optim::AdamW& opt, const Fp32Staging& staging) {
+  shard::DeviceOps& ops = opt.ops();
   const size_t n = staging.params.size();
-  FloatToBf16(staging.params.data(), r.params16, n);
-  FloatToBf16(staging.exp_avg.data(), opt.exp_avg().as<uint16_t>(), n);
-  FloatToBf16(staging.exp_avg_sq.data(), opt.exp_avg_sq().as<uint16_t>(), n);
+  if (r.params16 != nullptr) {
+    FloatToBf16(staging.params.data(), r.params16, n);
+    FloatToBf16(staging.exp_avg.data(), opt.exp_avg().as<uint16_t>(), n);
+    FloatToBf16(staging.exp_avg_sq.data(), opt.exp_avg_sq().as<uint16_t>(), n);
+  } else if (!ops.host_addressable()) {
+    ACCEL_RETURN_IF_ERROR(ops.FromHost(r.params, staging.params.data(), n * sizeof(float)));
+    ACCEL_RETURN_IF_ERROR(ops.FromHost(opt.exp_avg().data(), staging.exp_avg.data(), n * 4));
+    ACCEL_RETURN_IF_ERROR(
+        ops.FromHost(opt.exp_avg_sq().data(), staging.exp_avg_sq.data(), n * sizeof(float)));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<int64_t> BroadcastInt64(comm::Communicator* c, int64_t value, int root) {
@@ -132,12 +153,15 @@ absl::StatusOr<CheckpointEvent> Trainer::SaveCheckpoint(const std::string& dir, 
     std::vector<Fp32Staging> staging(optimizers_.size());
     if (plan.PrimaryReplica()) {
       std::vector<shard::OwnedRange> owned = sharded_->OwnedRanges();
-      for (size_t i = 0; i < owned.size(); ++i) {
-        const checkpoint::LoadRange r = StateRange(owned[i], optimizers_[i], staging[i], true);
-        ranges.push_back({r.flat_begin, r.flat_end, r.params, r.exp_avg, r.exp_avg_sq});
+      for (size_t i = 0; i < owned.size() && local.ok(); ++i) {
+        absl::StatusOr<checkpoint::LoadRange> r =
+            StateRange(owned[i], optimizers_[i], staging[i], /*fill=*/true);
+        local = r.status();
+        if (r.ok()) ranges.push_back({r->flat_begin, r->flat_end, r->params, r->exp_avg,
+                                      r->exp_avg_sq});
       }
     }
-    local = checkpoint::WriteRankFile(env_, dir, step_, rank(), ranges);
+    if (local.ok()) local = checkpoint::WriteRankFile(env_, dir, step_, rank(), ranges);
     staging.clear();
     if (local.ok()) {
       absl::StatusOr<uint64_t> size =
@@ -178,7 +202,7 @@ absl::StatusOr<CheckpointEvent> Trainer::SaveCheckpoint(const std::string& dir, 
 
   // Phase 2: agree.
   absl::StatusOr<std::vector<int64_t>> all =
-      AllGatherInt64(groups_.world, local.ok() ? my_bytes : -1);
+      AllGatherInt64(host_world_, local.ok() ? my_bytes : -1);
   if (!all.ok()) return collective_failed(all.status());
   if (!local.ok()) return Annotate(local, context);
   CheckpointEvent event;
@@ -230,7 +254,7 @@ absl::StatusOr<CheckpointEvent> Trainer::SaveCheckpoint(const std::string& dir, 
       committed = checkpoint::WriteMetadataAndCommit(env_, dir, meta, *layout_, keep_last);
     }
   }
-  absl::StatusOr<int64_t> outcome = BroadcastInt64(groups_.world, committed.ok() ? 1 : 0, 0);
+  absl::StatusOr<int64_t> outcome = BroadcastInt64(host_world_, committed.ok() ? 1 : 0, 0);
   if (!outcome.ok()) return collective_failed(outcome.status());
   if (!committed.ok()) return Annotate(committed, context);
   if (*outcome != 1) {
@@ -263,10 +287,14 @@ absl::Status Trainer::Resume(const std::string& dir) {
   std::vector<checkpoint::LoadRange> ranges;
   std::vector<Fp32Staging> staging(owned.size());
   for (size_t i = 0; i < owned.size(); ++i) {
-    ranges.push_back(StateRange(owned[i], optimizers_[i], staging[i], /*widen=*/false));
+    ACCEL_ASSIGN_OR_RETURN(checkpoint::LoadRange r,
+                           StateRange(owned[i], optimizers_[i], staging[i], /*fill=*/false));
+    ranges.push_back(r);
   }
   ACCEL_RETURN_IF_ERROR(checkpoint::LoadRanges(env_, step_dir, *layout_, ranges));
-  for (size_t i = 0; i < owned.size(); ++i) NarrowStaged(owned[i], optimizers_[i], staging[i]);
+  for (size_t i = 0; i < owned.size(); ++i) {
+    ACCEL_RETURN_IF_ERROR(Unstage(owned[i], optimizers_[i], staging[i]));
+  }
   for (optim::AdamW& opt : optimizers_) opt.set_step(meta.optimizer_step);
   applied_steps_ = meta.optimizer_step;
   if (scaler_.enabled() && !meta.loss_scaler_json.empty()) {
@@ -294,7 +322,7 @@ absl::Status Trainer::SaveWeights(const std::string& path, DType dtype) {
     return absl::OkStatus();
   }));
   if (writer != nullptr && local.ok()) local = writer->Finish(/*write_config=*/true).status();
-  ACCEL_ASSIGN_OR_RETURN(int64_t ok, BroadcastInt64(groups_.world, local.ok() ? 1 : 0, 0));
+  ACCEL_ASSIGN_OR_RETURN(int64_t ok, BroadcastInt64(host_world_, local.ok() ? 1 : 0, 0));
   if (!local.ok()) return local;
   if (ok != 1) {
     return absl::AbortedError(absl::StrCat("rank 0 could not write ", path, " (see its log)"));

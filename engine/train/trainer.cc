@@ -4,12 +4,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
-#include "engine/kernels/matmul_bf16.h"
 #include "engine/checkpoint/hf_gpt2.h"
 #include "engine/comm/self_communicator.h"
 #include "engine/data/token_source.h"
 #include "engine/kernels/adamw.h"
 #include "engine/optim/clip.h"
+#include "engine/shard/staged_communicator.h"
 
 namespace accel::train {
 
@@ -73,14 +73,21 @@ void FinishStepTiming(int64_t start_micros, int64_t now_micros, int64_t steps_do
 
 absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& options,
                                                          shard::ProcessGroups groups, Env* env,
-                                                         MemoryLedger* ledger) {
+                                                         MemoryLedger* ledger,
+                                                         ComputeBackend backend) {
   ACCEL_RETURN_IF_ERROR(ValidateTrainOptions(options));
   std::unique_ptr<Trainer> t(new Trainer());
   t->options_ = options;
   t->options_.schedule.total_steps = options.steps;
   t->env_ = env;
   t->ledger_ = ledger != nullptr ? ledger : MemoryLedger::Default();
+  if (!backend.runner) backend.runner = CreateCpuModelRunner;
+  t->backend_ = std::move(backend);
   if (groups.world == nullptr) {
+    if (t->backend_.ops != nullptr && !t->backend_.ops->host_addressable()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a trainer on ", t->backend_.device, " needs its communicators (a world of one too)"));
+    }
     t->self_comm_ = comm::CreateSelfCommunicator();
     groups = {t->self_comm_.get(), t->self_comm_.get(), nullptr};
   }
@@ -90,14 +97,20 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
   ACCEL_ASSIGN_OR_RETURN(model::Gpt2Config config, ModelConfigOf(env, options));
   ACCEL_ASSIGN_OR_RETURN(model::Gpt2Layout layout, model::Gpt2Layout::Create(config));
   t->layout_ = std::make_unique<model::Gpt2Layout>(std::move(layout));
-  t->model_ = std::make_unique<model::Gpt2>(t->layout_.get());
 
   // Shapes first: the plan is validated before any model memory exists.
   ACCEL_ASSIGN_OR_RETURN(shard::ShardPlan plan,
                          shard::ShardPlan::Create(*t->layout_, world, rank, options.shard));
   ACCEL_ASSIGN_OR_RETURN(t->sharded_,
                          shard::ShardedModel::Create(t->layout_.get(), std::move(plan), groups,
-                                                     absl::Seconds(300), t->ledger_));
+                                                     absl::Seconds(300), t->ledger_,
+                                                     t->backend_.ops));
+  shard::DeviceOps& ops = t->sharded_->ops();
+  t->host_world_ = groups.world;
+  if (!ops.host_addressable()) {
+    t->staged_world_ = shard::CreateStagedCommunicator(groups.world, &ops, absl::Seconds(300));
+    t->host_world_ = t->staged_world_.get();
+  }
   ACCEL_RETURN_IF_ERROR(t->InitWeights());  // weight_loading.cc
   if (options.shard.param_dtype == DType::kF16 || options.shard.reduce_dtype == DType::kF16) {
     t->scaler_ = LossScaler(options.loss_scaling);
@@ -108,20 +121,21 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
   for (const shard::OwnedRange& r : t->sharded_->OwnedRanges()) {
     ACCEL_ASSIGN_OR_RETURN(optim::AdamW opt,
                            optim::AdamW::Create(*t->layout_, r.flat_begin, r.flat_end, adamw,
-                                                MemoryPool::kDevice, t->ledger_));
+                                                &ops));
     t->optimizers_.push_back(std::move(opt));
   }
-  // bf16 parameters are multiplied as bf16 where the CPU has bf16 dot products (AMX or
-  // AVX512_BF16); elsewhere oneDNN would emulate them, slower than fp32 on the fp32 copy.
-  const bool bf16_matmuls =
-      options.shard.param_dtype == DType::kBF16 && kernels::Bf16MatmulIsNative();
-  ACCEL_ASSIGN_OR_RETURN(auto acts, model::Gpt2Activations::Create(
-                                        config, options.batch, options.seq, MemoryPool::kDevice,
-                                        t->ledger_, bf16_matmuls));
-  t->acts_.emplace(std::move(acts));
-  if (bf16_matmuls) {
+  ModelRunnerOptions ro;
+  ro.batch = options.batch;
+  ro.seq = options.seq;
+  ro.bf16_params = options.shard.param_dtype == DType::kBF16;
+  ro.ledger = t->ledger_;
+  ACCEL_ASSIGN_OR_RETURN(ModelRunnerResult runner, t->backend_.runner(t->layout_.get(), ro));
+  t->runner_ = std::move(runner.runner);
+  if (runner.bf16_matmuls) {
+    // The model reads the blocks' matmul weights only in bf16: their fp32 copies are skipped.
+    const model::Gpt2 gpt2(t->layout_.get());
     std::vector<std::vector<std::pair<int64_t, int64_t>>> skip(t->layout_->num_units());
-    for (int u = 0; u < t->layout_->num_units(); ++u) skip[u] = t->model_->MatmulWeightRanges(u);
+    for (int u = 0; u < t->layout_->num_units(); ++u) skip[u] = gpt2.MatmulWeightRanges(u);
     t->sharded_->SkipFp32Copy(std::move(skip));
   }
 
@@ -142,10 +156,9 @@ absl::StatusOr<StepMetrics> Trainer::TrainStep() {
   for (int micro = 0; micro < accum; ++micro) {
     sharded.BeginMicroStep(micro, accum);
     loader_->Fill(step_ * accum + micro, inputs_.data(), targets_.data());
-    ACCEL_ASSIGN_OR_RETURN(float loss,
-                           model_->Forward(sharded, inputs_.data(), targets_.data(), *acts_));
-    ACCEL_RETURN_IF_ERROR(model_->Backward(sharded, inputs_.data(), targets_.data(), *acts_,
-                                           sharded.GradScale(accum)));
+    ACCEL_ASSIGN_OR_RETURN(float loss, runner_->Forward(sharded, inputs_.data(), targets_.data()));
+    ACCEL_RETURN_IF_ERROR(runner_->Backward(sharded, inputs_.data(), targets_.data(),
+                                            sharded.GradScale(accum)));
     ACCEL_RETURN_IF_ERROR(sharded.EndMicroStep(micro, accum));
     loss_sum += loss;
   }
@@ -167,14 +180,18 @@ absl::StatusOr<StepMetrics> Trainer::TrainStep() {
     std::vector<shard::OwnedRange> ranges = sharded.OwnedRanges();
     for (size_t i = 0; i < ranges.size(); ++i) {
       if (ranges[i].params16 != nullptr) {
-        optimizers_[i].StepBf16(ranges[i].params16, ranges[i].grads, m.lr, m.clip_scale);
+        ACCEL_RETURN_IF_ERROR(
+            optimizers_[i].StepBf16(ranges[i].params16, ranges[i].grads, m.lr, m.clip_scale));
       } else {
-        optimizers_[i].Step(ranges[i].params, ranges[i].grads, m.lr, m.clip_scale);
+        ACCEL_RETURN_IF_ERROR(
+            optimizers_[i].Step(ranges[i].params, ranges[i].grads, m.lr, m.clip_scale));
       }
     }
     ++applied_steps_;
   }
   ACCEL_RETURN_IF_ERROR(sharded.FinishStep());
+  // A device's queued work belongs to this step's time (the host: nothing to wait for).
+  ACCEL_RETURN_IF_ERROR(sharded.ops().Synchronize());
   ++step_;
   m.comm_wait_seconds = sharded.TakeCommWaitSeconds();
   const int64_t every = options_.rank_stats_every;
@@ -204,7 +221,7 @@ absl::StatusOr<std::vector<RankStats>> Trainer::CollectRankStats(double comm_wai
   mine.comm_wait_seconds = comm_wait_seconds;
   stats_sent_ = sent;
   stats_received_ = received;
-  return GatherRankStats(groups_.world, mine, absl::Seconds(300));
+  return GatherRankStats(host_world_, mine, absl::Seconds(300));
 }
 
 absl::Status Trainer::Train(

@@ -9,6 +9,13 @@
 // lets the sharded model re-gather what it keeps full.
 // Memory: parameters, gradients and optimizer state are charged to the "device" pool (the compute
 // pool; host memory on a CPU-only build), activations likewise.
+// Where it computes is the ComputeBackend's choice (model_runner.h): the CPU by default, or a
+// device whose DeviceOps hold the sharded model and the optimizer and whose ModelRunner runs
+// the model (engine/train/cuda/device_trainer.h builds one for a CUDA GPU). Everything else —
+// the step, agreement, clipping, checkpoints, weight loading, statistics — is this class's, for
+// both. Host-side agreements (checkpoint outcomes, rank statistics, loading broadcasts) go
+// through the world communicator, staged through device memory when the backend's is not host
+// memory (shard::CreateStagedCommunicator).
 // Not thread-safe; kernels use the OpenMP pool (kernels::SetNumThreads).
 #pragma once
 
@@ -30,6 +37,7 @@
 #include "engine/shard/sharded_model.h"
 #include "engine/train/loss_scaler.h"
 #include "engine/train/metrics.h"
+#include "engine/train/model_runner.h"
 
 namespace accel::train {
 
@@ -111,10 +119,12 @@ class Trainer {
  public:
   // Validates the options, builds the model, loads or initialises the weights and opens the
   // data. Errors name the option, file or tensor at fault.
-  // groups: this rank's communicators; an empty ProcessGroups trains alone (world of one).
+  // groups: this rank's communicators (over memory of the backend's kind); an empty
+  // ProcessGroups trains alone (world of one, host backends only). `backend` (model_runner.h):
+  // the CPU when default.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Trainer>> Create(
       const TrainOptions& options, shard::ProcessGroups groups = {}, Env* env = Env::Default(),
-      MemoryLedger* ledger = nullptr);
+      MemoryLedger* ledger = nullptr, ComputeBackend backend = {});
 
   // Runs the remaining steps, calling on_step after each and on_checkpoint after each save.
   [[nodiscard]] absl::Status Train(
@@ -146,6 +156,9 @@ class Trainer {
   const shard::ShardedModel& sharded() const { return *sharded_; }
   // use_orig_params: every parameter by name, as a view into what this rank updates.
   std::vector<shard::ParamView> NamedParameters() { return sharded_->ParamViews(); }
+  const std::string& device() const { return backend_.device; }
+  // The world communicator for host-memory values (a staged view of the world on a device).
+  comm::Communicator* host_world() const { return host_world_; }
   int rank() const { return groups_.world->rank(); }
   int world() const { return groups_.world->size(); }
   int64_t step() const { return step_; }
@@ -169,13 +182,16 @@ class Trainer {
   TrainOptions options_;
   Env* env_ = nullptr;
   MemoryLedger* ledger_ = nullptr;
+  ComputeBackend backend_;
   std::unique_ptr<model::Gpt2Layout> layout_;
-  std::unique_ptr<model::Gpt2> model_;
   std::unique_ptr<comm::Communicator> self_comm_;  // when training alone
   shard::ProcessGroups groups_;
+  // Host-memory collectives of the trainer's own (groups_.world, or a staged view of it).
+  std::unique_ptr<comm::Communicator> staged_world_;
+  comm::Communicator* host_world_ = nullptr;
   std::unique_ptr<shard::ShardedModel> sharded_;
-  std::optional<model::Gpt2Activations> acts_;
-  std::vector<optim::AdamW> optimizers_;  // one per owned range
+  std::vector<optim::AdamW> optimizers_;  // one per owned range; after sharded_ (its ops)
+  std::unique_ptr<ModelRunner> runner_;
   std::unique_ptr<data::BatchLoader> loader_;
   std::vector<int32_t> inputs_, targets_;
   LossScaler scaler_;  // enabled under fp16 only

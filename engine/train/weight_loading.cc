@@ -101,7 +101,7 @@ absl::Status Trainer::InitWeights() {
         buf[range.numel] = source_status.ok() ? 1.0f : 0.0f;
       }
       ACCEL_RETURN_IF_ERROR(
-          Annotate(groups_.world->Broadcast(buf, range.numel + 1, DType::kF32, 0)->Wait(
+          Annotate(host_world_->Broadcast(buf, range.numel + 1, DType::kF32, 0)->Wait(
                        kLoadTimeout),
                    absl::StrCat("receiving unit ", u, " of the initial weights from rank 0")));
       if (buf[range.numel] != 1.0f) {

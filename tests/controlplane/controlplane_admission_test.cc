@@ -34,7 +34,7 @@ resources: {num_processes: 2}
   EXPECT_FALSE(plain->GetCluster(&ctx, v1::GetClusterRequest(), &cluster).ok());
 }
 
-// resources.device: cuda reaches the worker's device trainer (worker/daemon_device.h). With no
+// resources.device: cuda reaches the worker's device trainer (worker/device_session.h). With no
 // NVIDIA driver here, acceld is told it has one GPU (--gpus 1): the job is admitted, its worker
 // gets CUDA_VISIBLE_DEVICES and fails naming the missing device — it never quietly trains on
 // the CPU. With a GPU (the device check), the same job trains to SUCCEEDED.

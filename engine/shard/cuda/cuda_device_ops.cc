@@ -113,6 +113,24 @@ absl::Status CudaDeviceOps::FromHost(void* dst, const void* host, size_t bytes) 
   return absl::OkStatus();
 }
 
+absl::Status CudaDeviceOps::Synchronize() {
+  ACCEL_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  return absl::OkStatus();
+}
+
+absl::Status CudaDeviceOps::AdamWUpdate(float* params, float* m, float* v, const float* grads,
+                                        int64_t n, const kernels::AdamWHyper& hyper) {
+  return kernels::cuda::AdamWUpdate(params, m, v, grads, DType::kF32, n, hyper, nullptr,
+                                    DType::kF32, stream_);
+}
+
+absl::Status CudaDeviceOps::AdamWUpdateBf16(uint16_t*, uint16_t*, uint16_t*, const float*,
+                                            int64_t, const kernels::AdamWHyper&) {
+  return absl::UnimplementedError(
+      "low precision (bf16 parameters and moments without fp32 masters) has no CUDA AdamW "
+      "kernel yet");
+}
+
 absl::Status CudaDeviceOps::BeforeCollective(comm::Communicator& comm) {
   ACCEL_ASSIGN_OR_RETURN(comm::NcclCommunicator * nccl, Nccl(comm));
   return nccl->OrderAfter(stream_);

@@ -53,6 +53,12 @@ class CudaDeviceOps final : public DeviceOps {
   absl::StatusOr<double> SumOfSquares(std::span<const FloatSpan> parts) override;
   absl::Status ToHost(void* host, const void* src, size_t bytes) override;
   absl::Status FromHost(void* dst, const void* host, size_t bytes) override;
+  absl::Status Synchronize() override;
+  absl::Status AdamWUpdate(float* params, float* m, float* v, const float* grads, int64_t n,
+                           const kernels::AdamWHyper& hyper) override;
+  // Unimplemented: the device has no low-precision AdamW kernel yet.
+  absl::Status AdamWUpdateBf16(uint16_t* params, uint16_t* m, uint16_t* v, const float* grads,
+                               int64_t n, const kernels::AdamWHyper& hyper) override;
   absl::Status BeforeCollective(comm::Communicator& comm) override;
   absl::Status AfterCollective(comm::Communicator& comm, const std::shared_ptr<comm::Work>& work,
                                absl::Duration timeout) override;

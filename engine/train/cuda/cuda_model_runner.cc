@@ -1,0 +1,50 @@
+#include "engine/train/cuda/cuda_model_runner.h"
+
+#include <memory>
+#include <utility>
+
+#include "engine/base/status_macros.h"
+#include "engine/model/cuda/gpt2_cuda.h"
+
+namespace accel::train {
+namespace {
+
+class CudaModelRunner final : public ModelRunner {
+ public:
+  CudaModelRunner(const model::Gpt2Layout* layout, cuda::Blas* blas, cudaStream_t stream,
+                  model::Gpt2CudaActivations acts)
+      : model_(layout, blas, stream), acts_(std::move(acts)) {}
+
+  absl::StatusOr<float> Forward(model::ParamAccess& params, const int32_t* inputs,
+                                const int32_t* targets) override {
+    return model_.Forward(params, inputs, targets, acts_);
+  }
+  // The device keeps the tokens Forward uploaded: inputs and targets are not needed again.
+  absl::Status Backward(model::ParamAccess& params, const int32_t*, const int32_t*,
+                        float dloss) override {
+    return model_.Backward(params, acts_, dloss);
+  }
+
+ private:
+  model::Gpt2Cuda model_;
+  model::Gpt2CudaActivations acts_;
+};
+
+}  // namespace
+
+ModelRunnerFactory CudaModelRunnerFactory(cuda::Blas* blas, cuda::CachingAllocator* allocator,
+                                          cudaStream_t stream) {
+  return [=](const model::Gpt2Layout* layout,
+             const ModelRunnerOptions& o) -> absl::StatusOr<ModelRunnerResult> {
+    // Activations are charged to the allocator's ledger (the trainer's), like every block.
+    ACCEL_ASSIGN_OR_RETURN(model::Gpt2CudaActivations acts,
+                           model::Gpt2CudaActivations::Create(layout->config(), o.batch, o.seq,
+                                                              allocator, stream, o.bf16_params));
+    ModelRunnerResult result;
+    result.runner = std::make_unique<CudaModelRunner>(layout, blas, stream, std::move(acts));
+    result.bf16_matmuls = o.bf16_params;
+    return result;
+  };
+}
+
+}  // namespace accel::train

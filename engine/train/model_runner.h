@@ -1,0 +1,65 @@
+// ModelRunner: the model's forward and backward on the device a rank computes on, for the
+// Trainer — the CPU's Gpt2 (CreateCpuModelRunner, here) or the GPU's Gpt2Cuda
+// (engine/train/cuda/cuda_model_runner.h). It owns the activations of one (B, T) and reaches
+// the parameters through ParamAccess (the sharded model), whose pointers are the same device's.
+//
+// ComputeBackend says where a Trainer computes: a DeviceOps for the sharded model and the
+// optimizer (null: host memory of the trainer's ledger), and how to build the runner (null:
+// the CPU's). The caller keeps what the ops need (a stream, an allocator) alive for the
+// Trainer's lifetime. Thread safety: one trainer thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "engine/base/memory_ledger.h"
+#include "engine/model/param_access.h"
+#include "engine/model/param_specs.h"
+#include "engine/shard/device_ops.h"
+
+namespace accel::train {
+
+class ModelRunner {
+ public:
+  virtual ~ModelRunner() = default;
+  // inputs and targets are host arrays (B, T); the mean loss over B·T positions, on the host.
+  [[nodiscard]] virtual absl::StatusOr<float> Forward(model::ParamAccess& params,
+                                                      const int32_t* inputs,
+                                                      const int32_t* targets) = 0;
+  // Backpropagates the last Forward, accumulating (+=) into ParamAccess::Grads, scaled by dloss.
+  [[nodiscard]] virtual absl::Status Backward(model::ParamAccess& params, const int32_t* inputs,
+                                              const int32_t* targets, float dloss) = 0;
+};
+
+struct ModelRunnerOptions {
+  int64_t batch = 0, seq = 0;
+  // The engine keeps bf16 parameters: the runner may multiply with ParamsBf16 (then it says so
+  // in bf16_matmuls, and the engine's fp32 copies skip the matmul weights).
+  bool bf16_params = false;
+  MemoryLedger* ledger = nullptr;  // activations are charged here (device pool)
+};
+
+struct ModelRunnerResult {
+  std::unique_ptr<ModelRunner> runner;
+  bool bf16_matmuls = false;
+};
+
+using ModelRunnerFactory = std::function<absl::StatusOr<ModelRunnerResult>(
+    const model::Gpt2Layout* layout, const ModelRunnerOptions& options)>;
+
+// Gpt2 on the CPU; bf16 matmuls where the CPU multiplies bf16 natively
+// (kernels::Bf16MatmulIsNative).
+[[nodiscard]] absl::StatusOr<ModelRunnerResult> CreateCpuModelRunner(
+    const model::Gpt2Layout* layout, const ModelRunnerOptions& options);
+
+struct ComputeBackend {
+  shard::DeviceOps* ops = nullptr;  // null: host memory
+  ModelRunnerFactory runner;        // null: CreateCpuModelRunner
+  std::string device = "cpu";       // for logs: "cpu", "cuda:0"
+};
+
+}  // namespace accel::train
