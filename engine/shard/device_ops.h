@@ -140,8 +140,12 @@ class DeviceOps {
 };
 
 // Host memory in `pool` (kDevice for a CPU rank's compute buffers) of `ledger` (not owned; must
-// outlive the ops), as Buffer and BufferPool account it.
+// outlive the ops), as Buffer and BufferPool account it. With `as_device`, host_addressable()
+// says false, so the engine and the trainer take every path they take for a real device
+// (staged host values, staged checkpoint ranges, staged collectives) on host memory: how the
+// CPU tests cover the GPU's code paths (tests/sharding/staged_device_test.cc).
 std::unique_ptr<DeviceOps> CreateHostDeviceOps(MemoryLedger* ledger,
-                                               MemoryPool pool = MemoryPool::kDevice);
+                                               MemoryPool pool = MemoryPool::kDevice,
+                                               bool as_device = false);
 
 }  // namespace accel::shard

@@ -35,11 +35,11 @@ namespace {
 
 class HostDeviceOps final : public DeviceOps {
  public:
-  HostDeviceOps(MemoryLedger* ledger, MemoryPool pool)
-      : ledger_(ledger), pool_kind_(pool), pool_(pool, ledger) {}
+  HostDeviceOps(MemoryLedger* ledger, MemoryPool pool, bool as_device)
+      : ledger_(ledger), pool_kind_(pool), as_device_(as_device), pool_(pool, ledger) {}
   ~HostDeviceOps() override = default;
 
-  bool host_addressable() const override { return true; }
+  bool host_addressable() const override { return !as_device_; }
 
   absl::StatusOr<DeviceBlock> Allocate(size_t bytes, MemoryCategory category) override {
     absl::StatusOr<Buffer> b = Buffer::Allocate(bytes, pool_kind_, category, ledger_);
@@ -148,14 +148,16 @@ class HostDeviceOps final : public DeviceOps {
 
   MemoryLedger* ledger_;
   MemoryPool pool_kind_;
+  bool as_device_;
   BufferPool pool_;
   absl::flat_hash_map<void*, Buffer> live_;  // every block handed out, by its data pointer
 };
 
 }  // namespace
 
-std::unique_ptr<DeviceOps> CreateHostDeviceOps(MemoryLedger* ledger, MemoryPool pool) {
-  return std::make_unique<HostDeviceOps>(ledger, pool);
+std::unique_ptr<DeviceOps> CreateHostDeviceOps(MemoryLedger* ledger, MemoryPool pool,
+                                               bool as_device) {
+  return std::make_unique<HostDeviceOps>(ledger, pool, as_device);
 }
 
 }  // namespace accel::shard

@@ -24,7 +24,8 @@ void Add(comm::CommStats& into, const comm::CommStats& s) {
 
 }  // namespace
 
-absl::StatusOr<GangResult> RunGang(const train::TrainOptions& options, int world) {
+absl::StatusOr<GangResult> RunGang(const train::TrainOptions& options, int world,
+                                   bool as_device) {
   static std::atomic<int> gang_id{0};
   const std::string prefix = absl::StrCat("gang", gang_id++);
   comm::InMemoryStore store;
@@ -40,8 +41,16 @@ absl::StatusOr<GangResult> RunGang(const train::TrainOptions& options, int world
     ACCEL_ASSIGN_OR_RETURN(
         shard::OwnedProcessGroups groups,
         shard::CreateGlooProcessGroups(&store, prefix, rank, world, options.shard, gloo));
+    std::unique_ptr<shard::DeviceOps> ops;  // outlives the trainer
+    train::ComputeBackend backend;
+    if (as_device) {
+      ops = shard::CreateHostDeviceOps(&ledger, MemoryPool::kDevice, /*as_device=*/true);
+      backend.ops = ops.get();
+      backend.device = "host-as-device";
+    }
     ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> trainer,
-                           train::Trainer::Create(options, groups.view(), Env::Default(), &ledger));
+                           train::Trainer::Create(options, groups.view(), Env::Default(), &ledger,
+                                                  backend));
     std::vector<float> losses;
     std::vector<train::StepMetrics> steps;
     ACCEL_RETURN_IF_ERROR(trainer->Train([&](const train::StepMetrics& m) {
@@ -83,17 +92,18 @@ absl::StatusOr<GangResult> RunGang(const train::TrainOptions& options, int world
 
 absl::StatusOr<ResumeComparison> RunStraightAndResumed(const train::TrainOptions& options,
                                                        int world, int64_t stop_at,
-                                                       const std::string& checkpoint_dir) {
+                                                       const std::string& checkpoint_dir,
+                                                       bool as_device) {
   ResumeComparison out;
-  ACCEL_ASSIGN_OR_RETURN(out.uninterrupted, RunGang(options, world));
+  ACCEL_ASSIGN_OR_RETURN(out.uninterrupted, RunGang(options, world, as_device));
   train::TrainOptions first = options;
   first.steps = stop_at;
   first.checkpoint_dir = checkpoint_dir;
   first.checkpoint_every = stop_at;
-  ACCEL_RETURN_IF_ERROR(RunGang(first, world).status());
+  ACCEL_RETURN_IF_ERROR(RunGang(first, world, as_device).status());
   train::TrainOptions second = options;
   second.resume_dir = checkpoint_dir;
-  ACCEL_ASSIGN_OR_RETURN(out.resumed, RunGang(second, world));
+  ACCEL_ASSIGN_OR_RETURN(out.resumed, RunGang(second, world, as_device));
   return out;
 }
 

@@ -21,8 +21,11 @@ struct GangResult {
   int64_t total_padded = 0;  // plan's padded elements (for the padding allowance)
 };
 
-// Runs `options.steps` steps on `world` ranks; options.batch is per rank.
-absl::StatusOr<GangResult> RunGang(const train::TrainOptions& options, int world);
+// Runs `options.steps` steps on `world` ranks; options.batch is per rank. `as_device`: each
+// rank's trainer computes through host ops that say they are a device (CreateHostDeviceOps),
+// so every staging path of the GPU backend runs.
+absl::StatusOr<GangResult> RunGang(const train::TrainOptions& options, int world,
+                                   bool as_device = false);
 
 // `options` (options.steps steps) on `world` ranks twice: straight through, and as two runs —
 // the first `stop_at` steps saving a checkpoint into `checkpoint_dir`, then a run resumed from
@@ -32,7 +35,8 @@ struct ResumeComparison {
 };
 absl::StatusOr<ResumeComparison> RunStraightAndResumed(const train::TrainOptions& options,
                                                        int world, int64_t stop_at,
-                                                       const std::string& checkpoint_dir);
+                                                       const std::string& checkpoint_dir,
+                                                       bool as_device = false);
 
 // The sharding tests' inputs in `dir`: data.txt (3000 bytes of a fixed letter pattern) and
 // config.json for `config`.
