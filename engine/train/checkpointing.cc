@@ -58,12 +58,15 @@ absl::StatusOr<checkpoint::LoadRange> StateRange(const shard::OwnedRange& r, opt
   staging.exp_avg_sq.resize(n);
   if (fill) {
     if (r.params16 != nullptr) {
-      if (!ops.host_addressable()) {
-        return absl::UnimplementedError("low-precision state in device memory");
+      std::vector<uint16_t> bits(n);
+      const std::pair<const uint16_t*, float*> arrays[] = {
+          {r.params16, staging.params.data()},
+          {opt.exp_avg().as<uint16_t>(), staging.exp_avg.data()},
+          {opt.exp_avg_sq().as<uint16_t>(), staging.exp_avg_sq.data()}};
+      for (const auto& [src, dst] : arrays) {
+        ACCEL_RETURN_IF_ERROR(ops.ToHost(bits.data(), src, n * sizeof(uint16_t)));
+        Bf16ToFloat(bits.data(), dst, n);
       }
-      Bf16ToFloat(r.params16, staging.params.data(), n);
-      Bf16ToFloat(opt.exp_avg().as<uint16_t>(), staging.exp_avg.data(), n);
-      Bf16ToFloat(opt.exp_avg_sq().as<uint16_t>(), staging.exp_avg_sq.data(), n);
     } else {
       ACCEL_RETURN_IF_ERROR(ops.ToHost(staging.params.data(), r.params, n * sizeof(float)));
       ACCEL_RETURN_IF_ERROR(ops.ToHost(staging.exp_avg.data(), opt.exp_avg().data(), n * 4));
@@ -81,9 +84,15 @@ absl::Status Unstage(const shard::OwnedRange& r, optim::AdamW& opt, const Fp32St
   shard::DeviceOps& ops = opt.ops();
   const size_t n = staging.params.size();
   if (r.params16 != nullptr) {
-    FloatToBf16(staging.params.data(), r.params16, n);
-    FloatToBf16(staging.exp_avg.data(), opt.exp_avg().as<uint16_t>(), n);
-    FloatToBf16(staging.exp_avg_sq.data(), opt.exp_avg_sq().as<uint16_t>(), n);
+    std::vector<uint16_t> bits(n);
+    const std::pair<const float*, uint16_t*> arrays[] = {
+        {staging.params.data(), r.params16},
+        {staging.exp_avg.data(), opt.exp_avg().as<uint16_t>()},
+        {staging.exp_avg_sq.data(), opt.exp_avg_sq().as<uint16_t>()}};
+    for (const auto& [src, dst] : arrays) {
+      FloatToBf16(src, bits.data(), n);
+      ACCEL_RETURN_IF_ERROR(ops.FromHost(dst, bits.data(), n * sizeof(uint16_t)));
+    }
   } else if (!ops.host_addressable()) {
     ACCEL_RETURN_IF_ERROR(ops.FromHost(r.params, staging.params.data(), n * sizeof(float)));
     ACCEL_RETURN_IF_ERROR(ops.FromHost(opt.exp_avg().data(), staging.exp_avg.data(), n * 4));

@@ -53,6 +53,15 @@ TEST_F(StagedDeviceTest, EveryStrategyAndDtypeMatchesTheHostBitForBit) {
       ExpectSameRun(*host, *device, what);
     }
   }
+  // FSDP low precision: bf16 parameters and moments, no masters (the params16 ranges).
+  for (Strategy s : {Strategy::kNoShard, Strategy::kFullShard}) {
+    train::TrainOptions o = GangOptions(dir_, s, 1, 2, DType::kBF16);
+    o.shard.master_dtype = DType::kBF16;
+    auto host = RunGang(o, 2);
+    auto device = RunGang(o, 2, /*as_device=*/true);
+    ASSERT_TRUE(host.ok() && device.ok()) << host.status() << device.status();
+    ExpectSameRun(*host, *device, absl::StrCat("low precision ", std::string(shard::StrategyName(s))));
+  }
   // Hybrid: two shard groups of two, the replicate group's all-reduce staged too.
   train::TrainOptions o = GangOptions(dir_, Strategy::kHybridShard, 1, 2, DType::kBF16);
   auto host = RunGang(o, 4);
@@ -92,6 +101,15 @@ TEST_F(StagedDeviceTest, CheckpointsSavedAndResumedThroughStagingAreExact) {
   auto host = RunGang(on_host, 2);
   ASSERT_TRUE(host.ok()) << host.status();
   EXPECT_EQ(host->params, runs->uninterrupted.params);
+}
+
+TEST_F(StagedDeviceTest, LowPrecisionCheckpointsRoundTripThroughStaging) {
+  train::TrainOptions o = GangOptions(dir_, Strategy::kFullShard, 1, 2, DType::kBF16);
+  o.shard.master_dtype = DType::kBF16;
+  o.steps = 6;
+  auto runs = RunStraightAndResumed(o, 2, 3, dir_ + "/ckpt", /*as_device=*/true);
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  EXPECT_EQ(runs->resumed.params, runs->uninterrupted.params);
 }
 
 TEST_F(StagedDeviceTest, InitialWeightsLoadThroughStagingInEveryMode) {

@@ -38,6 +38,25 @@ __global__ void AdamWKernel(float* params, float* m, float* v, const G* grads, O
   }
 }
 
+// Low precision: bf16 parameters and moments, widened, updated with AdamWKernel's arithmetic,
+// each rounded back to bf16 (kernels::AdamWUpdateBf16).
+__global__ void AdamWBf16Kernel(Bf16* params, Bf16* m, Bf16* v, const float* grads, int64_t n,
+                                AdamWConsts k) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float g = grads[i] * k.grad_scale;
+    float p = ToFloat(params[i]);
+    if (k.decay) p *= k.lr_decay;
+    const float mi = k.beta1 * ToFloat(m[i]) + k.one_minus_beta1 * g;
+    const float vi = k.beta2 * ToFloat(v[i]) + k.one_minus_beta2 * (g * g);
+    const float denom = sqrtf(vi) / k.bc2_sqrt + k.eps;
+    p -= k.step_size * (mi / denom);
+    params[i] = FromFloat<Bf16>(p);
+    m[i] = FromFloat<Bf16>(mi);
+    v[i] = FromFloat<Bf16>(vi);
+  }
+}
+
 template <typename T>
 __global__ void SquaredNormKernel(double* out, const T* x, int64_t n) {
   double sum = 0;
@@ -48,6 +67,23 @@ __global__ void SquaredNormKernel(double* out, const T* x, int64_t n) {
   }
   sum = BlockReduce<double, false>(sum);
   if (threadIdx.x == 0) atomicAdd(out, sum);
+}
+
+// The per-call constants, the bias corrections in double as cpu/adamw_ref.cc has them.
+AdamWConsts MakeConsts(const AdamWHyper& h) {
+  const double step = static_cast<double>(h.step);
+  AdamWConsts k;
+  k.lr_decay = 1.0f - h.lr * h.weight_decay;
+  k.decay = h.weight_decay != 0.0f;
+  k.beta1 = h.beta1;
+  k.beta2 = h.beta2;
+  k.one_minus_beta1 = 1.0f - h.beta1;
+  k.one_minus_beta2 = 1.0f - h.beta2;
+  k.step_size = static_cast<float>(h.lr / (1.0 - std::pow(static_cast<double>(h.beta1), step)));
+  k.bc2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(h.beta2), step)));
+  k.eps = h.eps;
+  k.grad_scale = h.grad_scale;
+  return k;
 }
 
 }  // namespace
@@ -64,18 +100,7 @@ absl::Status AdamWUpdate(float* params, float* m, float* v, const void* grads, D
         "AdamWUpdate: the parameter copy must be bf16 or f16 (the master params are f32)");
   }
   if (n == 0) return absl::OkStatus();
-  const double step = static_cast<double>(h.step);
-  AdamWConsts k;
-  k.lr_decay = 1.0f - h.lr * h.weight_decay;
-  k.decay = h.weight_decay != 0.0f;
-  k.beta1 = h.beta1;
-  k.beta2 = h.beta2;
-  k.one_minus_beta1 = 1.0f - h.beta1;
-  k.one_minus_beta2 = 1.0f - h.beta2;
-  k.step_size = static_cast<float>(h.lr / (1.0 - std::pow(static_cast<double>(h.beta1), step)));
-  k.bc2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(h.beta2), step)));
-  k.eps = h.eps;
-  k.grad_scale = h.grad_scale;
+  const AdamWConsts k = MakeConsts(h);
   return DispatchDType(grad_dtype, [&](auto grad_tag) {
     using G = decltype(grad_tag);
     const G* g = static_cast<const G*>(grads);
@@ -88,6 +113,19 @@ absl::Status AdamWUpdate(float* params, float* m, float* v, const void* grads, D
     }
     return ACCEL_CUDA_LAUNCH_STATUS("AdamWKernel");
   });
+}
+
+absl::Status AdamWUpdateBf16(uint16_t* params, uint16_t* m, uint16_t* v, const float* grads,
+                             int64_t n, const AdamWHyper& h, cudaStream_t stream) {
+  if (absl::Status s = CheckSizes("AdamWUpdateBf16", {n}); !s.ok()) return s;
+  if (h.step < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("AdamWUpdateBf16: step ", h.step, " < 1"));
+  }
+  if (n == 0) return absl::OkStatus();
+  AdamWBf16Kernel<<<GridFor(n), kThreads, 0, stream>>>(
+      reinterpret_cast<Bf16*>(params), reinterpret_cast<Bf16*>(m), reinterpret_cast<Bf16*>(v),
+      grads, n, MakeConsts(h));
+  return ACCEL_CUDA_LAUNCH_STATUS("AdamWBf16Kernel");
 }
 
 absl::Status SquaredL2Norm(double* out, const void* x, DType dtype, int64_t n, bool accumulate,

@@ -130,6 +130,34 @@ TEST(CudaAdamWTest, ReadsBf16Gradients) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(CudaAdamWTest, LowPrecisionMatchesRefWithinOneBf16Rounding) {
+  ACCEL_SKIP_WITHOUT_GPU();
+  const int64_t n = 4099;
+  TestRng rng(11);
+  std::vector<float> p32 = rng.NormalVector(n), g = rng.NormalVector(n);
+  std::vector<uint16_t> p(n), m(n, 0), v(n, 0);
+  FloatToBf16(p32.data(), p.data(), n);
+  AdamWHyper h;
+  h.lr = 1e-2f;
+  h.weight_decay = 0.1f;
+  DeviceArray<uint16_t> dp(p), dm(m), dv(v);
+  DeviceArray<float> dg(g);
+  for (int step = 1; step <= 3; ++step) {
+    h.step = step;
+    ASSERT_TRUE(AdamWUpdateBf16(dp.get(), dm.get(), dv.get(), dg.get(), n, h, nullptr).ok());
+    ref::AdamWUpdateBf16(p.data(), m.data(), v.data(), g.data(), n, h);
+  }
+  // FMA contraction may move a result across a bf16 rounding boundary: one bf16 ulp at most.
+  std::vector<float> got(n), want(n);
+  const std::vector<uint16_t> dp_host = dp.Download();
+  Bf16ToFloat(dp_host.data(), got.data(), n);
+  Bf16ToFloat(p.data(), want.data(), n);
+  EXPECT_TRUE(AllClose(got, want, 1e-6, 8e-3));
+  h.step = 0;
+  EXPECT_EQ(AdamWUpdateBf16(dp.get(), dm.get(), dv.get(), dg.get(), n, h, nullptr).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(CudaNormTest, SquaredL2NormMatchesRefAndAccumulates) {
   ACCEL_SKIP_WITHOUT_GPU();
   TestRng rng(9);

@@ -100,6 +100,11 @@ using ::accel::cuda::GemmTypes;
 [[nodiscard]] absl::Status AdamWUpdate(float* params, float* m, float* v, const void* grads,
                                        DType grad_dtype, int64_t n, const AdamWHyper& hyper,
                                        void* params_out, DType out_dtype, cudaStream_t stream);
+// Low precision (kernels::AdamWUpdateBf16): bf16 parameters and moments, fp32 gradients; the
+// same arithmetic on the widened values, each result rounded to bf16 (nearest even).
+[[nodiscard]] absl::Status AdamWUpdateBf16(uint16_t* params, uint16_t* m, uint16_t* v,
+                                           const float* grads, int64_t n, const AdamWHyper& hyper,
+                                           cudaStream_t stream);
 // *out (one device double) = Σ x² (accumulate = false) or *out += Σ x² (accumulate = true, for a
 // global norm over many tensors). Each x is widened to fp32 and its square summed in fp64.
 [[nodiscard]] absl::Status SquaredL2Norm(double* out, const void* x, DType dtype, int64_t n,

@@ -124,11 +124,10 @@ absl::Status CudaDeviceOps::AdamWUpdate(float* params, float* m, float* v, const
                                     DType::kF32, stream_);
 }
 
-absl::Status CudaDeviceOps::AdamWUpdateBf16(uint16_t*, uint16_t*, uint16_t*, const float*,
-                                            int64_t, const kernels::AdamWHyper&) {
-  return absl::UnimplementedError(
-      "low precision (bf16 parameters and moments without fp32 masters) has no CUDA AdamW "
-      "kernel yet");
+absl::Status CudaDeviceOps::AdamWUpdateBf16(uint16_t* params, uint16_t* m, uint16_t* v,
+                                            const float* grads, int64_t n,
+                                            const kernels::AdamWHyper& hyper) {
+  return kernels::cuda::AdamWUpdateBf16(params, m, v, grads, n, hyper, stream_);
 }
 
 absl::Status CudaDeviceOps::BeforeCollective(comm::Communicator& comm) {

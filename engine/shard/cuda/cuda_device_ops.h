@@ -56,7 +56,6 @@ class CudaDeviceOps final : public DeviceOps {
   absl::Status Synchronize() override;
   absl::Status AdamWUpdate(float* params, float* m, float* v, const float* grads, int64_t n,
                            const kernels::AdamWHyper& hyper) override;
-  // Unimplemented: the device has no low-precision AdamW kernel yet.
   absl::Status AdamWUpdateBf16(uint16_t* params, uint16_t* m, uint16_t* v, const float* grads,
                                int64_t n, const kernels::AdamWHyper& hyper) override;
   absl::Status BeforeCollective(comm::Communicator& comm) override;

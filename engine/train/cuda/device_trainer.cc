@@ -12,13 +12,7 @@
 namespace accel::train {
 
 absl::Status DeviceTrainer::CheckOptions(const TrainOptions& options) {
-  ACCEL_RETURN_IF_ERROR(ValidateTrainOptions(options));
-  if (options.shard.master_dtype != DType::kF32) {
-    return absl::InvalidArgumentError(
-        "low precision (bf16 parameters and moments without fp32 masters) is not supported on "
-        "the cuda device yet: use --mixed-precision bf16 (docs/gpu.md)");
-  }
-  return absl::OkStatus();
+  return ValidateTrainOptions(options);
 }
 
 absl::StatusOr<std::unique_ptr<DeviceTrainer>> DeviceTrainer::Create(const TrainOptions& options,

@@ -6,15 +6,15 @@
 // strategy and prefetch setting, bf16 / fp16 mixed precision with fp32 masters (bf16 matmuls on
 // the gathered bf16 units), the LossScaler, clipping, sharded / full / 16-bit checkpoints and
 // exact resume, --init-weights with sync_module_states, cpu_ram_efficient_loading or
-// zero3_init, per-rank statistics. Host-side agreements are staged through device memory.
+// zero3_init, FSDP low precision (bf16 parameters and moments, no masters), per-rank
+// statistics. Host-side agreements are staged through device memory.
 //
 // Collectives are NCCL's: `groups` from shard::CreateNcclProcessGroups on this device, or, when
 // empty, a one-rank NCCL communicator of its own. Gathers and reductions run on NCCL's streams,
 // ordered against the compute stream by events (CudaDeviceOps); the host waits once per
 // micro-step for the loss, once per step for the norm, and at the end of the step.
 //
-// Refused with InvalidArgument before any device is touched (CheckOptions): low precision
-// (bf16 parameters and moments without masters: the device has no such AdamW kernel yet).
+// Bad options are InvalidArgument before any device is touched (CheckOptions).
 // Thread safety: none; one trainer per process and device, driven from one thread.
 #pragma once
 
@@ -44,7 +44,7 @@ class DeviceTrainer {
       const TrainOptions& options, shard::ProcessGroups groups = {}, int device = 0,
       Env* env = Env::Default());
   ~DeviceTrainer();
-  // What Create checks before it touches a device: ValidateTrainOptions and the refusal above.
+  // What Create checks before it touches a device (ValidateTrainOptions).
   [[nodiscard]] static absl::Status CheckOptions(const TrainOptions& options);
 
   // The trainer itself: Train, TrainStep, SaveCheckpoint, Resume, SaveWeights, statistics.
