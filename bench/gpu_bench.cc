@@ -229,6 +229,22 @@ absl::Status Micro(cudaStream_t stream, int iters, bool* failed) {
       return kc::SquaredL2Norm(static_cast<double*>(norm8), g, DType::kF32, kParams, false,
                                stream);
     });
+    // The sharding engine's elementwise updates and FSDP low precision's optimizer.
+    ACCEL_ASSIGN_OR_RETURN(void* mb, arena.Zeros(kParams, DType::kBF16));
+    ACCEL_ASSIGN_OR_RETURN(void* vb, arena.Zeros(kParams, DType::kBF16));
+    ACCEL_ASSIGN_OR_RETURN(void* gb, arena.Random(kParams, DType::kBF16));
+    h.step = 1;
+    r.Run("adamw low precision (bf16 p/m/v) 124M", kParams * 16.0, false, [&] {
+      return kc::AdamWUpdateBf16(static_cast<uint16_t*>(pb), static_cast<uint16_t*>(mb),
+                                 static_cast<uint16_t*>(vb), static_cast<const float*>(g),
+                                 kParams, h, stream);
+    });
+    r.Run("accumulate bf16 124M", kParams * 6.0, false, [&] {
+      return kc::AccumulateInDType(mb, gb, kParams, DType::kBF16, stream);
+    });
+    r.Run("scale f32 124M", kParams * 8.0, false, [&] {
+      return kc::Scale(static_cast<float*>(g), kParams, 1.0f, stream);
+    });
   }
   arena.Clear();
 

@@ -125,6 +125,11 @@ class DeviceOps {
                                                      const float* grads, int64_t n,
                                                      const kernels::AdamWHyper& hyper) = 0;
 
+  // Seconds the compute stream stood waiting for collectives (AfterCollective) since the last
+  // call: a device's exposed communication, which no host clock sees. Call after Synchronize.
+  // The host blocks instead (ShardedModel times that itself): 0.
+  virtual double TakeStreamWaitSeconds() { return 0; }
+
   // Before issuing a collective on `comm` whose buffers block work has produced or will reuse.
   [[nodiscard]] virtual absl::Status BeforeCollective(comm::Communicator& comm) = 0;
   // After issuing it: later block work sees its results. Host: waits for the Work (at most

@@ -111,9 +111,11 @@ class ShardedModel final : public model::ParamAccess {
   // fp16 loss scaling: gradients are produced multiplied by `scale` and divided by it before
   // the optimizer sees them. 1 by default.
   void set_loss_scale(double scale) { loss_scale_ = scale; }
-  // Seconds spent blocked in collectives since the last call (exposed communication).
+  // Seconds spent blocked in collectives since the last call (exposed communication): the host's
+  // waits, plus on a device the compute stream's (DeviceOps::TakeStreamWaitSeconds; call after
+  // the ops are synchronised).
   double TakeCommWaitSeconds() {
-    const double s = comm_wait_seconds_;
+    const double s = comm_wait_seconds_ + ops_->TakeStreamWaitSeconds();
     comm_wait_seconds_ = 0;
     return s;
   }

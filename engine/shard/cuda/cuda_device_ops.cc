@@ -37,6 +37,37 @@ absl::StatusOr<std::unique_ptr<CudaDeviceOps>> CudaDeviceOps::Create(
 
 CudaDeviceOps::~CudaDeviceOps() {
   if (norm_ != nullptr) (void)allocator_->Free(norm_);
+  (void)cudaStreamSynchronize(stream_);
+  for (const auto& [before, after] : waits_) {
+    cudaEventDestroy(before);
+    cudaEventDestroy(after);
+  }
+  for (cudaEvent_t e : free_events_) cudaEventDestroy(e);
+}
+
+absl::StatusOr<cudaEvent_t> CudaDeviceOps::TimingEvent() {
+  if (!free_events_.empty()) {
+    cudaEvent_t e = free_events_.back();
+    free_events_.pop_back();
+    return e;
+  }
+  cudaEvent_t e = nullptr;
+  ACCEL_CUDA_RETURN_IF_ERROR(cudaEventCreate(&e));
+  return e;
+}
+
+double CudaDeviceOps::TakeStreamWaitSeconds() {
+  double seconds = 0;
+  for (const auto& [before, after] : waits_) {
+    float ms = 0;
+    // Not ready (the caller did not synchronise) or failed: that wait is not counted.
+    if (cudaEventElapsedTime(&ms, before, after) == cudaSuccess) seconds += ms * 1e-3;
+    free_events_.push_back(before);
+    free_events_.push_back(after);
+  }
+  (void)cudaGetLastError();  // a not-ready query must not surface at the next launch check
+  waits_.clear();
+  return seconds;
 }
 
 absl::StatusOr<DeviceBlock> CudaDeviceOps::Acquire(size_t bytes, MemoryCategory category,
@@ -139,7 +170,13 @@ absl::Status CudaDeviceOps::AfterCollective(comm::Communicator& comm,
                                             const std::shared_ptr<comm::Work>& work,
                                             absl::Duration) {
   ACCEL_ASSIGN_OR_RETURN(comm::NcclCommunicator * nccl, Nccl(comm));
-  return nccl->MakeStreamWaitFor(work, stream_);
+  ACCEL_ASSIGN_OR_RETURN(cudaEvent_t before, TimingEvent());
+  ACCEL_ASSIGN_OR_RETURN(cudaEvent_t after, TimingEvent());
+  waits_.emplace_back(before, after);
+  ACCEL_CUDA_RETURN_IF_ERROR(cudaEventRecord(before, stream_));
+  ACCEL_RETURN_IF_ERROR(nccl->MakeStreamWaitFor(work, stream_));
+  ACCEL_CUDA_RETURN_IF_ERROR(cudaEventRecord(after, stream_));
+  return absl::OkStatus();
 }
 
 }  // namespace accel::shard

@@ -13,7 +13,8 @@
 //     use can be overwritten by the collective;
 //   - AfterCollective makes the compute stream wait for that one operation's event
 //     (NcclCommunicator::MakeStreamWaitFor), so a prefetched gather overlaps the compute queued
-//     before its consumer, and the host never blocks.
+//     before its consumer, and the host never blocks. Timing events on either side of that wait
+//     measure how long the compute stream stood still (TakeStreamWaitSeconds).
 // Any other Communicator is FailedPrecondition (a host backend cannot read device memory).
 // Arithmetic: Convert, Accumulate and Scale are bit-exact with the host ops; SumOfSquares sums
 // with atomics (to rounding, not bit-reproducible).
@@ -23,6 +24,8 @@
 #include <cuda_runtime_api.h>
 
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "engine/kernels/cuda/caching_allocator.h"
@@ -58,6 +61,8 @@ class CudaDeviceOps final : public DeviceOps {
                            const kernels::AdamWHyper& hyper) override;
   absl::Status AdamWUpdateBf16(uint16_t* params, uint16_t* m, uint16_t* v, const float* grads,
                                int64_t n, const kernels::AdamWHyper& hyper) override;
+  // Timed from the two events recorded around each AfterCollective's wait.
+  double TakeStreamWaitSeconds() override;
   absl::Status BeforeCollective(comm::Communicator& comm) override;
   absl::Status AfterCollective(comm::Communicator& comm, const std::shared_ptr<comm::Work>& work,
                                absl::Duration timeout) override;
@@ -71,7 +76,11 @@ class CudaDeviceOps final : public DeviceOps {
 
   cuda::CachingAllocator* allocator_;
   cudaStream_t stream_;
+  absl::StatusOr<cudaEvent_t> TimingEvent();
+
   void* norm_ = nullptr;  // one device double for SumOfSquares
+  std::vector<cudaEvent_t> free_events_;
+  std::vector<std::pair<cudaEvent_t, cudaEvent_t>> waits_;  // around each stream wait
 };
 
 }  // namespace accel::shard

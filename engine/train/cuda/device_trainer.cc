@@ -31,6 +31,10 @@ absl::StatusOr<std::unique_ptr<DeviceTrainer>> DeviceTrainer::Create(const Train
   t->allocator_ =
       std::make_unique<cuda::CachingAllocator>(cuda::CudaRawAllocator(device), &t->ledger_);
   ACCEL_ASSIGN_OR_RETURN(t->blas_, cuda::Blas::Create(&t->ledger_));
+  // Mixed precision computes the matmuls in 16 bits; the products left in fp32 (attention's,
+  // and under fp16 the linear layers on fp32 copies) may use TF32 tensor cores, which keep more
+  // mantissa than either 16-bit type. fp32 training stays exact fp32, matching the CPU.
+  t->blas_->set_allow_tf32(options.shard.param_dtype != DType::kF32);
   ACCEL_ASSIGN_OR_RETURN(t->ops_, shard::CudaDeviceOps::Create(t->allocator_.get(), t->stream_));
   if (groups.world == nullptr) {
     comm::InMemoryStore store;
