@@ -7,8 +7,9 @@
 #       (B=16, T=1024) with tokens/s and MFU,
 #   (d) train GPT-2 124M with the engine's device trainer: `accel-worker --standalone --device
 #       cuda --mixed-precision bf16` (B=16, T=1024, 20 steps; the trainer's tokens/s and MFU,
-#       median of steps 5..20), then a 1-rank FULL_SHARD job (`resources.device: cuda`)
-#       through a local acceld, which must end SUCCEEDED.
+#       median of steps 5..20), then a 1-rank FULL_SHARD job (`resources.device: cuda`,
+#       checkpoints every 10 steps) through a local acceld, which must end SUCCEEDED with
+#       checkpoints that `accelctl ckpt inspect` verifies.
 # Sized to finish in under 8 minutes on one H200 with 16 cores (build ~3-4 min from scratch,
 # tests < 1 min, benchmark ~1 min). Exits nonzero if any part fails, after running all of them.
 #   bench/gpu_check.sh [--micro-only]      (env: BUILD_DIR, BUILD_TYPE, ACCEL_CUDA_ARCHS, JOBS)
@@ -81,10 +82,13 @@ model: {preset: gpt2}
 data: {path: $PWD/data/kjv.txt}
 train: {steps: 20, micro_batch: 8, seq_len: 1024, log_every: 5}
 sharding: {strategy: full_shard}
+checkpoint: {dir: $state/ckpt, every_n_steps: 10}
 resources: {num_processes: 1, device: cuda}
 JOB
 timeout 300 "$BUILD_DIR/client/accelctl" --server "unix:$state/acceld.sock" \
   --token-file "$state/token" submit "$state/job.yaml" --wait || { status=1; tail -20 "$state/acceld.log"; }
+# The device checkpoints it wrote must verify (checksums, metadata) on the host.
+"$BUILD_DIR/client/accelctl" ckpt inspect "$state/ckpt" || status=1
 kill $acceld 2>/dev/null; wait $acceld 2>/dev/null
 
 step "done: $([ $status -eq 0 ] && echo PASS || echo FAIL)"
