@@ -29,26 +29,6 @@ struct Pending {
   cudaEvent_t event = nullptr;  // null while its group is still open
 };
 
-// One rank's nominal ring traffic for an operation (see the header): {sent, received}.
-std::pair<int64_t, int64_t> NominalBytes(OpKind kind, size_t count, size_t esize, int rank,
-                                         int size, int root) {
-  if (size == 1) return {0, 0};
-  const int64_t bytes = static_cast<int64_t>(count * esize);
-  switch (kind) {
-    case OpKind::kAllGather:
-    case OpKind::kReduceScatter:
-      return {bytes * (size - 1), bytes * (size - 1)};
-    case OpKind::kAllReduce:
-    case OpKind::kBarrier: {
-      const int64_t b = 2 * bytes * (size - 1) / size;
-      return {b, b};
-    }
-    case OpKind::kBroadcast:
-      return {rank == root ? bytes : 0, rank == root ? 0 : bytes};
-  }
-  return {0, 0};
-}
-
 class NcclCommImpl : public NcclCommunicator {
  public:
   NcclCommImpl(ncclComm_t comm, int rank, int size, int device, cudaStream_t stream,
@@ -274,7 +254,7 @@ class NcclCommImpl : public NcclCommunicator {
       work->Complete(s);
       return work;
     }
-    const auto [sent, received] = NominalBytes(kind, count, DTypeSize(dtype), rank_, size_, root);
+    const auto [sent, received] = NcclNominalBytes(kind, count, DTypeSize(dtype), rank_, size_, root);
     stats_.ops[static_cast<int>(kind)].bytes_sent += sent;
     stats_.ops[static_cast<int>(kind)].bytes_received += received;
     if (pending_.empty()) front_since_ = absl::Now();

@@ -70,4 +70,24 @@ absl::Status WaitInitialised(ncclComm_t comm, absl::Time deadline, const std::st
   return NcclStatus(r, "initialisation", comm, what);
 }
 
+// One rank's nominal ring traffic for an operation (see the header): {sent, received}.
+std::pair<int64_t, int64_t> NcclNominalBytes(OpKind kind, size_t count, size_t esize, int rank,
+                                         int size, int root) {
+  if (size == 1) return {0, 0};
+  const int64_t bytes = static_cast<int64_t>(count * esize);
+  switch (kind) {
+    case OpKind::kAllGather:
+    case OpKind::kReduceScatter:
+      return {bytes * (size - 1), bytes * (size - 1)};
+    case OpKind::kAllReduce:
+    case OpKind::kBarrier: {
+      const int64_t b = 2 * bytes * (size - 1) / size;
+      return {b, b};
+    }
+    case OpKind::kBroadcast:
+      return {rank == root ? bytes : 0, rank == root ? 0 : bytes};
+  }
+  return {0, 0};
+}
+
 }  // namespace accel::comm

@@ -1,14 +1,16 @@
 // Pieces of the NCCL backend shared by its creation (nccl_create.cc) and its operations
 // (nccl_communicator.cc); internal to them: the Work handle, NCCL results as Status, polling a
-// non-blocking communicator until its pending call finishes, and the two entry points the
-// creation code needs into the running communicator.
+// non-blocking communicator until its pending call finishes, the nominal traffic of an
+// operation, and the two entry points the creation code needs into the running communicator.
 #pragma once
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -61,5 +63,10 @@ absl::StatusOr<ncclComm_t> SplitNcclComm(NcclCommunicator& parent, int color, in
 // Waits for a non-blocking init or split of `comm` to finish: OK, the NCCL error as Status, or
 // DeadlineExceeded naming `what` at the deadline (the caller then aborts `comm`).
 absl::Status WaitInitialised(ncclComm_t comm, absl::Time deadline, const std::string& what);
+
+// One rank's nominal ring traffic for an operation of `count` elements of `esize` bytes in a
+// group of `size`: {sent, received} (CommStats of the NCCL backend; nccl_communicator.h).
+std::pair<int64_t, int64_t> NcclNominalBytes(OpKind kind, size_t count, size_t esize, int rank,
+                                             int size, int root);
 
 }  // namespace accel::comm
