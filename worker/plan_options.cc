@@ -238,9 +238,13 @@ absl::Status ApplyTrainPlan(const config::TrainPlan& p, train::TrainOptions* opt
                                   std::string(config::Name(p.offload_params)),
                                   " offload is not supported by this engine yet"));
   }
-  if (p.offload_optimizer != config::OffloadDevice::kNone &&
-      !(p.distributed_type == DistributedType::kFsdp &&
-        p.offload_params != config::OffloadDevice::kNone)) {
+  if (p.offload_optimizer == config::OffloadDevice::kCpu &&
+      p.offload_params == config::OffloadDevice::kNone) {
+    // ZeRO-Offload: masters, moments and the update on the host (ShardOptions).
+    o.shard.offload_optimizer = true;
+  } else if (p.offload_optimizer != config::OffloadDevice::kNone &&
+             !(p.distributed_type == DistributedType::kFsdp &&
+               p.offload_params != config::OffloadDevice::kNone)) {
     errors.push_back(absl::StrCat(
         Key(p, "fsdp_config.fsdp_offload_params", "zero_optimization.offload_optimizer.device",
             "offload_optimizer"),
@@ -308,11 +312,12 @@ std::string DescribeMode(const train::TrainOptions& o) {
                           ? absl::StrCat(" (hybrid group ", o.shard.hybrid_group_size, ")")
                           : "";
   return absl::StrFormat(
-      "%s%s: params %s, grads %s, master %s, optimizer state %s, loss scaling %s, accum %d%s, "
-      "clip %g, checkpoints %s%s",
+      "%s%s: params %s, grads %s, master %s, optimizer state %s%s, loss scaling %s, accum "
+      "%d%s, clip %g, checkpoints %s%s",
       std::string(shard::StrategyName(m.strategy)), group, std::string(DTypeName(m.params)),
       std::string(DTypeName(m.grads)), std::string(DTypeName(m.master)),
-      std::string(DTypeName(m.optimizer_state)), m.loss_scaling ? "on" : "off",
+      std::string(DTypeName(m.optimizer_state)),
+      o.shard.offload_optimizer ? " (offloaded to the host)" : "", m.loss_scaling ? "on" : "off",
       o.grad_accum, o.shard.reduce_every_micro_step ? " (reduce every micro-step)" : "",
       o.grad_clip, StateDictName(o.state_dict_type), o.save_16bit ? " + 16-bit model" : "");
 }
@@ -328,6 +333,7 @@ std::string ModeJson(const train::TrainOptions& o, std::string_view config_sourc
   j["grads"] = std::string(DTypeName(m.grads));
   j["master"] = std::string(DTypeName(m.master));
   j["optimizer_state"] = std::string(DTypeName(m.optimizer_state));
+  j["optimizer_device"] = o.shard.offload_optimizer ? "host" : "compute";
   j["loss_scaling"] = m.loss_scaling;
   j["grad_accum"] = o.grad_accum;
   j["reduce_every_micro_step"] = o.shard.reduce_every_micro_step;

@@ -202,6 +202,23 @@ TEST(PlanOptionsTest, DeepSpeedJsonFp16PrefetchOptimizerAndScheduler) {
                                      HasSubstr("(reduce every micro-step)")));
 }
 
+TEST(PlanOptionsTest, DeepSpeedOptimizerOffloadToCpuIsZeroOffload) {
+  config::TrainPlan ds;
+  ds.distributed_type = config::DistributedType::kDeepSpeed;
+  ds.offload_optimizer = config::OffloadDevice::kCpu;
+  train::TrainOptions o;
+  ASSERT_TRUE(ApplyTrainPlan(ds, &o).ok());
+  EXPECT_TRUE(o.shard.offload_optimizer);
+  EXPECT_THAT(DescribeMode(o), HasSubstr("optimizer state f32 (offloaded to the host)"));
+  EXPECT_THAT(ModeJson(o, "", {}), HasSubstr(R"("optimizer_device":"host")"));
+  // NVMe stays refused, by key.
+  ds.offload_optimizer = config::OffloadDevice::kNvme;
+  train::TrainOptions n;
+  EXPECT_THAT(ApplyTrainPlan(ds, &n).message(),
+              HasSubstr("zero_optimization.offload_optimizer.device: nvme offload"));
+  EXPECT_FALSE(n.shard.offload_optimizer);
+}
+
 TEST(PlanOptionsTest, UnsupportedSettingsNameTheirKeysAndChangeNothing) {
   train::TrainOptions o;
   o.grad_accum = 7;

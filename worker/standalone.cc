@@ -112,6 +112,9 @@ void AddStandaloneFlags(CLI::App& app, StandaloneFlags& f) {
       ->capture_default_str();
   app.add_flag("--reduce-every-micro-step", t.shard.reduce_every_micro_step,
                "reduce gradients after every micro-step (DeepSpeed stage 2) instead of at the boundary");
+  app.add_flag("--offload-optimizer", t.shard.offload_optimizer,
+               "ZeRO-Offload: fp32 masters, AdamW moments and the update on the host "
+               "(DeepSpeed offload_optimizer.device: cpu)");
   app.add_option("--checkpoint-dir", t.checkpoint_dir, "save sharded checkpoints here (DIR/step_N, DIR/latest)");
   app.add_option("--checkpoint-every", t.checkpoint_every, "save every N steps (0: never)")
       ->capture_default_str();

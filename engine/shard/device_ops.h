@@ -65,6 +65,8 @@ class DeviceBlock {
   }
   // Gives up ownership without freeing (for the DeviceOps that made it).
   void* Detach();
+  // The DeviceOps that made it (null for an empty block).
+  DeviceOps* ops() const { return ops_; }
 
  private:
   DeviceOps* ops_ = nullptr;

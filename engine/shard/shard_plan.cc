@@ -64,6 +64,10 @@ absl::StatusOr<ShardPlan> ShardPlan::Create(const model::Gpt2Layout& layout, int
         "(low precision is bf16 only), got param_dtype ",
         std::string(DTypeName(options.param_dtype))));
   }
+  if (options.offload_optimizer && options.master_dtype != DType::kF32) {
+    return absl::InvalidArgumentError(
+        "offload_optimizer needs fp32 masters; low precision (master_dtype bf16) keeps none");
+  }
   ShardPlan p;
   p.options_ = options;
   p.world_ = world;
@@ -116,7 +120,8 @@ bool ShardPlan::PrimaryReplica() const {
 std::string ShardPlan::Describe() const {
   return absl::StrCat(std::string(StrategyName(options_.strategy)), ": ", world_, " ranks, shard group ",
                       shard_size_, ", ", units_.size(), " units, ", total_shard_,
-                      " elements per shard (", total_padded_, " padded)");
+                      " elements per shard (", total_padded_, " padded)",
+                      options_.offload_optimizer ? ", optimizer offloaded to the host" : "");
 }
 
 }  // namespace accel::shard

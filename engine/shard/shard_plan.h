@@ -63,6 +63,12 @@ struct ShardOptions {
   // or bf16 with param_dtype bf16 for FSDP's low precision (weights loaded in bf16 and no mixed
   // precision): no master, AdamW updates the bf16 parameters and keeps bf16 moments.
   DType master_dtype = DType::kF32;
+  // ZeRO-Offload of the optimizer (DeepSpeed's offload_optimizer.device: cpu): the fp32 masters
+  // of this rank's ranges, the AdamW moments and the step live in host memory; reduced
+  // gradients go to the host, the update runs there, and the parameters come back rounded to
+  // param_dtype. Applies in fp32 too (then the masters are copies of the parameters). Not with
+  // low precision.
+  bool offload_optimizer = false;
   // DeepSpeed ZeRO-3 scheduling, in elements; 0 = FSDP's rule (prefetch exactly the next unit,
   // no cap on what is gathered). prefetch_bucket_numel: keep prefetching later units until this
   // many elements are in flight (stage3_prefetch_bucket_size). max_live_numel: never hold more

@@ -43,6 +43,12 @@ absl::StatusOr<std::unique_ptr<ShardedModel>> ShardedModel::Create(
     ops = m->owned_ops_.get();
   }
   m->ops_ = ops;
+  m->masters_ = (m->mixed_ && !m->low_precision_) || m->plan_.options().offload_optimizer;
+  m->optimizer_ops_ = ops;
+  if (m->plan_.options().offload_optimizer) {
+    m->owned_optimizer_ops_ = CreateHostDeviceOps(m->ledger_, MemoryPool::kHost);
+    m->optimizer_ops_ = m->owned_optimizer_ops_.get();
+  }
   ACCEL_RETURN_IF_ERROR(m->Allocate());
   return m;
 }
@@ -73,11 +79,12 @@ absl::Status ShardedModel::Allocate() {
                                   &unit.shard));
     }
     const int64_t reduced_numel = plan_.reduce_per_unit() ? us.shard_numel : us.padded_numel;
+    if (masters_) {
+      ACCEL_ASSIGN_OR_RETURN(unit.master,
+                             optimizer_ops_->Allocate(MasterLength(u) * sizeof(float),
+                                                      MemoryCategory::kOptimizerState));
+    }
     if (mixed_) {
-      if (!low_precision_) {
-        ACCEL_RETURN_IF_ERROR(alloc(MasterLength(u) * sizeof(float),
-                                    MemoryCategory::kOptimizerState, &unit.master));
-      }
       ACCEL_RETURN_IF_ERROR(alloc(reduced_numel * reduce_size(), MemoryCategory::kGrads,
                                   &unit.reduced));
     } else if (plan_.reduce_per_unit()) {
@@ -168,13 +175,13 @@ absl::Status ShardedModel::LoadUnitRange(int u, const float* values) {
   Unit& unit = units_[u];
   const DType param_dtype = plan_.options().param_dtype;
   const auto [held_begin, held_end] = HeldRange(u);
-  if (mixed_ && !low_precision_) {
+  if (masters_) {
     // The master takes the part of the held values inside its range; padding stays zero.
     ACCEL_RETURN_IF_ERROR(ZeroBlock(unit.master));
     const int64_t from = std::max(held_begin, MasterBegin(u));
     const int64_t to = std::min(std::min(held_end, us.numel), MasterBegin(u) + MasterLength(u));
     if (to > from) {
-      ACCEL_RETURN_IF_ERROR(ops_->FromHost(unit.master.as<float>() + (from - MasterBegin(u)),
+      ACCEL_RETURN_IF_ERROR(optimizer_ops_->FromHost(unit.master.as<float>() + (from - MasterBegin(u)),
                                            values + (from - held_begin),
                                            (to - from) * sizeof(float)));
     }
@@ -223,6 +230,18 @@ absl::Status ShardedModel::BroadcastFull(float* full, int root) {
   return absl::OkStatus();
 }
 
+absl::Status ShardedModel::ToOptimizer(void* optimizer_dst, const void* model_src,
+                                       size_t bytes) {
+  if (optimizer_ops_ == ops_) return ops_->Copy(optimizer_dst, model_src, bytes);
+  return ops_->ToHost(optimizer_dst, model_src, bytes);  // the optimizer's memory is the host's
+}
+
+absl::Status ShardedModel::FromOptimizer(void* model_dst, const void* optimizer_src,
+                                         size_t bytes) {
+  if (optimizer_ops_ == ops_) return ops_->Copy(model_dst, optimizer_src, bytes);
+  return ops_->FromHost(model_dst, optimizer_src, bytes);
+}
+
 absl::Status ShardedModel::ConvertToHost(const void* src, DType dtype, float* out, int64_t n) {
   if (n <= 0) return absl::OkStatus();
   if (ops_->host_addressable()) return ops_->Convert(src, dtype, out, DType::kF32, n);
@@ -241,17 +260,24 @@ absl::Status ShardedModel::GatherUnit(int u, float* out) {
   }
   const UnitShard& us = plan_.unit(u);
   Unit& unit = units_[u];
-  if (mixed_ && !low_precision_) {
+  if (masters_) {
     // The masters, not the rounded copies: a full save holds what the optimizer holds.
     if (!plan_.optimizer_sharded()) {
-      return ConvertToHost(unit.master.data(), DType::kF32, out, us.numel);
+      return optimizer_ops_->ToHost(out, unit.master.data(), us.numel * sizeof(float));
     }
     ACCEL_ASSIGN_OR_RETURN(DeviceBlock all, ops_->Acquire(us.padded_numel * sizeof(float),
                                                           MemoryCategory::kCommunication, false));
     comm::Communicator& shard = *groups_.shard;
+    const void* send = unit.master.data();
+    if (optimizer_ops_ != ops_) {
+      // Offloaded masters reach the collective through this rank's slot of the result.
+      float* mine = all.as<float>() + shard.rank() * us.shard_numel;
+      ACCEL_RETURN_IF_ERROR(FromOptimizer(mine, send, us.shard_numel * sizeof(float)));
+      send = mine;
+    }
     ACCEL_RETURN_IF_ERROR(ops_->BeforeCollective(shard));
     absl::Status s = AwaitOnHost(
-        shard, shard.AllGather(unit.master.data(), all.data(), us.shard_numel, DType::kF32));
+        shard, shard.AllGather(send, all.data(), us.shard_numel, DType::kF32));
     if (s.ok()) s = ConvertToHost(all.data(), DType::kF32, out, us.numel);
     ops_->Recycle(std::move(all));
     return s;

@@ -98,9 +98,13 @@ class ShardedModel final : public model::ParamAccess {
   ~ShardedModel() override;
 
   const ShardPlan& plan() const { return plan_; }
-  // Where this model's buffers live (the ops Create got, or its own host ops); the optimizer
-  // and the trainer allocate and compute through the same ones.
+  // Where this model's buffers live (the ops Create got, or its own host ops); the trainer
+  // computes through the same ones.
   DeviceOps& ops() const { return *ops_; }
+  // Where the optimizer's state lives and its update runs: ops(), or under offload_optimizer
+  // host ops of the ledger's host pool. OwnedRanges' params and grads are this memory.
+  DeviceOps& optimizer_ops() const { return *optimizer_ops_; }
+  bool offload_optimizer() const { return plan_.options().offload_optimizer; }
   // Whether parameters or gradients are kept in a 16-bit dtype.
   bool mixed_precision() const { return mixed_; }
   // Low precision: bf16 parameters without fp32 masters (ShardOptions::master_dtype bf16).
@@ -187,11 +191,12 @@ class ShardedModel final : public model::ParamAccess {
     // Reduced gradients: fp32 shard_numel for per-unit reducing strategies; under mixed
     // precision in reduce_dtype, padded_numel (no_shard, zero1) or shard_numel (the others).
     DeviceBlock reduced;
-    // Mixed precision only.
+    // With masters (masters_, in the optimizer's memory):
     DeviceBlock master;     // fp32 master of the optimizer range: MasterBegin(), MasterLength()
+    DeviceBlock opt_grads;  // fp32 unscaled gradients of the optimizer range, during the update
+    // Mixed precision only.
     DeviceBlock compute;    // fp32 copy of `full` while the model uses it
     DeviceBlock comm;       // reduce_dtype copy of full_grads while it is reduce-scattered
-    DeviceBlock opt_grads;  // fp32 unscaled gradients of the optimizer range, during the update
     std::shared_ptr<comm::Work> gather;  // in-flight all-gather into `full`
     bool gathered = false;
     bool keep_for_step = false;  // persistent small unit, or the root during a step
@@ -215,6 +220,9 @@ class ShardedModel final : public model::ParamAccess {
   int64_t MasterBegin(int u) const;
   int64_t MasterLength(int u) const;
   absl::Status PrepareOptimizerGrads();
+  // Whether the optimizer reads fp32 copies of the reduced gradients (opt_grads): under mixed
+  // or low precision, and whenever it is offloaded.
+  bool OptimizerReadsCopies() const { return mixed_ || masters_; }
   void ReleaseCompute(int unit);
   int64_t LiveGatheredNumel(int except) const;
   absl::Status PrefetchForward(int unit);
@@ -232,7 +240,13 @@ class ShardedModel final : public model::ParamAccess {
   absl::StatusOr<std::vector<double>> AllGatherDouble(comm::Communicator& comm, double value);
   // n values of `dtype` at block memory `src` into host floats `out`.
   absl::Status ConvertToHost(const void* src, DType dtype, float* out, int64_t n);
-  absl::Status ZeroBlock(DeviceBlock& block) { return ops_->Zero(block.data(), block.bytes()); }
+  // Zeroes a block through the ops that made it (the model's, or the optimizer's when offloaded).
+  static absl::Status ZeroBlock(DeviceBlock& block) {
+    return block.empty() ? absl::OkStatus() : block.ops()->Zero(block.data(), block.bytes());
+  }
+  // Moves bytes between the model's memory and the optimizer's (the same ops: a copy).
+  absl::Status ToOptimizer(void* optimizer_dst, const void* model_src, size_t bytes);
+  absl::Status FromOptimizer(void* model_dst, const void* optimizer_src, size_t bytes);
   absl::Status IssueGather(int unit);
   absl::Status EnsureGathered(int unit);
   void MaybeFree(int unit);
@@ -248,12 +262,17 @@ class ShardedModel final : public model::ParamAccess {
   absl::Duration timeout_;
   MemoryLedger* ledger_;
   std::unique_ptr<DeviceOps> owned_ops_;  // the host ops when Create got none; outlives units_
+  std::unique_ptr<DeviceOps> owned_optimizer_ops_;  // offload_optimizer's host ops; likewise
   // Gathered parameters and unit gradients come and go every step: ops_ caches their memory.
   DeviceOps* ops_ = nullptr;
   std::vector<Unit> units_;
   std::deque<PendingReduce> pending_reduces_;
   bool mixed_ = false;
   bool low_precision_ = false;  // mixed_ without masters
+  // The optimizer updates fp32 masters apart from the parameters: mixed precision (not low),
+  // or offload_optimizer.
+  bool masters_ = false;
+  DeviceOps* optimizer_ops_ = nullptr;
   std::vector<std::vector<std::pair<int64_t, int64_t>>> skip_fp32_;  // SkipFp32Copy
   double loss_scale_ = 1;
   double comm_wait_seconds_ = 0;

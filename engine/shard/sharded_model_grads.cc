@@ -118,23 +118,40 @@ absl::Status ShardedModel::EndMicroStep(int micro, int accum) {
     }
     for (const auto& w : works) ACCEL_RETURN_IF_ERROR(Await(shard, w));
   }
-  return mixed_ ? PrepareOptimizerGrads() : absl::OkStatus();
+  return OptimizerReadsCopies() ? PrepareOptimizerGrads() : absl::OkStatus();
 }
 
-// fp32, unscaled gradients of each optimizer range, from the reduced (16-bit) ones.
+// fp32, unscaled gradients of each optimizer range in the optimizer's memory, from the reduced
+// ones (16-bit under mixed precision; fp32 copies under offload alone).
 absl::Status ShardedModel::PrepareOptimizerGrads() {
   const DType reduce_dtype = plan_.options().reduce_dtype;
   const float unscale = static_cast<float>(1.0 / loss_scale_);
   for (int u = 0; u < plan_.num_units(); ++u) {
     Unit& unit = units_[u];
     const int64_t n = MasterLength(u);
-    ACCEL_ASSIGN_OR_RETURN(unit.opt_grads, ops_->Acquire(n * sizeof(float),
-                                                         MemoryCategory::kGrads, false));
-    const int64_t from = plan_.reduce_per_unit() ? 0 : MasterBegin(u);
+    ACCEL_ASSIGN_OR_RETURN(unit.opt_grads, optimizer_ops_->Acquire(
+                                               n * sizeof(float), MemoryCategory::kGrads, false));
+    // The reduced gradients of the optimizer range: the 16-bit buffer (whole for no_shard /
+    // zero1), the fp32 shard, or the resident fp32 full gradients reduced in place.
+    const char* src = unit.reduced.as<char>();
+    if (mixed_) {
+      src += (plan_.reduce_per_unit() ? 0 : MasterBegin(u)) * reduce_size();
+    } else if (unit.reduced.empty()) {
+      src = unit.full_grads.as<char>() + MasterBegin(u) * sizeof(float);
+    }
     float* g = unit.opt_grads.as<float>();
-    ACCEL_RETURN_IF_ERROR(ops_->Convert(unit.reduced.as<char>() + from * reduce_size(),
-                                        reduce_dtype, g, DType::kF32, n));
-    if (unscale != 1.0f) ACCEL_RETURN_IF_ERROR(ops_->Scale(g, n, unscale));
+    if (optimizer_ops_ == ops_) {
+      ACCEL_RETURN_IF_ERROR(ops_->Convert(src, reduce_dtype, g, DType::kF32, n));
+    } else if (reduce_dtype == DType::kF32) {
+      ACCEL_RETURN_IF_ERROR(ToOptimizer(g, src, n * sizeof(float)));
+    } else if (n > 0) {
+      ACCEL_ASSIGN_OR_RETURN(DeviceBlock wide,
+                             ops_->Acquire(n * sizeof(float), MemoryCategory::kGrads, false));
+      ACCEL_RETURN_IF_ERROR(ops_->Convert(src, reduce_dtype, wide.data(), DType::kF32, n));
+      ACCEL_RETURN_IF_ERROR(ToOptimizer(g, wide.data(), n * sizeof(float)));
+      ops_->Recycle(std::move(wide));
+    }
+    if (unscale != 1.0f) ACCEL_RETURN_IF_ERROR(optimizer_ops_->Scale(g, n, unscale));
   }
   return absl::OkStatus();
 }
@@ -153,7 +170,7 @@ absl::StatusOr<double> ShardedModel::GradNormSquared() {
     const Unit& unit = units_[u];
     const float* grads = nullptr;
     bool sharded_view = true;
-    if (mixed_) {
+    if (OptimizerReadsCopies()) {
       grads = unit.opt_grads.as<float>();
       sharded_view = plan_.optimizer_sharded();
     } else if (!unit.reduced.empty()) {
@@ -164,7 +181,8 @@ absl::StatusOr<double> ShardedModel::GradNormSquared() {
     }
     parts.push_back({NormPartition(us, sharded_view, grads), us.shard_valid});
   }
-  ACCEL_ASSIGN_OR_RETURN(const double partial, ops_->SumOfSquares(parts));
+  DeviceOps& where = OptimizerReadsCopies() ? *optimizer_ops_ : *ops_;
+  ACCEL_ASSIGN_OR_RETURN(const double partial, where.SumOfSquares(parts));
   // Replicas of a hybrid group hold identical shards: sum within the shard group only.
   ACCEL_ASSIGN_OR_RETURN(const std::vector<double> all,
                          AllGatherDouble(*groups_.shard, partial));
@@ -197,16 +215,16 @@ std::vector<OwnedRange> ShardedModel::OwnedRanges() {
       continue;
     }
     if (!plan_.optimizer_sharded()) {
-      float* params = mixed_ ? unit.master.as<float>() : unit.full.as<float>();
-      const float* grads = mixed_ ? unit.opt_grads.as<float>() : unit.full_grads.as<float>();
+      float* params = masters_ ? unit.master.as<float>() : unit.full.as<float>();
+      const float* grads = masters_ ? unit.opt_grads.as<float>() : unit.full_grads.as<float>();
       ranges.push_back({u, us.offset, us.offset + us.numel, params, grads});
       continue;
     }
     if (us.shard_valid == 0) continue;
-    float* params = mixed_                      ? unit.master.as<float>()
+    float* params = masters_                    ? unit.master.as<float>()
                     : plan_.params_persistent() ? unit.full.as<float>() + us.shard_begin
                                                 : unit.shard.as<float>();
-    const float* grads = mixed_                 ? unit.opt_grads.as<float>()
+    const float* grads = masters_               ? unit.opt_grads.as<float>()
                          : !unit.reduced.empty() ? unit.reduced.as<float>()
                                                  : unit.full_grads.as<float>() + us.shard_begin;
     ranges.push_back(
@@ -225,20 +243,29 @@ absl::Status ShardedModel::FinishStep() {
       ACCEL_RETURN_IF_ERROR(Await(*groups_.shard, unit.gather));
       unit.gather.reset();
     }
-    if (mixed_) {
-      ops_->Recycle(std::move(unit.opt_grads));
-      ReleaseCompute(u);
-    }
+    if (OptimizerReadsCopies()) optimizer_ops_->Recycle(std::move(unit.opt_grads));
+    if (mixed_) ReleaseCompute(u);
   }
-  if (mixed_ && !low_precision_) {
-    // Round the updated masters into the parameters this rank holds.
+  if (masters_) {
+    // Round the updated masters into the parameters this rank holds (from the host when the
+    // optimizer is offloaded).
     for (int u = 0; u < plan_.num_units(); ++u) {
       Unit& unit = units_[u];
       char* dst = plan_.params_persistent()
                       ? unit.full.as<char>() + MasterBegin(u) * param_size()
                       : unit.shard.as<char>();
-      ACCEL_RETURN_IF_ERROR(
-          ops_->Convert(unit.master.data(), DType::kF32, dst, param_dtype, MasterLength(u)));
+      const int64_t n = MasterLength(u);
+      if (optimizer_ops_ == ops_) {
+        ACCEL_RETURN_IF_ERROR(ops_->Convert(unit.master.data(), DType::kF32, dst, param_dtype, n));
+      } else if (param_dtype == DType::kF32) {
+        ACCEL_RETURN_IF_ERROR(FromOptimizer(dst, unit.master.data(), n * sizeof(float)));
+      } else if (n > 0) {
+        ACCEL_ASSIGN_OR_RETURN(DeviceBlock wide,
+                               ops_->Acquire(n * sizeof(float), MemoryCategory::kParams, false));
+        ACCEL_RETURN_IF_ERROR(FromOptimizer(wide.data(), unit.master.data(), n * sizeof(float)));
+        ACCEL_RETURN_IF_ERROR(ops_->Convert(wide.data(), DType::kF32, dst, param_dtype, n));
+        ops_->Recycle(std::move(wide));
+      }
     }
   }
   if (plan_.params_persistent()) {

@@ -121,7 +121,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
   for (const shard::OwnedRange& r : t->sharded_->OwnedRanges()) {
     ACCEL_ASSIGN_OR_RETURN(optim::AdamW opt,
                            optim::AdamW::Create(*t->layout_, r.flat_begin, r.flat_end, adamw,
-                                                &ops));
+                                                &t->sharded_->optimizer_ops()));
     t->optimizers_.push_back(std::move(opt));
   }
   ModelRunnerOptions ro;

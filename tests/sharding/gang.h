@@ -16,6 +16,7 @@ struct GangResult {
   std::vector<float> losses;               // rank 0's per-step losses (agreed across ranks)
   std::vector<train::StepMetrics> steps;   // rank 0's step records
   std::vector<int64_t> model_state_bytes;  // per rank, between steps: params + grads + optimizer
+  std::vector<int64_t> host_model_state_bytes;  // the same in the host pool (offload)
   std::vector<comm::CommStats> stats;      // per rank, world (+ shard + replicate) groups summed
   int64_t num_params = 0;
   int64_t total_padded = 0;  // plan's padded elements (for the padding allowance)

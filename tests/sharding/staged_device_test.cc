@@ -4,33 +4,20 @@
 // blocks, the trainer's host-side collectives go through a StagedCommunicator, and checkpoint
 // ranges are copied through host staging — exactly as on a CUDA device, minus the kernels. Over
 // real gloo (ranks as threads), every result must be bit-identical to the plain host run.
-#include <unistd.h>
-
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "engine/base/env.h"
-#include "engine/kernels/threading.h"
-#include "engine/model/gpt2_config.h"
-#include "gtest/gtest.h"
-#include "tests/sharding/gang.h"
+#include "tests/sharding/gang_fixture.h"
 
 namespace accel::testing {
 namespace {
 
 using shard::Strategy;
 
-class StagedDeviceTest : public ::testing::Test {
+class StagedDeviceTest : public GangTest {
  protected:
-  void SetUp() override {
-    kernels::SetNumThreads(1);
-    dir_ = ::testing::TempDir() + "/staged_device_" + std::to_string(::getpid()) + "_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    ASSERT_TRUE(WriteGangInputs(dir_, model::Gpt2Config{"staged", 2, 4, 20, 256, 16}).ok());
-  }
-  void TearDown() override { (void)Env::Default()->DeleteRecursively(dir_); }
-  std::string dir_;
+  StagedDeviceTest() : GangTest(model::Gpt2Config{"staged", 2, 4, 20, 256, 16}) {}
 };
 
 void ExpectSameRun(const GangResult& host, const GangResult& device, const std::string& what) {

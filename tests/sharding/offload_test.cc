@@ -1,0 +1,129 @@
+// ZeRO-Offload of the optimizer (ShardOptions::offload_optimizer): over real gloo (ranks as
+// threads), every strategy gives the same bits as without offload; the fp32 masters and AdamW
+// moments move from the compute ("device") pool to the host pool by exactly the ZeRO amounts;
+// checkpoints resume exactly with and across offload; and the device code paths (host ops that
+// say they are a device) agree too.
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/model/param_specs.h"
+#include "tests/sharding/gang_fixture.h"
+
+namespace accel::testing {
+namespace {
+
+using shard::Strategy;
+
+class OffloadTest : public GangTest {
+ protected:
+  OffloadTest() : GangTest(model::Gpt2Config{"offload", 2, 4, 20, 256, 16}) {}
+  train::TrainOptions Options(Strategy s, DType dtype, bool offload) {
+    train::TrainOptions o = GangOptions(dir_, s, /*accum=*/2, /*batch=*/2, dtype);
+    o.shard.offload_optimizer = offload;
+    return o;
+  }
+};
+
+constexpr Strategy kStrategies[] = {Strategy::kNoShard, Strategy::kShardOptimizer,
+                                    Strategy::kShardGradOp, Strategy::kFullShard};
+
+TEST_F(OffloadTest, SameBitsAsWithoutOffloadForEveryStrategyAndDtype) {
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+    for (Strategy s : kStrategies) {
+      const std::string what =
+          absl::StrCat(std::string(shard::StrategyName(s)), " ", std::string(DTypeName(dtype)));
+      auto plain = RunGang(Options(s, dtype, false), 2);
+      auto offloaded = RunGang(Options(s, dtype, true), 2);
+      ASSERT_TRUE(plain.ok() && offloaded.ok()) << what << plain.status() << offloaded.status();
+      EXPECT_EQ(plain->losses, offloaded->losses) << what;
+      EXPECT_EQ(plain->params, offloaded->params) << what;
+    }
+  }
+  auto plain = RunGang(Options(Strategy::kHybridShard, DType::kBF16, false), 4);
+  auto offloaded = RunGang(Options(Strategy::kHybridShard, DType::kBF16, true), 4);
+  ASSERT_TRUE(plain.ok() && offloaded.ok()) << plain.status() << offloaded.status();
+  EXPECT_EQ(plain->params, offloaded->params) << "hybrid_shard";
+}
+
+TEST_F(OffloadTest, MastersAndMomentsMoveToTheHostPool) {
+  absl::StatusOr<model::Gpt2Layout> layout = model::Gpt2Layout::Create(config_);
+  ASSERT_TRUE(layout.ok());
+  const double psi = static_cast<double>(layout->num_params());
+  for (int world : {1, 2, 3}) {
+    for (DType dtype : {DType::kF32, DType::kBF16}) {
+      for (Strategy s : kStrategies) {
+        const std::string what = absl::StrCat(std::string(shard::StrategyName(s)), " ",
+                                              std::string(DTypeName(dtype)), " N=", world);
+        auto plain = RunGang(Options(s, dtype, false), world);
+        auto offloaded = RunGang(Options(s, dtype, true), world);
+        ASSERT_TRUE(plain.ok() && offloaded.ok()) << what;
+        const bool sharded_state = s != Strategy::kNoShard;
+        // Host: fp32 master + two fp32 moments of this rank's optimizer range, 12 bytes per
+        // element, padding included (the plan's padded size bounds it).
+        const double expected_host = 12.0 * psi / (sharded_state ? world : 1);
+        const double slack = 12.0 * static_cast<double>(offloaded->total_padded - layout->num_params());
+        for (int r = 0; r < world; ++r) {
+          EXPECT_EQ(plain->host_model_state_bytes[r], 0) << what;
+          const double host = static_cast<double>(offloaded->host_model_state_bytes[r]);
+          EXPECT_GE(host, expected_host * 0.98) << what << " rank " << r;
+          EXPECT_LE(host, expected_host * 1.02 + slack) << what << " rank " << r;
+          // The compute pool loses what the host gained, except in fp32, where the masters
+          // are new copies (without offload the optimizer updates the parameters in place).
+          const int64_t moved = plain->model_state_bytes[r] - offloaded->model_state_bytes[r];
+          if (dtype == DType::kBF16) {
+            EXPECT_EQ(moved, offloaded->host_model_state_bytes[r]) << what << " rank " << r;
+          } else {
+            // The moments only (the masters cover the padded range, the moments the valid
+            // part, so a third of the host bytes is the masters up to padding).
+            EXPECT_NEAR(static_cast<double>(moved), host * 2.0 / 3.0, slack / 3.0 + 16)
+                << what << " rank " << r;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_F(OffloadTest, CheckpointsResumeExactlyWithAndAcrossOffload) {
+  train::TrainOptions o = Options(Strategy::kFullShard, DType::kBF16, true);
+  o.steps = 6;
+  auto runs = RunStraightAndResumed(o, 2, 3, dir_ + "/ckpt");
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  EXPECT_EQ(runs->resumed.params, runs->uninterrupted.params);
+  // Saved with the optimizer offloaded, resumed without it (and the straight run without
+  // offload is the same bits): rank files hold the same masters and moments either way.
+  train::TrainOptions without = o;
+  without.shard.offload_optimizer = false;
+  without.resume_dir = dir_ + "/ckpt";
+  without.steps = 6;
+  auto resumed = RunGang(without, 2);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(resumed->params, runs->uninterrupted.params);
+}
+
+TEST_F(OffloadTest, TheDeviceCodePathsAgree) {
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    for (Strategy s : {Strategy::kNoShard, Strategy::kFullShard}) {
+      const std::string what =
+          absl::StrCat(std::string(shard::StrategyName(s)), " ", std::string(DTypeName(dtype)));
+      auto host = RunGang(Options(s, dtype, true), 2);
+      auto device = RunGang(Options(s, dtype, true), 2, /*as_device=*/true);
+      ASSERT_TRUE(host.ok() && device.ok()) << what << host.status() << device.status();
+      EXPECT_EQ(host->params, device->params) << what;
+      EXPECT_EQ(host->host_model_state_bytes, device->host_model_state_bytes) << what;
+    }
+  }
+}
+
+TEST_F(OffloadTest, LowPrecisionHasNoMastersToOffload) {
+  train::TrainOptions o = Options(Strategy::kFullShard, DType::kBF16, true);
+  o.shard.master_dtype = DType::kBF16;
+  auto r = RunGang(o, 1);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("offload_optimizer"), std::string::npos) << r.status();
+}
+
+}  // namespace
+}  // namespace accel::testing
