@@ -139,7 +139,7 @@ TEST(ConfigsTest, EveryConfigResolvesWithACompleteJob) {
   inputs.job = JobSettings{4, 1, 1.0, 3e-4, 0.1, {{0.9, 0.95}}, 1e-8, 0, 100, 768, {}};
   inputs.job_complete = true;
   for (const char* file : {"fsdp_full_shard", "fsdp_offload", "fsdp_shard_grad_op",
-                           "fsdp_hybrid", "ds_zero1", "ds_zero2", "ds_zero3",
+                           "fsdp_hybrid", "ds_zero1", "ds_zero2", "ds_zero2_offload", "ds_zero3",
                            "ds_zero3_offload", "ds_zero3_nvme", "multi_node"}) {
     auto plan = ResolveFile(std::string("configs/") + file + ".yaml", inputs);
     ASSERT_TRUE(plan.ok()) << file << ": " << plan.status();
