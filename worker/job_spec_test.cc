@@ -151,8 +151,10 @@ TEST(JobSpecTest, ConfigErrorsNameTheFileAndKey) {
   EXPECT_THAT(std::string(JobSpecToTrainOptions(spec).status().message()),
               ::testing::AllOf(::testing::HasSubstr("/cfg/fsdp.yaml"),
                                ::testing::HasSubstr("fsdp_sharding_strategy")));
+  // Offload under a strategy that keeps parameters whole: the key, not a silent fallback.
   spec.set_accelerate_config_text(
-      "distributed_type: FSDP\nnum_processes: 2\nfsdp_config: {fsdp_offload_params: true}\n");
+      "distributed_type: FSDP\nnum_processes: 2\nfsdp_config: {fsdp_offload_params: true, "
+      "fsdp_sharding_strategy: SHARD_GRAD_OP}\n");
   EXPECT_THAT(std::string(JobSpecToTrainOptions(spec).status().message()),
               ::testing::HasSubstr("fsdp_config.fsdp_offload_params"));
   spec.clear_accelerate_config_text();

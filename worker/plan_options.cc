@@ -229,27 +229,41 @@ absl::Status ApplyTrainPlan(const config::TrainPlan& p, train::TrainOptions* opt
       break;
   }
 
-  // What the engine cannot do.
+  // Offload (docs/sharding.md): to the host, the optimizer alone or the parameters with it;
+  // NVMe is what the engine cannot do yet.
   const char* offload_param_key =
       Key(p, "fsdp_config.fsdp_offload_params", "zero_optimization.offload_param.device",
           "offload_params");
-  if (p.offload_params != config::OffloadDevice::kNone) {
-    errors.push_back(absl::StrCat(offload_param_key, ": ",
-                                  std::string(config::Name(p.offload_params)),
+  const char* offload_optimizer_key =
+      Key(p, "fsdp_config.fsdp_offload_params", "zero_optimization.offload_optimizer.device",
+          "offload_optimizer");
+  const bool fsdp_offload = p.distributed_type == DistributedType::kFsdp &&
+                            p.offload_params != config::OffloadDevice::kNone;
+  auto unsupported = [&](const char* key, config::OffloadDevice d) {
+    errors.push_back(absl::StrCat(key, ": ", std::string(config::Name(d)),
                                   " offload is not supported by this engine yet"));
+  };
+  if (p.offload_params == config::OffloadDevice::kNvme) {
+    unsupported(offload_param_key, p.offload_params);
   }
-  if (p.offload_optimizer == config::OffloadDevice::kCpu &&
-      p.offload_params == config::OffloadDevice::kNone) {
-    // ZeRO-Offload: masters, moments and the update on the host (ShardOptions).
-    o.shard.offload_optimizer = true;
-  } else if (p.offload_optimizer != config::OffloadDevice::kNone &&
-             !(p.distributed_type == DistributedType::kFsdp &&
-               p.offload_params != config::OffloadDevice::kNone)) {
-    errors.push_back(absl::StrCat(
-        Key(p, "fsdp_config.fsdp_offload_params", "zero_optimization.offload_optimizer.device",
-            "offload_optimizer"),
-        ": ", std::string(config::Name(p.offload_optimizer)),
-        " offload is not supported by this engine yet"));
+  if (p.offload_optimizer == config::OffloadDevice::kNvme && !fsdp_offload) {
+    unsupported(offload_optimizer_key, p.offload_optimizer);
+  }
+  if (p.offload_params == config::OffloadDevice::kCpu) {
+    if (p.offload_optimizer != config::OffloadDevice::kCpu) {
+      errors.push_back(absl::StrCat(offload_param_key,
+                                    ": cpu parameter offload needs the optimizer offloaded to "
+                                    "cpu too (", offload_optimizer_key, ")"));
+    } else if (o.shard.strategy != shard::Strategy::kFullShard &&
+               o.shard.strategy != shard::Strategy::kHybridShard) {
+      errors.push_back(absl::StrCat(
+          offload_param_key, ": cpu offload needs sharded parameters (FULL_SHARD / ZeRO stage 3, "
+          "or HYBRID_SHARD), not ", std::string(shard::StrategyName(o.shard.strategy))));
+    } else {
+      o.shard.offload_params = o.shard.offload_optimizer = true;
+    }
+  } else if (p.offload_optimizer == config::OffloadDevice::kCpu) {
+    o.shard.offload_optimizer = true;  // ZeRO-Offload
   }
 
   // What the engine does differently without changing the trained model.
@@ -317,7 +331,10 @@ std::string DescribeMode(const train::TrainOptions& o) {
       std::string(shard::StrategyName(m.strategy)), group, std::string(DTypeName(m.params)),
       std::string(DTypeName(m.grads)), std::string(DTypeName(m.master)),
       std::string(DTypeName(m.optimizer_state)),
-      o.shard.offload_optimizer ? " (offloaded to the host)" : "", m.loss_scaling ? "on" : "off",
+      o.shard.offload_params      ? " (offloaded to the host, with the parameters)"
+      : o.shard.offload_optimizer ? " (offloaded to the host)"
+                                  : "",
+      m.loss_scaling ? "on" : "off",
       o.grad_accum, o.shard.reduce_every_micro_step ? " (reduce every micro-step)" : "",
       o.grad_clip, StateDictName(o.state_dict_type), o.save_16bit ? " + 16-bit model" : "");
 }
@@ -334,6 +351,7 @@ std::string ModeJson(const train::TrainOptions& o, std::string_view config_sourc
   j["master"] = std::string(DTypeName(m.master));
   j["optimizer_state"] = std::string(DTypeName(m.optimizer_state));
   j["optimizer_device"] = o.shard.offload_optimizer ? "host" : "compute";
+  j["params_device"] = o.shard.offload_params ? "host" : "compute";
   j["loss_scaling"] = m.loss_scaling;
   j["grad_accum"] = o.grad_accum;
   j["reduce_every_micro_step"] = o.shard.reduce_every_micro_step;

@@ -12,6 +12,7 @@ namespace {
 using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::IsEmpty;
 
 // Resolves YAML (+ JSON) text the way a worker does, with a job of the given options.
@@ -219,16 +220,44 @@ TEST(PlanOptionsTest, DeepSpeedOptimizerOffloadToCpuIsZeroOffload) {
   EXPECT_FALSE(n.shard.offload_optimizer);
 }
 
+TEST(PlanOptionsTest, FsdpAndDeepSpeedParameterOffloadToCpu) {
+  train::TrainOptions o;
+  ASSERT_TRUE(ApplyTrainPlan(Resolve("distributed_type: FSDP\nnum_processes: 2\nfsdp_config: "
+                                     "{fsdp_offload_params: true}\n"),
+                             &o)
+                  .ok());
+  EXPECT_TRUE(o.shard.offload_params);
+  EXPECT_TRUE(o.shard.offload_optimizer);
+  EXPECT_THAT(DescribeMode(o), HasSubstr("(offloaded to the host, with the parameters)"));
+  EXPECT_THAT(ModeJson(o, "", {}), HasSubstr(R"("params_device":"host")"));
+
+  config::TrainPlan ds;
+  ds.distributed_type = config::DistributedType::kDeepSpeed;
+  ds.strategy = config::Strategy::kFullShard;
+  ds.offload_params = config::OffloadDevice::kCpu;
+  train::TrainOptions alone;
+  EXPECT_THAT(ApplyTrainPlan(ds, &alone).message(),
+              HasSubstr("zero_optimization.offload_param.device: cpu parameter offload needs the "
+                        "optimizer offloaded to cpu too (zero_optimization.offload_optimizer."
+                        "device)"));
+  ds.offload_optimizer = config::OffloadDevice::kCpu;
+  train::TrainOptions both;
+  ASSERT_TRUE(ApplyTrainPlan(ds, &both).ok());
+  EXPECT_TRUE(both.shard.offload_params && both.shard.offload_optimizer);
+}
+
 TEST(PlanOptionsTest, UnsupportedSettingsNameTheirKeysAndChangeNothing) {
   train::TrainOptions o;
   o.grad_accum = 7;
   const train::TrainOptions before = o;
   absl::Status s = ApplyTrainPlan(
       Resolve("distributed_type: FSDP\nnum_processes: 2\nfsdp_config: {fsdp_offload_params: "
-              "true}\n"),
+              "true, fsdp_sharding_strategy: SHARD_GRAD_OP}\n"),
       &o);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(), HasSubstr("fsdp_config.fsdp_offload_params: cpu offload"));
+  EXPECT_THAT(s.message(), HasSubstr("fsdp_config.fsdp_offload_params: cpu offload needs sharded "
+                                     "parameters (FULL_SHARD / ZeRO stage 3, or HYBRID_SHARD), "
+                                     "not shard_grad_op"));
   EXPECT_EQ(std::count(s.message().begin(), s.message().end(), '\n'), 0) << s;  // reported once
   EXPECT_EQ(o.grad_accum, before.grad_accum);
   EXPECT_EQ(o.shard.strategy, before.shard.strategy);
@@ -239,8 +268,9 @@ TEST(PlanOptionsTest, UnsupportedSettingsNameTheirKeysAndChangeNothing) {
   ds.offload_optimizer = config::OffloadDevice::kCpu;
   ds.optimizer = Optimizer("SGD");
   s = ApplyTrainPlan(ds, &o);
+  // NVMe parameters are refused; the cpu optimizer offload beside them would be fine alone.
   EXPECT_THAT(s.message(), AllOf(HasSubstr("zero_optimization.offload_param.device: nvme"),
-                                 HasSubstr("zero_optimization.offload_optimizer.device: cpu"),
+                                 Not(HasSubstr("offload_optimizer")),
                                  HasSubstr("optimizer.type: SGD")));
 
   config::TrainPlan adam;

@@ -115,6 +115,9 @@ void AddStandaloneFlags(CLI::App& app, StandaloneFlags& f) {
   app.add_flag("--offload-optimizer", t.shard.offload_optimizer,
                "ZeRO-Offload: fp32 masters, AdamW moments and the update on the host "
                "(DeepSpeed offload_optimizer.device: cpu)");
+  app.add_flag("--offload-params", t.shard.offload_params,
+               "also keep the parameter shards on the host (FSDP fsdp_offload_params; needs "
+               "--offload-optimizer and full_shard or hybrid_shard)");
   app.add_option("--checkpoint-dir", t.checkpoint_dir, "save sharded checkpoints here (DIR/step_N, DIR/latest)");
   app.add_option("--checkpoint-every", t.checkpoint_every, "save every N steps (0: never)")
       ->capture_default_str();

@@ -68,6 +68,16 @@ absl::StatusOr<ShardPlan> ShardPlan::Create(const model::Gpt2Layout& layout, int
     return absl::InvalidArgumentError(
         "offload_optimizer needs fp32 masters; low precision (master_dtype bf16) keeps none");
   }
+  if (options.offload_params && !options.offload_optimizer) {
+    return absl::InvalidArgumentError(
+        "offload_params needs offload_optimizer (the update runs where the parameters live)");
+  }
+  if (options.offload_params && options.strategy != Strategy::kFullShard &&
+      options.strategy != Strategy::kHybridShard) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "offload_params needs a strategy that shards parameters (full_shard, hybrid_shard); ",
+        std::string(StrategyName(options.strategy)), " keeps them whole on the device"));
+  }
   ShardPlan p;
   p.options_ = options;
   p.world_ = world;
@@ -121,7 +131,9 @@ std::string ShardPlan::Describe() const {
   return absl::StrCat(std::string(StrategyName(options_.strategy)), ": ", world_, " ranks, shard group ",
                       shard_size_, ", ", units_.size(), " units, ", total_shard_,
                       " elements per shard (", total_padded_, " padded)",
-                      options_.offload_optimizer ? ", optimizer offloaded to the host" : "");
+                      options_.offload_params      ? ", parameters and optimizer offloaded to the host"
+                      : options_.offload_optimizer ? ", optimizer offloaded to the host"
+                                                   : "");
 }
 
 }  // namespace accel::shard

@@ -69,6 +69,11 @@ struct ShardOptions {
   // param_dtype. Applies in fp32 too (then the masters are copies of the parameters). Not with
   // low precision.
   bool offload_optimizer = false;
+  // Parameter offload (FSDP's offload_params, DeepSpeed's offload_param.device: cpu): the
+  // resident parameter shards live in host memory too, and each all-gather starts from a copy
+  // of the shard on the compute device. Needs offload_optimizer and a strategy that shards
+  // parameters (full_shard, hybrid_shard).
+  bool offload_params = false;
   // DeepSpeed ZeRO-3 scheduling, in elements; 0 = FSDP's rule (prefetch exactly the next unit,
   // no cap on what is gathered). prefetch_bucket_numel: keep prefetching later units until this
   // many elements are in flight (stage3_prefetch_bucket_size). max_live_numel: never hold more

@@ -74,6 +74,9 @@ absl::Status ShardedModel::Allocate() {
       ACCEL_RETURN_IF_ERROR(alloc(us.padded_numel * param_size(), MemoryCategory::kParams,
                                   &unit.full));
       unit.gathered = true;
+    } else if (plan_.options().offload_params) {
+      ACCEL_ASSIGN_OR_RETURN(unit.shard, optimizer_ops_->Allocate(us.shard_numel * param_size(),
+                                                                  MemoryCategory::kParams));
     } else {
       ACCEL_RETURN_IF_ERROR(alloc(us.shard_numel * param_size(), MemoryCategory::kParams,
                                   &unit.shard));
@@ -189,15 +192,16 @@ absl::Status ShardedModel::LoadUnitRange(int u, const float* values) {
   DeviceBlock& target = plan_.params_persistent() ? unit.full : unit.shard;
   ACCEL_RETURN_IF_ERROR(ZeroBlock(target));
   const int64_t n = held_end - held_begin;
-  if (ops_->host_addressable()) {
-    ACCEL_RETURN_IF_ERROR(ops_->Convert(values, DType::kF32, target.data(), param_dtype, n));
+  // The target's own ops: the compute device's, or the host's under parameter offload.
+  DeviceOps& tops = target.empty() ? *ops_ : *target.ops();
+  if (tops.host_addressable()) {
+    ACCEL_RETURN_IF_ERROR(tops.Convert(values, DType::kF32, target.data(), param_dtype, n));
   } else if (n > 0) {
     ACCEL_ASSIGN_OR_RETURN(DeviceBlock staging,
-                           ops_->Acquire(n * sizeof(float), MemoryCategory::kOther, false));
-    ACCEL_RETURN_IF_ERROR(ops_->FromHost(staging.data(), values, n * sizeof(float)));
-    ACCEL_RETURN_IF_ERROR(
-        ops_->Convert(staging.data(), DType::kF32, target.data(), param_dtype, n));
-    ops_->Recycle(std::move(staging));
+                           tops.Acquire(n * sizeof(float), MemoryCategory::kOther, false));
+    ACCEL_RETURN_IF_ERROR(tops.FromHost(staging.data(), values, n * sizeof(float)));
+    ACCEL_RETURN_IF_ERROR(tops.Convert(staging.data(), DType::kF32, target.data(), param_dtype, n));
+    tops.Recycle(std::move(staging));
   }
   if (!plan_.params_persistent()) MaybeFree(u);
   return absl::OkStatus();
@@ -308,8 +312,15 @@ absl::Status ShardedModel::IssueGather(int u) {
   // Every element is overwritten by the gather: no need to zero.
   ACCEL_ASSIGN_OR_RETURN(unit.full, ops_->Acquire(us.padded_numel * param_size(),
                                                   MemoryCategory::kParams, /*zero=*/false));
+  const void* send = unit.shard.data();
+  if (plan_.options().offload_params && us.shard_numel > 0) {
+    // The host shard comes to the device first: into this rank's slot of the gathered unit.
+    char* mine = unit.full.as<char>() + groups_.shard->rank() * us.shard_numel * param_size();
+    ACCEL_RETURN_IF_ERROR(FromOptimizer(mine, send, us.shard_numel * param_size()));
+    send = mine;
+  }
   ACCEL_RETURN_IF_ERROR(ops_->BeforeCollective(*groups_.shard));
-  unit.gather = groups_.shard->AllGather(unit.shard.data(), unit.full.data(), us.shard_numel,
+  unit.gather = groups_.shard->AllGather(send, unit.full.data(), us.shard_numel,
                                          plan_.options().param_dtype);
   return absl::OkStatus();
 }

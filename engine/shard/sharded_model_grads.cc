@@ -255,8 +255,10 @@ absl::Status ShardedModel::FinishStep() {
                       ? unit.full.as<char>() + MasterBegin(u) * param_size()
                       : unit.shard.as<char>();
       const int64_t n = MasterLength(u);
-      if (optimizer_ops_ == ops_) {
-        ACCEL_RETURN_IF_ERROR(ops_->Convert(unit.master.data(), DType::kF32, dst, param_dtype, n));
+      if (optimizer_ops_ == ops_ || plan_.options().offload_params) {
+        // Both sides in one memory (the host's, when the parameter shards are offloaded too).
+        ACCEL_RETURN_IF_ERROR(
+            optimizer_ops_->Convert(unit.master.data(), DType::kF32, dst, param_dtype, n));
       } else if (param_dtype == DType::kF32) {
         ACCEL_RETURN_IF_ERROR(FromOptimizer(dst, unit.master.data(), n * sizeof(float)));
       } else if (n > 0) {

@@ -1,8 +1,8 @@
-// ZeRO-Offload of the optimizer (ShardOptions::offload_optimizer): over real gloo (ranks as
-// threads), every strategy gives the same bits as without offload; the fp32 masters and AdamW
-// moments move from the compute ("device") pool to the host pool by exactly the ZeRO amounts;
-// checkpoints resume exactly with and across offload; and the device code paths (host ops that
-// say they are a device) agree too.
+// Offload to the host (ShardOptions::offload_optimizer, offload_params): over real gloo (ranks
+// as threads), every strategy gives the same bits as without offload; the fp32 masters and
+// AdamW moments (and with parameter offload the parameter shards) move from the compute
+// ("device") pool to the host pool by exactly the ZeRO amounts; checkpoints resume exactly with
+// and across offload; and the device code paths (host ops that say they are a device) agree.
 #include <string>
 #include <vector>
 
@@ -114,6 +114,60 @@ TEST_F(OffloadTest, TheDeviceCodePathsAgree) {
       EXPECT_EQ(host->host_model_state_bytes, device->host_model_state_bytes) << what;
     }
   }
+}
+
+TEST_F(OffloadTest, ParameterOffloadKeepsTheShardsOnTheHostWithTheSameBits) {
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    for (bool as_device : {false, true}) {
+      const std::string what = absl::StrCat(std::string(DTypeName(dtype)),
+                                            as_device ? " (device paths)" : "");
+      train::TrainOptions o = Options(Strategy::kFullShard, dtype, true);
+      o.shard.offload_params = true;
+      o.shard.forward_prefetch = true;
+      auto plain = RunGang(Options(Strategy::kFullShard, dtype, false), 2);
+      auto offloaded = RunGang(o, 2, as_device);
+      ASSERT_TRUE(plain.ok() && offloaded.ok()) << what << plain.status() << offloaded.status();
+      EXPECT_EQ(plain->losses, offloaded->losses) << what;
+      EXPECT_EQ(plain->params, offloaded->params) << what;
+      // Between steps the compute pool holds no parameters at all, only the reduced gradients;
+      // the host holds the shards besides the optimizer state.
+      const int64_t param_bytes = static_cast<int64_t>(DTypeSize(dtype));
+      for (int r = 0; r < 2; ++r) {
+        const int64_t moved = plain->model_state_bytes[r] - offloaded->model_state_bytes[r];
+        EXPECT_GT(offloaded->host_model_state_bytes[r], 0) << what;
+        if (dtype == DType::kBF16) {
+          EXPECT_EQ(moved, offloaded->host_model_state_bytes[r]) << what << " rank " << r;
+        }
+        EXPECT_GE(offloaded->host_model_state_bytes[r],
+                  (12 + param_bytes) * (offloaded->num_params / 2))
+            << what << " rank " << r;
+      }
+    }
+  }
+  // Hybrid sharding offloads its in-group shards the same way.
+  train::TrainOptions h = Options(Strategy::kHybridShard, DType::kBF16, true);
+  h.shard.offload_params = true;
+  auto plain = RunGang(Options(Strategy::kHybridShard, DType::kBF16, false), 4);
+  auto offloaded = RunGang(h, 4);
+  ASSERT_TRUE(plain.ok() && offloaded.ok()) << plain.status() << offloaded.status();
+  EXPECT_EQ(plain->params, offloaded->params);
+}
+
+TEST_F(OffloadTest, ParameterOffloadNeedsShardedParametersAndTheOptimizer) {
+  train::TrainOptions zero2 = Options(Strategy::kShardGradOp, DType::kBF16, true);
+  zero2.shard.offload_params = true;
+  auto r = RunGang(zero2, 1);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("offload_params needs a strategy that shards"),
+            std::string::npos)
+      << r.status();
+  train::TrainOptions alone = Options(Strategy::kFullShard, DType::kBF16, false);
+  alone.shard.offload_params = true;
+  r = RunGang(alone, 1);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("offload_params needs offload_optimizer"),
+            std::string::npos)
+      << r.status();
 }
 
 TEST_F(OffloadTest, LowPrecisionHasNoMastersToOffload) {
