@@ -1,12 +1,15 @@
 // Sharding throughput: tokens/s of each strategy with N ranks (threads of this process, 1 compute
 // thread each, gloo over loopback TCP), next to no_shard measured in the same run, plus bytes
 // sent, exposed communication and model-state memory per rank. With --dtypes fp32,bf16 each
-// strategy also runs under bf16 mixed precision, printed next to its fp32 run.
+// strategy also runs under bf16 mixed precision, printed next to its fp32 run. With --offload
+// none,optimizer,params each also runs with the optimizer (and the parameter shards: full_shard
+// and hybrid only) offloaded to the host, next to the same run without offload, with the host
+// pool's model state per rank.
 //
 //   accel_bench_sharding [--models small,gpt2] [--strategies
 //   no_shard,zero1,shard_grad_op,full_shard]
 //                        [--dtypes fp32] [--ranks 2] [--forward-prefetch] [--max-inflight-gathers 2] [--steps 3] [--warmup 1] [--batch 4]
-//                        [--seq 64] [--output json]
+//                        [--seq 64] [--offload none] [--output json]
 #include <algorithm>
 #include <cstdio>
 #include <mutex>
@@ -33,6 +36,7 @@ struct RankResult {
   std::vector<double> comm_wait_seconds;
   int64_t bytes_sent = 0;
   int64_t model_state_bytes = 0;
+  int64_t host_state_bytes = 0;  // offload
 };
 
 absl::StatusOr<std::vector<RankResult>> RunRanks(const accel::train::TrainOptions& o, int ranks,
@@ -59,6 +63,7 @@ absl::StatusOr<std::vector<RankResult>> RunRanks(const accel::train::TrainOption
         for (auto c : {accel::MemoryCategory::kParams, accel::MemoryCategory::kGrads,
                        accel::MemoryCategory::kOptimizerState}) {
           results[r].model_state_bytes += ledger.Get(accel::MemoryPool::kDevice, c).current;
+          results[r].host_state_bytes += ledger.Get(accel::MemoryPool::kHost, c).current;
         }
         return absl::OkStatus();
       }();
@@ -76,7 +81,7 @@ absl::StatusOr<std::vector<RankResult>> RunRanks(const accel::train::TrainOption
 int main(int argc, char** argv) {
   CLI::App app{"accel sharding throughput benchmark"};
   std::string models = "small,gpt2", strategies = "no_shard,zero1,shard_grad_op,full_shard";
-  std::string dtypes = "fp32";
+  std::string dtypes = "fp32", offloads = "none";
   std::string output = "text", data = ACCEL_DEFAULT_DATA, scratch = "/tmp";
   int ranks = 2;
   int64_t steps = 3, warmup = 1, batch = 4, seq = 64;
@@ -87,6 +92,9 @@ int main(int argc, char** argv) {
                  "master), fp16")
       ->capture_default_str();
   app.add_option("--ranks", ranks)->capture_default_str();
+  app.add_option("--offload", offloads,
+                 "comma list of none, optimizer (ZeRO-Offload), params (with the optimizer)")
+      ->capture_default_str();
   bool forward_prefetch = false;
   int max_inflight = 2;
   app.add_flag("--forward-prefetch", forward_prefetch,
@@ -103,9 +111,9 @@ int main(int argc, char** argv) {
   const bool json = output == "json";
   nlohmann::json all = nlohmann::json::array();
   if (!json) {
-    std::printf("%-6s %-14s %-5s %9s %10s %9s %8s %12s %9s %12s\n", "model", "strategy", "dtype",
-                "step ms", "tok/s", "vs none", "vs fp32", "sent MB/step", "wait ms",
-                "state MiB/rk");
+    std::printf("%-6s %-14s %-5s %-9s %9s %10s %9s %8s %8s %12s %9s %12s %11s\n", "model",
+                "strategy", "dtype", "offload", "step ms", "tok/s", "vs none", "vs fp32",
+                "vs resid", "sent MB/step", "wait ms", "state MiB/rk", "host MiB/rk");
   }
   int run = 0;
   for (const std::string& name : std::vector<std::string>(absl::StrSplit(models, ','))) {
@@ -120,69 +128,89 @@ int main(int argc, char** argv) {
     for (const std::string& s : std::vector<std::string>(absl::StrSplit(strategies, ','))) {
       double fp32_tok_s = 0;
       for (const std::string& dt : std::vector<std::string>(absl::StrSplit(dtypes, ','))) {
-        accel::train::TrainOptions o;
-        o.model_config = cfg;
-        o.data = data;
-        o.batch = batch;
-        o.seq = seq;
-        o.steps = warmup + steps;
-        o.adamw.weight_decay = 0.1f;
-        auto strategy = accel::shard::ParseStrategy(s);
-        if (!strategy.ok()) {
-          std::fprintf(stderr, "error: %s\n", std::string(strategy.status().message()).c_str());
-          return 1;
-        }
-        o.shard.strategy = *strategy;
-        o.shard.hybrid_group_size = ranks;
-        o.shard.forward_prefetch = forward_prefetch;
-        o.shard.max_inflight_gathers = max_inflight;
-        auto dtype = accel::ParseDType(dt);
-        if (!dtype.ok()) {
-          std::fprintf(stderr, "error: --dtypes: %s\n",
-                       std::string(dtype.status().message()).c_str());
-          return 1;
-        }
-        o.shard.param_dtype = o.shard.reduce_dtype = *dtype;
-        auto results = RunRanks(o, ranks, absl::StrCat("bench", run++));
-        if (!results.ok()) {
-          std::fprintf(stderr, "error: %s\n", std::string(results.status().message()).c_str());
-          return 1;
-        }
-        // A step takes as long as its slowest rank.
-        std::vector<double> steps_s, waits;
-        for (int64_t i = warmup; i < warmup + steps; ++i) {
-          double slowest = 0;
-          for (const RankResult& r : *results) slowest = std::max(slowest, r.step_seconds[i]);
-          steps_s.push_back(slowest);
-          waits.push_back((*results)[0].comm_wait_seconds[i]);
-        }
-        std::sort(steps_s.begin(), steps_s.end());
-        std::sort(waits.begin(), waits.end());
-        const double median = steps_s[steps_s.size() / 2];
-        const double wait_ms = waits[waits.size() / 2] * 1e3;
-        const double tok_s = static_cast<double>(ranks * batch * seq) / median;
-        if (s == "no_shard" && *dtype == accel::DType::kF32) baseline = tok_s;
-        if (*dtype == accel::DType::kF32) fp32_tok_s = tok_s;
-        const double sent_mb =
-            static_cast<double>((*results)[0].bytes_sent) / (warmup + steps) / 1e6;
-        const double state_mib = static_cast<double>((*results)[0].model_state_bytes) / (1 << 20);
-        const double vs_fp32 = fp32_tok_s > 0 ? tok_s / fp32_tok_s : 0.0;
-        all.push_back({{"model", name},
-                       {"strategy", s},
-                       {"dtype", dt},
-                       {"ranks", ranks},
-                       {"step_ms", median * 1e3},
-                       {"tokens_per_s", tok_s},
-                       {"vs_no_shard", baseline > 0 ? tok_s / baseline : 0.0},
-                       {"vs_fp32", vs_fp32},
-                       {"comm_wait_ms", wait_ms},
-                       {"sent_mb_per_step_rank0", sent_mb},
-                       {"model_state_mib_rank0", state_mib}});
-        if (!json) {
-          std::printf("%-6s %-14s %-5s %9.1f %10.1f %8.2fx %7.2fx %12.1f %9.1f %12.1f\n",
-                      name.c_str(), s.c_str(), dt.c_str(), median * 1e3, tok_s,
-                      baseline > 0 ? tok_s / baseline : 0.0, vs_fp32, sent_mb, wait_ms, state_mib);
-          std::fflush(stdout);
+        double resident_tok_s = 0;
+        for (const std::string& off : std::vector<std::string>(absl::StrSplit(offloads, ','))) {
+          if (off != "none" && off != "optimizer" && off != "params") {
+            std::fprintf(stderr, "error: --offload: %s is not none, optimizer or params\n",
+                         off.c_str());
+            return 1;
+          }
+          if (off == "params" && s != "full_shard" && s != "hybrid_shard") continue;
+          accel::train::TrainOptions o;
+          o.model_config = cfg;
+          o.data = data;
+          o.batch = batch;
+          o.seq = seq;
+          o.steps = warmup + steps;
+          o.adamw.weight_decay = 0.1f;
+          auto strategy = accel::shard::ParseStrategy(s);
+          if (!strategy.ok()) {
+            std::fprintf(stderr, "error: %s\n", std::string(strategy.status().message()).c_str());
+            return 1;
+          }
+          o.shard.strategy = *strategy;
+          o.shard.hybrid_group_size = ranks;
+          o.shard.forward_prefetch = forward_prefetch;
+          o.shard.max_inflight_gathers = max_inflight;
+          auto dtype = accel::ParseDType(dt);
+          if (!dtype.ok()) {
+            std::fprintf(stderr, "error: --dtypes: %s\n",
+                         std::string(dtype.status().message()).c_str());
+            return 1;
+          }
+          o.shard.param_dtype = o.shard.reduce_dtype = *dtype;
+          o.shard.offload_optimizer = off != "none";
+          o.shard.offload_params = off == "params";
+          auto results = RunRanks(o, ranks, absl::StrCat("bench", run++));
+          if (!results.ok()) {
+            std::fprintf(stderr, "error: %s\n", std::string(results.status().message()).c_str());
+            return 1;
+          }
+          // A step takes as long as its slowest rank.
+          std::vector<double> steps_s, waits;
+          for (int64_t i = warmup; i < warmup + steps; ++i) {
+            double slowest = 0;
+            for (const RankResult& r : *results) slowest = std::max(slowest, r.step_seconds[i]);
+            steps_s.push_back(slowest);
+            waits.push_back((*results)[0].comm_wait_seconds[i]);
+          }
+          std::sort(steps_s.begin(), steps_s.end());
+          std::sort(waits.begin(), waits.end());
+          const double median = steps_s[steps_s.size() / 2];
+          const double wait_ms = waits[waits.size() / 2] * 1e3;
+          const double tok_s = static_cast<double>(ranks * batch * seq) / median;
+          if (off == "none" && s == "no_shard" && *dtype == accel::DType::kF32) baseline = tok_s;
+          if (off == "none" && *dtype == accel::DType::kF32) fp32_tok_s = tok_s;
+          if (off == "none") resident_tok_s = tok_s;
+          const double sent_mb =
+              static_cast<double>((*results)[0].bytes_sent) / (warmup + steps) / 1e6;
+          const double state_mib = static_cast<double>((*results)[0].model_state_bytes) / (1 << 20);
+          const double host_mib = static_cast<double>((*results)[0].host_state_bytes) / (1 << 20);
+          const double vs_fp32 = fp32_tok_s > 0 ? tok_s / fp32_tok_s : 0.0;
+          const double vs_resident = resident_tok_s > 0 ? tok_s / resident_tok_s : 0.0;
+          all.push_back({{"model", name},
+                         {"strategy", s},
+                         {"dtype", dt},
+                         {"offload", off},
+                         {"vs_no_offload", vs_resident},
+                         {"host_state_mib_rank0", host_mib},
+                         {"ranks", ranks},
+                         {"step_ms", median * 1e3},
+                         {"tokens_per_s", tok_s},
+                         {"vs_no_shard", baseline > 0 ? tok_s / baseline : 0.0},
+                         {"vs_fp32", vs_fp32},
+                         {"comm_wait_ms", wait_ms},
+                         {"sent_mb_per_step_rank0", sent_mb},
+                         {"model_state_mib_rank0", state_mib}});
+          if (!json) {
+            std::printf(
+                "%-6s %-14s %-5s %-9s %9.1f %10.1f %8.2fx %7.2fx %7.2fx %12.1f %9.1f %12.1f "
+                "%11.1f\n",
+                name.c_str(), s.c_str(), dt.c_str(), off.c_str(), median * 1e3, tok_s,
+                baseline > 0 ? tok_s / baseline : 0.0, vs_fp32, vs_resident, sent_mb, wait_ms,
+                state_mib, host_mib);
+            std::fflush(stdout);
+          }
         }
       }
     }
