@@ -173,6 +173,40 @@ TEST_F(WorkerE2eTest, Bf16MixedPrecisionRecordsEveryRanksMemoryAndTraffic) {
   }
 }
 
+// The shipped FSDP CPU-offload config across two processes: each rank's records show its
+// parameters and optimizer state in the host pool and none in the compute pool, and the
+// losses are those of the same full_shard run without offload, bit for bit.
+TEST_F(WorkerE2eTest, TheFsdpOffloadConfigKeepsParametersAndOptimizerOnTheHost) {
+  auto run = [&](const std::string& name, std::vector<std::string> extra) {
+    std::vector<ChildProcess> ranks;
+    for (int r = 0; r < 2; ++r) {
+      std::vector<std::string> args = {"--steps", "3", "--world-size", "2", "--rank",
+                                       std::to_string(r), "--rdzv-dir", dir_ + "/rdzv_" + name,
+                                       "--metrics-out", dir_ + "/" + name + ".jsonl",
+                                       "--comm-timeout", "30"};
+      args.insert(args.end(), extra.begin(), extra.end());
+      ranks.push_back(StartProcess(Worker(args), dir_, name + std::to_string(r)));
+    }
+    for (auto& c : ranks) EXPECT_EQ(WaitProcess(c, 120), 0) << ReadAll(c.stderr_path);
+    return Metrics(dir_ + "/" + name + ".jsonl");
+  };
+  auto offload = run("offload", {"--config", std::string(ACCEL_CONFIGS) + "/fsdp_offload.yaml"});
+  auto resident = run("resident", {"--strategy", "full_shard"});
+  ASSERT_EQ(offload.size(), 3u);
+  ASSERT_EQ(resident.size(), 3u);
+  for (int s = 0; s < 3; ++s) {
+    EXPECT_EQ(offload[s]["loss"].get<double>(), resident[s]["loss"].get<double>()) << s;
+    ASSERT_EQ(offload[s]["ranks"].size(), 2u);
+    for (int r = 0; r < 2; ++r) {
+      const nlohmann::json& memory = offload[s]["ranks"][r]["memory"];
+      EXPECT_EQ(memory["device"]["params"]["current"].get<int64_t>(), 0) << memory.dump();
+      EXPECT_EQ(memory["device"]["optimizer_state"]["current"].get<int64_t>(), 0);
+      EXPECT_GT(memory["host"]["params"]["current"].get<int64_t>(), 0) << memory.dump();
+      EXPECT_GT(memory["host"]["optimizer_state"]["current"].get<int64_t>(), 0);
+    }
+  }
+}
+
 TEST_F(WorkerE2eTest, AKilledRankFailsTheOtherWithinTheDeadline) {
   std::vector<ChildProcess> ranks;
   for (int r = 0; r < 2; ++r) {
