@@ -30,10 +30,16 @@
 //
 // Where the buffers live is the DeviceOps' business (device_ops.h): host memory by default,
 // or a CUDA device (engine/shard/cuda/cuda_device_ops.h), in which case every pointer this
-// class hands out (Params, ParamsBf16, Grads, OwnedRanges, ParamViews) is device memory, the
-// model must queue its work on the ops' compute stream, and collectives are ordered against
-// that stream by events rather than host waits. The host-pointer arguments of LoadFull,
-// LoadUnitRange, LoadUnit, GatherUnit, GatherFull and BroadcastFull stay host memory either way.
+// class hands out (Params, ParamsBf16, Grads) is device memory, the model must queue its work
+// on the ops' compute stream, and collectives are ordered against that stream by events rather
+// than host waits. The host-pointer arguments of LoadFull, LoadUnitRange, LoadUnit, GatherUnit,
+// GatherFull and BroadcastFull stay host memory either way.
+//
+// Offload (ShardOptions::offload_optimizer / offload_params, docs/sharding.md): the fp32
+// masters, the optimizer's gradient copies and, with parameter offload, the resident parameter
+// shards live in a second, host DeviceOps (optimizer_ops(), the ledger's host pool); OwnedRanges
+// and ParamViews then point there, the reduced gradients are copied to it before the update and
+// the masters come back from it after. Without offload optimizer_ops() is ops().
 // Not thread-safe (one trainer thread); communication runs on the communicators' threads.
 #pragma once
 
