@@ -229,41 +229,47 @@ absl::Status ApplyTrainPlan(const config::TrainPlan& p, train::TrainOptions* opt
       break;
   }
 
-  // Offload (docs/sharding.md): to the host, the optimizer alone or the parameters with it;
-  // NVMe is what the engine cannot do yet.
+  // Offload (docs/sharding.md): the optimizer alone or the parameter shards with it, to host
+  // memory (cpu) or to files (nvme, DeepSpeed's nvme_path); both go to the same place.
+  using config::OffloadDevice;
   const char* offload_param_key =
       Key(p, "fsdp_config.fsdp_offload_params", "zero_optimization.offload_param.device",
           "offload_params");
   const char* offload_optimizer_key =
       Key(p, "fsdp_config.fsdp_offload_params", "zero_optimization.offload_optimizer.device",
           "offload_optimizer");
-  const bool fsdp_offload = p.distributed_type == DistributedType::kFsdp &&
-                            p.offload_params != config::OffloadDevice::kNone;
-  auto unsupported = [&](const char* key, config::OffloadDevice d) {
-    errors.push_back(absl::StrCat(key, ": ", std::string(config::Name(d)),
-                                  " offload is not supported by this engine yet"));
-  };
-  if (p.offload_params == config::OffloadDevice::kNvme) {
-    unsupported(offload_param_key, p.offload_params);
-  }
-  if (p.offload_optimizer == config::OffloadDevice::kNvme && !fsdp_offload) {
-    unsupported(offload_optimizer_key, p.offload_optimizer);
-  }
-  if (p.offload_params == config::OffloadDevice::kCpu) {
-    if (p.offload_optimizer != config::OffloadDevice::kCpu) {
-      errors.push_back(absl::StrCat(offload_param_key,
-                                    ": cpu parameter offload needs the optimizer offloaded to "
-                                    "cpu too (", offload_optimizer_key, ")"));
+  if (p.offload_params != OffloadDevice::kNone) {
+    if (p.offload_optimizer != p.offload_params) {
+      errors.push_back(absl::StrCat(offload_param_key, ": ",
+                                    std::string(config::Name(p.offload_params)),
+                                    " parameter offload needs the optimizer offloaded to ",
+                                    std::string(config::Name(p.offload_params)), " too (",
+                                    offload_optimizer_key, ")"));
     } else if (o.shard.strategy != shard::Strategy::kFullShard &&
                o.shard.strategy != shard::Strategy::kHybridShard) {
       errors.push_back(absl::StrCat(
-          offload_param_key, ": cpu offload needs sharded parameters (FULL_SHARD / ZeRO stage 3, "
-          "or HYBRID_SHARD), not ", std::string(shard::StrategyName(o.shard.strategy))));
+          offload_param_key, ": ", std::string(config::Name(p.offload_params)),
+          " offload needs sharded parameters (FULL_SHARD / ZeRO stage 3, or HYBRID_SHARD), not ",
+          std::string(shard::StrategyName(o.shard.strategy))));
+    } else if (p.offload_params == OffloadDevice::kNvme &&
+               p.offload_param_nvme_path != p.offload_optimizer_nvme_path) {
+      errors.push_back(absl::StrCat(
+          "zero_optimization.offload_param.nvme_path: ", p.offload_param_nvme_path,
+          " differs from offload_optimizer.nvme_path ", p.offload_optimizer_nvme_path,
+          "; this engine keeps both in one place"));
     } else {
-      o.shard.offload_params = o.shard.offload_optimizer = true;
+      o.shard.offload_params = true;
     }
-  } else if (p.offload_optimizer == config::OffloadDevice::kCpu) {
+  }
+  if (p.offload_optimizer != OffloadDevice::kNone) {
     o.shard.offload_optimizer = true;  // ZeRO-Offload
+    if (p.offload_optimizer == OffloadDevice::kNvme) {
+      if (p.offload_optimizer_nvme_path.empty()) {
+        errors.push_back(absl::StrCat("zero_optimization.offload_optimizer.nvme_path: nvme "
+                                      "offload needs a directory"));
+      }
+      o.shard.offload_dir = p.offload_optimizer_nvme_path;
+    }
   }
 
   // What the engine does differently without changing the trained model.
@@ -320,6 +326,16 @@ std::string StateDictName(train::TrainOptions::StateDictType t) {
 }
 }  // namespace
 
+namespace {
+// " (offloaded to the host)", " (offloaded to files in DIR, with the parameters)", or "".
+std::string OffloadNote(const shard::ShardOptions& s) {
+  if (!s.offload_optimizer) return "";
+  return absl::StrCat(" (offloaded to ",
+                      s.offload_dir.empty() ? "the host" : "files in " + s.offload_dir,
+                      s.offload_params ? ", with the parameters" : "", ")");
+}
+}  // namespace
+
 std::string DescribeMode(const train::TrainOptions& o) {
   const ResolvedMode m = ModeOf(o);
   std::string group = IsHybrid(m.strategy)
@@ -331,9 +347,7 @@ std::string DescribeMode(const train::TrainOptions& o) {
       std::string(shard::StrategyName(m.strategy)), group, std::string(DTypeName(m.params)),
       std::string(DTypeName(m.grads)), std::string(DTypeName(m.master)),
       std::string(DTypeName(m.optimizer_state)),
-      o.shard.offload_params      ? " (offloaded to the host, with the parameters)"
-      : o.shard.offload_optimizer ? " (offloaded to the host)"
-                                  : "",
+      OffloadNote(o.shard),
       m.loss_scaling ? "on" : "off",
       o.grad_accum, o.shard.reduce_every_micro_step ? " (reduce every micro-step)" : "",
       o.grad_clip, StateDictName(o.state_dict_type), o.save_16bit ? " + 16-bit model" : "");
@@ -350,8 +364,10 @@ std::string ModeJson(const train::TrainOptions& o, std::string_view config_sourc
   j["grads"] = std::string(DTypeName(m.grads));
   j["master"] = std::string(DTypeName(m.master));
   j["optimizer_state"] = std::string(DTypeName(m.optimizer_state));
-  j["optimizer_device"] = o.shard.offload_optimizer ? "host" : "compute";
-  j["params_device"] = o.shard.offload_params ? "host" : "compute";
+  const char* offload_device = o.shard.offload_dir.empty() ? "host" : "nvme";
+  j["optimizer_device"] = o.shard.offload_optimizer ? offload_device : "compute";
+  j["params_device"] = o.shard.offload_params ? offload_device : "compute";
+  j["offload_dir"] = o.shard.offload_dir;
   j["loss_scaling"] = m.loss_scaling;
   j["grad_accum"] = o.grad_accum;
   j["reduce_every_micro_step"] = o.shard.reduce_every_micro_step;

@@ -12,7 +12,6 @@ namespace {
 using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using ::testing::Not;
 using ::testing::IsEmpty;
 
 // Resolves YAML (+ JSON) text the way a worker does, with a job of the given options.
@@ -212,12 +211,19 @@ TEST(PlanOptionsTest, DeepSpeedOptimizerOffloadToCpuIsZeroOffload) {
   EXPECT_TRUE(o.shard.offload_optimizer);
   EXPECT_THAT(DescribeMode(o), HasSubstr("optimizer state f32 (offloaded to the host)"));
   EXPECT_THAT(ModeJson(o, "", {}), HasSubstr(R"("optimizer_device":"host")"));
-  // NVMe stays refused, by key.
+  // NVMe: the state goes to files in nvme_path, which it needs.
   ds.offload_optimizer = config::OffloadDevice::kNvme;
   train::TrainOptions n;
   EXPECT_THAT(ApplyTrainPlan(ds, &n).message(),
-              HasSubstr("zero_optimization.offload_optimizer.device: nvme offload"));
+              HasSubstr("zero_optimization.offload_optimizer.nvme_path: nvme offload needs a "
+                        "directory"));
   EXPECT_FALSE(n.shard.offload_optimizer);
+  ds.offload_optimizer_nvme_path = "/local_nvme";
+  ASSERT_TRUE(ApplyTrainPlan(ds, &n).ok());
+  EXPECT_TRUE(n.shard.offload_optimizer);
+  EXPECT_EQ(n.shard.offload_dir, "/local_nvme");
+  EXPECT_THAT(DescribeMode(n), HasSubstr("(offloaded to files in /local_nvme)"));
+  EXPECT_THAT(ModeJson(n, "", {}), HasSubstr(R"("optimizer_device":"nvme")"));
 }
 
 TEST(PlanOptionsTest, FsdpAndDeepSpeedParameterOffloadToCpu) {
@@ -268,10 +274,11 @@ TEST(PlanOptionsTest, UnsupportedSettingsNameTheirKeysAndChangeNothing) {
   ds.offload_optimizer = config::OffloadDevice::kCpu;
   ds.optimizer = Optimizer("SGD");
   s = ApplyTrainPlan(ds, &o);
-  // NVMe parameters are refused; the cpu optimizer offload beside them would be fine alone.
-  EXPECT_THAT(s.message(), AllOf(HasSubstr("zero_optimization.offload_param.device: nvme"),
-                                 Not(HasSubstr("offload_optimizer")),
-                                 HasSubstr("optimizer.type: SGD")));
+  // Parameters and optimizer state go to one place: nvme parameters need an nvme optimizer.
+  EXPECT_THAT(s.message(),
+              AllOf(HasSubstr("zero_optimization.offload_param.device: nvme parameter offload "
+                              "needs the optimizer offloaded to nvme too"),
+                    HasSubstr("optimizer.type: SGD")));
 
   config::TrainPlan adam;
   adam.optimizer = Optimizer("Adam", 0.1, /*adam_w_mode=*/false);

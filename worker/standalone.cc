@@ -1,10 +1,14 @@
 #include "worker/standalone.h"
 
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <map>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "engine/base/logging.h"
 #include "engine/base/status_macros.h"
@@ -115,6 +119,9 @@ void AddStandaloneFlags(CLI::App& app, StandaloneFlags& f) {
   app.add_flag("--offload-optimizer", t.shard.offload_optimizer,
                "ZeRO-Offload: fp32 masters, AdamW moments and the update on the host "
                "(DeepSpeed offload_optimizer.device: cpu)");
+  app.add_option("--offload-dir", t.shard.offload_dir,
+                 "offload to files in this directory (NVMe; DeepSpeed nvme_path) instead of "
+                 "host memory");
   app.add_flag("--offload-params", t.shard.offload_params,
                "also keep the parameter shards on the host (FSDP fsdp_offload_params; needs "
                "--offload-optimizer and full_shard or hybrid_shard)");
@@ -162,6 +169,27 @@ absl::StatusOr<shard::BackwardPrefetch> ParseBackwardPrefetch(const std::string&
   if (name == "none" || name == "NO_PREFETCH") return shard::BackwardPrefetch::kNone;
   return absl::InvalidArgumentError(absl::StrCat(
       "--backward-prefetch must be backward_pre, backward_post or none, got ", name));
+}
+
+}  // namespace
+
+namespace {
+
+// "resident 851204 kB, peak 2201004 kB" from /proc/self/status (VmRSS, VmHWM): what the kernel
+// says this process holds in RAM, which offload to files lowers and the ledger cannot show.
+std::string ResidentSetSummary() {
+  std::ifstream status("/proc/self/status");
+  std::string line, rss = "?", hwm = "?";
+  while (std::getline(status, line)) {
+    auto value = [&](const char* key) {
+      return absl::StartsWith(line, key)
+                 ? std::string(absl::StripAsciiWhitespace(line.substr(std::strlen(key))))
+                 : std::string();
+    };
+    if (std::string v = value("VmRSS:"); !v.empty()) rss = v;
+    if (std::string v = value("VmHWM:"); !v.empty()) hwm = v;
+  }
+  return absl::StrCat("resident ", rss, ", peak ", hwm);
 }
 
 }  // namespace
@@ -319,6 +347,7 @@ absl::Status RunStandalone(StandaloneFlags f) {
   }
   if (!json && speaker) {
     std::printf("memory (bytes): %s\n", trainer->ledger()->ToJson().c_str());
+    std::printf("process memory: %s\n", ResidentSetSummary().c_str());
   }
   return absl::OkStatus();
 }

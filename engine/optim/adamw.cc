@@ -89,7 +89,10 @@ absl::Status AdamW::Step(float* params, const float* grads, float lr, float grad
     ACCEL_RETURN_IF_ERROR(ops_->AdamWUpdate(params + r.begin, m + r.begin, v + r.begin,
                                             grads + r.begin, r.end - r.begin, hyper));
   }
-  return absl::OkStatus();
+  // Under NVMe offload the moments go back to their files now, not at the end of the step, so
+  // at most one range's moments are in memory at a time.
+  ACCEL_RETURN_IF_ERROR(ops_->EvictBlock(m_));
+  return ops_->EvictBlock(v_);
 }
 
 absl::Status AdamW::StepBf16(uint16_t* params, const float* grads, float lr, float grad_scale) {
@@ -101,7 +104,8 @@ absl::Status AdamW::StepBf16(uint16_t* params, const float* grads, float lr, flo
     ACCEL_RETURN_IF_ERROR(ops_->AdamWUpdateBf16(params + r.begin, m + r.begin, v + r.begin,
                                                 grads + r.begin, r.end - r.begin, hyper));
   }
-  return absl::OkStatus();
+  ACCEL_RETURN_IF_ERROR(ops_->EvictBlock(m_));
+  return ops_->EvictBlock(v_);
 }
 
 }  // namespace accel::optim

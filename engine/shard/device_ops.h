@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -115,6 +116,12 @@ class DeviceOps {
   [[nodiscard]] virtual absl::Status FromHost(void* dst, const void* host, size_t bytes) = 0;
   // Returns once every operation issued so far has finished (the host: at once).
   [[nodiscard]] virtual absl::Status Synchronize() = 0;
+  // File-backed blocks (CreateFileBackedDeviceOps): writes their pages back and drops them from
+  // memory, so the data lives on the disk until it is next touched, and frees the cache of
+  // transient blocks. Everything else: nothing.
+  [[nodiscard]] virtual absl::Status Evict() { return absl::OkStatus(); }
+  // The same for one block (the optimizer's moments once its range is updated).
+  [[nodiscard]] virtual absl::Status EvictBlock(const DeviceBlock&) { return absl::OkStatus(); }
 
   // The optimizer's update on n elements, kernels::AdamWUpdate's arithmetic: fp32 parameters,
   // moments and gradients.
@@ -154,5 +161,15 @@ class DeviceOps {
 std::unique_ptr<DeviceOps> CreateHostDeviceOps(MemoryLedger* ledger,
                                                MemoryPool pool = MemoryPool::kDevice,
                                                bool as_device = false);
+
+// NVMe offload: host ops whose Allocate'd blocks are files in `dir` (created and unlinked at
+// once, so they vanish with the process), mapped shared into memory and charged to the ledger's
+// nvme pool; Acquire'd (transient) blocks stay ordinary host memory. The engine addresses them
+// like any host memory; the kernel pages them in on access (sequential readahead), and Evict()
+// writes the dirty pages back and drops them from the page cache and the mapping, so between
+// steps the optimizer state costs disk, not RAM. InvalidArgument naming `dir` when a file
+// cannot be created there.
+[[nodiscard]] absl::StatusOr<std::unique_ptr<DeviceOps>> CreateFileBackedDeviceOps(
+    MemoryLedger* ledger, const std::string& dir);
 
 }  // namespace accel::shard

@@ -135,5 +135,41 @@ TEST_F(HostDeviceOpsTest, AfterCollectiveIsTheWorksStatus) {
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
 }
 
+TEST(FileBackedDeviceOpsTest, BlocksAreFilesChargedToNvmeAndSurviveEviction) {
+  const std::string dir = ::testing::TempDir();
+  MemoryLedger ledger;
+  absl::StatusOr<std::unique_ptr<DeviceOps>> ops = CreateFileBackedDeviceOps(&ledger, dir);
+  ASSERT_TRUE(ops.ok()) << ops.status();
+  {
+    const size_t n = 300000;  // several pages
+    absl::StatusOr<DeviceBlock> b = (*ops)->Allocate(n * sizeof(float),
+                                                     MemoryCategory::kOptimizerState);
+    ASSERT_TRUE(b.ok()) << b.status();
+    EXPECT_EQ(ledger.Get(MemoryPool::kNvme, MemoryCategory::kOptimizerState).current,
+              static_cast<int64_t>(n * sizeof(float)));
+    EXPECT_EQ(ledger.PoolTotal(MemoryPool::kHost).current, 0);
+    float* x = b->as<float>();
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(x[i], 0.0f) << i;
+    for (size_t i = 0; i < n; ++i) x[i] = static_cast<float>(i) * 0.5f;
+    ASSERT_TRUE((*ops)->Evict().ok());
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(x[i], static_cast<float>(i) * 0.5f) << i;
+    // Transient blocks are ordinary host memory.
+    absl::StatusOr<DeviceBlock> t = (*ops)->Acquire(4096, MemoryCategory::kGrads, true);
+    ASSERT_TRUE(t.ok());
+    EXPECT_EQ(ledger.Get(MemoryPool::kHost, MemoryCategory::kGrads).current, 4096);
+  }
+  EXPECT_EQ(ledger.PoolTotal(MemoryPool::kNvme).current, 0);
+}
+
+TEST(FileBackedDeviceOpsTest, AnUnwritableDirectoryIsNamed) {
+  MemoryLedger ledger;
+  absl::StatusOr<std::unique_ptr<DeviceOps>> ops =
+      CreateFileBackedDeviceOps(&ledger, "/nonexistent/accel-nvme");
+  ASSERT_FALSE(ops.ok());
+  EXPECT_EQ(ops.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(ops.status().message().find("/nonexistent/accel-nvme"), std::string::npos)
+      << ops.status();
+}
+
 }  // namespace
 }  // namespace accel::shard

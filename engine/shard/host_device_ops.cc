@@ -1,9 +1,17 @@
 // DeviceBlock, and the host DeviceOps: Buffers and a BufferPool, every operation done before it
-// returns (device_ops.h).
+// returns (device_ops.h); optionally with file-backed persistent blocks (NVMe offload).
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
+#include <string>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "engine/base/status_macros.h"
 #include "engine/kernels/adamw.h"
 #include "engine/shard/device_ops.h"
 #include "engine/tensor/buffer.h"
@@ -35,13 +43,20 @@ namespace {
 
 class HostDeviceOps final : public DeviceOps {
  public:
-  HostDeviceOps(MemoryLedger* ledger, MemoryPool pool, bool as_device)
-      : ledger_(ledger), pool_kind_(pool), as_device_(as_device), pool_(pool, ledger) {}
-  ~HostDeviceOps() override = default;
+  HostDeviceOps(MemoryLedger* ledger, MemoryPool pool, bool as_device, std::string file_dir = "")
+      : ledger_(ledger),
+        pool_kind_(pool),
+        as_device_(as_device),
+        file_dir_(std::move(file_dir)),
+        pool_(pool, ledger) {}
+  ~HostDeviceOps() override {
+    for (const auto& [data, f] : files_) Unmap(data, f);
+  }
 
   bool host_addressable() const override { return !as_device_; }
 
   absl::StatusOr<DeviceBlock> Allocate(size_t bytes, MemoryCategory category) override {
+    if (!file_dir_.empty()) return AllocateFile(bytes, category);
     absl::StatusOr<Buffer> b = Buffer::Allocate(bytes, pool_kind_, category, ledger_);
     if (!b.ok()) return b.status();
     return Own(std::move(*b));
@@ -117,6 +132,14 @@ class HostDeviceOps final : public DeviceOps {
 
   absl::Status Synchronize() override { return absl::OkStatus(); }
 
+  absl::Status Evict() override {
+    for (const auto& [data, f] : files_) ACCEL_RETURN_IF_ERROR(EvictFile(data, f));
+    // The transient blocks (the optimizer's gradient copies) go back to the system too: with
+    // the state on disk, holding them between steps would keep a third of it in RAM.
+    if (!file_dir_.empty()) pool_.Trim();
+    return absl::OkStatus();
+  }
+
   absl::Status AdamWUpdate(float* params, float* m, float* v, const float* grads, int64_t n,
                            const kernels::AdamWHyper& hyper) override {
     kernels::AdamWUpdate(params, m, v, grads, n, hyper);
@@ -135,9 +158,71 @@ class HostDeviceOps final : public DeviceOps {
   }
 
  protected:
-  void Free(void* data, size_t) override { live_.erase(data); }
+  absl::Status EvictBlock(const DeviceBlock& block) override {
+    auto it = files_.find(block.data());
+    return it == files_.end() ? absl::OkStatus() : EvictFile(it->first, it->second);
+  }
+
+  void Free(void* data, size_t) override {
+    if (auto it = files_.find(data); it != files_.end()) {
+      Unmap(data, it->second);
+      files_.erase(it);
+      return;
+    }
+    live_.erase(data);
+  }
 
  private:
+  struct File {
+    int fd;
+    size_t bytes;
+    MemoryCategory category;
+  };
+
+  absl::Status FileError(const char* what, size_t bytes) const {
+    return absl::InvalidArgumentError(absl::StrCat("offload file of ", bytes, " bytes in ",
+                                                   file_dir_, ": ", what, ": ",
+                                                   std::strerror(errno)));
+  }
+
+  // A fresh file in file_dir_, unlinked at once, sized (zero-filled) and mapped shared.
+  absl::StatusOr<DeviceBlock> AllocateFile(size_t bytes, MemoryCategory category) {
+    if (bytes == 0) return DeviceBlock();
+    std::string path = file_dir_ + "/accel-offload-XXXXXX";
+    const int fd = ::mkstemp(path.data());
+    if (fd < 0) return FileError("mkstemp", bytes);
+    ::unlink(path.c_str());
+    if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+      absl::Status s = FileError("ftruncate", bytes);
+      ::close(fd);
+      return s;
+    }
+    void* data = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (data == MAP_FAILED) {
+      absl::Status s = FileError("mmap", bytes);
+      ::close(fd);
+      return s;
+    }
+    files_.emplace(data, File{fd, bytes, category});
+    ledger_->Charge(MemoryPool::kNvme, category, static_cast<int64_t>(bytes));
+    return DeviceBlock(this, data, bytes);
+  }
+
+  // Write back, then drop the pages from the page cache and from this mapping; the next touch
+  // reads them from the file again.
+  absl::Status EvictFile(void* data, const File& f) const {
+    if (::fdatasync(f.fd) != 0) return FileError("fdatasync", f.bytes);
+    (void)::posix_fadvise(f.fd, 0, 0, POSIX_FADV_DONTNEED);
+    (void)::madvise(data, f.bytes, MADV_DONTNEED);
+    return absl::OkStatus();
+  }
+
+  void Unmap(void* data, const File& f) {
+    ::munmap(data, f.bytes);
+    ::close(f.fd);
+    ledger_->Release(MemoryPool::kNvme, f.category, static_cast<int64_t>(f.bytes));
+  }
+
   DeviceBlock Own(Buffer b) {
     if (b.empty()) return DeviceBlock();
     void* data = b.data();
@@ -149,8 +234,10 @@ class HostDeviceOps final : public DeviceOps {
   MemoryLedger* ledger_;
   MemoryPool pool_kind_;
   bool as_device_;
+  std::string file_dir_;  // non-empty: Allocate'd blocks are files here
   BufferPool pool_;
-  absl::flat_hash_map<void*, Buffer> live_;  // every block handed out, by its data pointer
+  absl::flat_hash_map<void*, Buffer> live_;  // every host block handed out, by its data pointer
+  absl::flat_hash_map<void*, File> files_;   // every file-backed block, by its mapping
 };
 
 }  // namespace
@@ -158,6 +245,21 @@ class HostDeviceOps final : public DeviceOps {
 std::unique_ptr<DeviceOps> CreateHostDeviceOps(MemoryLedger* ledger, MemoryPool pool,
                                                bool as_device) {
   return std::make_unique<HostDeviceOps>(ledger, pool, as_device);
+}
+
+absl::StatusOr<std::unique_ptr<DeviceOps>> CreateFileBackedDeviceOps(MemoryLedger* ledger,
+                                                                     const std::string& dir) {
+  // Fail here, naming the directory, rather than at the first allocation.
+  std::string probe = dir + "/accel-offload-XXXXXX";
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("offload directory ", dir,
+                                                   " is not writable: ", std::strerror(errno)));
+  }
+  ::unlink(probe.c_str());
+  ::close(fd);
+  return std::unique_ptr<DeviceOps>(
+      std::make_unique<HostDeviceOps>(ledger, MemoryPool::kHost, false, dir));
 }
 
 }  // namespace accel::shard

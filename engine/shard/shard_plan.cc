@@ -68,6 +68,10 @@ absl::StatusOr<ShardPlan> ShardPlan::Create(const model::Gpt2Layout& layout, int
     return absl::InvalidArgumentError(
         "offload_optimizer needs fp32 masters; low precision (master_dtype bf16) keeps none");
   }
+  if (!options.offload_dir.empty() && !options.offload_optimizer) {
+    return absl::InvalidArgumentError(
+        "offload_dir (NVMe offload) needs offload_optimizer: it says where offloaded state goes");
+  }
   if (options.offload_params && !options.offload_optimizer) {
     return absl::InvalidArgumentError(
         "offload_params needs offload_optimizer (the update runs where the parameters live)");
@@ -131,9 +135,12 @@ std::string ShardPlan::Describe() const {
   return absl::StrCat(std::string(StrategyName(options_.strategy)), ": ", world_, " ranks, shard group ",
                       shard_size_, ", ", units_.size(), " units, ", total_shard_,
                       " elements per shard (", total_padded_, " padded)",
-                      options_.offload_params      ? ", parameters and optimizer offloaded to the host"
-                      : options_.offload_optimizer ? ", optimizer offloaded to the host"
-                                                   : "");
+                      options_.offload_params      ? ", parameters and optimizer offloaded to "
+                      : options_.offload_optimizer ? ", optimizer offloaded to "
+                                                   : "",
+                      !options_.offload_optimizer    ? ""
+                      : options_.offload_dir.empty() ? "the host"
+                                                     : "files in " + options_.offload_dir);
 }
 
 }  // namespace accel::shard

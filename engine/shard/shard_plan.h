@@ -74,6 +74,10 @@ struct ShardOptions {
   // of the shard on the compute device. Needs offload_optimizer and a strategy that shards
   // parameters (full_shard, hybrid_shard).
   bool offload_params = false;
+  // Where offloaded state goes: empty for host memory, else a directory for NVMe offload
+  // (DeepSpeed's nvme_path): the state lives in files there, paged in while it is used and
+  // written back and dropped from memory after every step (CreateFileBackedDeviceOps).
+  std::string offload_dir;
   // DeepSpeed ZeRO-3 scheduling, in elements; 0 = FSDP's rule (prefetch exactly the next unit,
   // no cap on what is gathered). prefetch_bucket_numel: keep prefetching later units until this
   // many elements are in flight (stage3_prefetch_bucket_size). max_live_numel: never hold more

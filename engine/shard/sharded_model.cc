@@ -47,7 +47,13 @@ absl::StatusOr<std::unique_ptr<ShardedModel>> ShardedModel::Create(
   m->masters_ = (m->mixed_ && !m->low_precision_) || m->plan_.options().offload_optimizer;
   m->optimizer_ops_ = ops;
   if (m->plan_.options().offload_optimizer) {
-    m->owned_optimizer_ops_ = CreateHostDeviceOps(m->ledger_, MemoryPool::kHost);
+    const std::string& dir = m->plan_.options().offload_dir;
+    if (dir.empty()) {
+      m->owned_optimizer_ops_ = CreateHostDeviceOps(m->ledger_, MemoryPool::kHost);
+    } else {
+      ACCEL_ASSIGN_OR_RETURN(m->owned_optimizer_ops_,
+                             CreateFileBackedDeviceOps(m->ledger_, dir));
+    }
     m->optimizer_ops_ = m->owned_optimizer_ops_.get();
   }
   ACCEL_RETURN_IF_ERROR(m->Allocate());

@@ -111,6 +111,11 @@ class ShardedModel final : public model::ParamAccess {
   // host ops of the ledger's host pool. OwnedRanges' params and grads are this memory.
   DeviceOps& optimizer_ops() const { return *optimizer_ops_; }
   bool offload_optimizer() const { return plan_.options().offload_optimizer; }
+  // NVMe offload: writes the offloaded state back to its files and drops it from memory (after
+  // loading; FinishStep does it after every update). Nothing otherwise.
+  [[nodiscard]] absl::Status EvictOffloaded() {
+    return optimizer_ops_ == ops_ ? absl::OkStatus() : optimizer_ops_->Evict();
+  }
   // Whether parameters or gradients are kept in a 16-bit dtype.
   bool mixed_precision() const { return mixed_; }
   // Low precision: bf16 parameters without fp32 masters (ShardOptions::master_dtype bf16).

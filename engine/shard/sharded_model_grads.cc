@@ -271,7 +271,7 @@ absl::Status ShardedModel::FinishStep() {
     }
   }
   if (plan_.params_persistent()) {
-    if (!plan_.optimizer_sharded()) return absl::OkStatus();
+    if (!plan_.optimizer_sharded()) return EvictOffloaded();
     // Every rank updated its own slice in place: gather the slices back into full parameters.
     comm::Communicator& shard = *groups_.shard;
     std::vector<std::shared_ptr<comm::Work>> works;
@@ -283,14 +283,14 @@ absl::Status ShardedModel::FinishStep() {
                                       us.shard_numel, param_dtype));
     }
     for (const auto& w : works) ACCEL_RETURN_IF_ERROR(Await(shard, w));
-    return absl::OkStatus();
+    return EvictOffloaded();
   }
   for (int u = 0; u < plan_.num_units(); ++u) {
     units_[u].keep_for_step = false;
     units_[u].keep_for_reuse = false;
     MaybeFree(u);
   }
-  return absl::OkStatus();
+  return EvictOffloaded();
 }
 
 }  // namespace accel::shard

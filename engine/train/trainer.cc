@@ -143,6 +143,8 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
   t->inputs_.resize(options.batch * options.seq);
   t->targets_.resize(options.batch * options.seq);
   if (!options.resume_dir.empty()) ACCEL_RETURN_IF_ERROR(t->Resume(options.resume_dir));
+  // NVMe offload: what loading wrote goes to the files before training starts.
+  ACCEL_RETURN_IF_ERROR(t->sharded_->EvictOffloaded());
   return t;
 }
 

@@ -32,6 +32,7 @@ absl::StatusOr<GangResult> RunGang(const train::TrainOptions& options, int world
   GangResult result;
   result.model_state_bytes.resize(world);
   result.host_model_state_bytes.resize(world);
+  result.nvme_model_state_bytes.resize(world);
   result.stats.resize(world);
   std::vector<absl::Status> statuses(world);
   std::mutex mu;
@@ -59,11 +60,12 @@ absl::StatusOr<GangResult> RunGang(const train::TrainOptions& options, int world
       steps.push_back(m);
       return absl::OkStatus();
     }));
-    int64_t state = 0, host_state = 0;
+    int64_t state = 0, host_state = 0, nvme_state = 0;
     for (MemoryCategory c :
          {MemoryCategory::kParams, MemoryCategory::kGrads, MemoryCategory::kOptimizerState}) {
       state += ledger.Get(MemoryPool::kDevice, c).current;
       host_state += ledger.Get(MemoryPool::kHost, c).current;
+      nvme_state += ledger.Get(MemoryPool::kNvme, c).current;
     }
     comm::CommStats stats = groups.world->stats();
     if (groups.shard) Add(stats, groups.shard->stats());
@@ -72,6 +74,7 @@ absl::StatusOr<GangResult> RunGang(const train::TrainOptions& options, int world
     std::lock_guard<std::mutex> lock(mu);
     result.model_state_bytes[rank] = state;
     result.host_model_state_bytes[rank] = host_state;
+    result.nvme_model_state_bytes[rank] = nvme_state;
     result.stats[rank] = stats;
     if (rank == 0) {
       result.params = std::move(params);

@@ -17,6 +17,7 @@ struct GangResult {
   std::vector<train::StepMetrics> steps;   // rank 0's step records
   std::vector<int64_t> model_state_bytes;  // per rank, between steps: params + grads + optimizer
   std::vector<int64_t> host_model_state_bytes;  // the same in the host pool (offload)
+  std::vector<int64_t> nvme_model_state_bytes;  // and in the nvme pool (offload to files)
   std::vector<comm::CommStats> stats;      // per rank, world (+ shard + replicate) groups summed
   int64_t num_params = 0;
   int64_t total_padded = 0;  // plan's padded elements (for the padding allowance)

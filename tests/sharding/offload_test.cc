@@ -170,6 +170,35 @@ TEST_F(OffloadTest, ParameterOffloadNeedsShardedParametersAndTheOptimizer) {
       << r.status();
 }
 
+TEST_F(OffloadTest, NvmeOffloadKeepsTheStateInFilesWithTheSameBits) {
+  ASSERT_TRUE(Env::Default()->CreateDirs(dir_ + "/nvme").ok());
+  for (bool params : {false, true}) {
+    train::TrainOptions host = Options(Strategy::kFullShard, DType::kBF16, true);
+    host.shard.offload_params = params;
+    train::TrainOptions nvme = host;
+    nvme.shard.offload_dir = dir_ + "/nvme";
+    auto in_memory = RunGang(host, 2);
+    auto in_files = RunGang(nvme, 2);
+    ASSERT_TRUE(in_memory.ok() && in_files.ok()) << in_memory.status() << in_files.status();
+    EXPECT_EQ(in_memory->losses, in_files->losses) << params;
+    EXPECT_EQ(in_memory->params, in_files->params) << params;
+    for (int r = 0; r < 2; ++r) {
+      // Between steps the host pool holds no model state: it is all in the nvme pool.
+      EXPECT_EQ(in_files->host_model_state_bytes[r], 0) << params << " rank " << r;
+      EXPECT_EQ(in_files->nvme_model_state_bytes[r], in_memory->host_model_state_bytes[r])
+          << params << " rank " << r;
+      EXPECT_EQ(in_files->model_state_bytes[r], in_memory->model_state_bytes[r]);
+    }
+  }
+  // Checkpoints of NVMe-offloaded state resume exactly.
+  train::TrainOptions o = Options(Strategy::kFullShard, DType::kBF16, true);
+  o.shard.offload_dir = dir_ + "/nvme";
+  o.steps = 6;
+  auto runs = RunStraightAndResumed(o, 2, 3, dir_ + "/ckpt");
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  EXPECT_EQ(runs->resumed.params, runs->uninterrupted.params);
+}
+
 TEST_F(OffloadTest, LowPrecisionHasNoMastersToOffload) {
   train::TrainOptions o = Options(Strategy::kFullShard, DType::kBF16, true);
   o.shard.master_dtype = DType::kBF16;
