@@ -68,6 +68,14 @@ std::vector<AdamW::DecayRange> AdamW::DecayRanges(const model::Gpt2Layout& layou
   return ranges;
 }
 
+absl::Status AdamW::EvictUpdated(const void* params, size_t param_size) {
+  // Under NVMe offload the range's moments and masters go back to their files now, not at the
+  // end of the step, so about one range's state is in memory at a time (elsewhere: nothing).
+  ACCEL_RETURN_IF_ERROR(ops_->EvictRange(m_.data(), m_.bytes()));
+  ACCEL_RETURN_IF_ERROR(ops_->EvictRange(v_.data(), v_.bytes()));
+  return ops_->EvictRange(params, static_cast<size_t>(end_ - begin_) * param_size);
+}
+
 kernels::AdamWHyper AdamW::NextHyper(float lr, float grad_scale) {
   ++step_;
   kernels::AdamWHyper hyper;
@@ -89,10 +97,7 @@ absl::Status AdamW::Step(float* params, const float* grads, float lr, float grad
     ACCEL_RETURN_IF_ERROR(ops_->AdamWUpdate(params + r.begin, m + r.begin, v + r.begin,
                                             grads + r.begin, r.end - r.begin, hyper));
   }
-  // Under NVMe offload the moments go back to their files now, not at the end of the step, so
-  // at most one range's moments are in memory at a time.
-  ACCEL_RETURN_IF_ERROR(ops_->EvictBlock(m_));
-  return ops_->EvictBlock(v_);
+  return EvictUpdated(params, sizeof(float));
 }
 
 absl::Status AdamW::StepBf16(uint16_t* params, const float* grads, float lr, float grad_scale) {
@@ -104,8 +109,7 @@ absl::Status AdamW::StepBf16(uint16_t* params, const float* grads, float lr, flo
     ACCEL_RETURN_IF_ERROR(ops_->AdamWUpdateBf16(params + r.begin, m + r.begin, v + r.begin,
                                                 grads + r.begin, r.end - r.begin, hyper));
   }
-  ACCEL_RETURN_IF_ERROR(ops_->EvictBlock(m_));
-  return ops_->EvictBlock(v_);
+  return EvictUpdated(params, sizeof(uint16_t));
 }
 
 }  // namespace accel::optim

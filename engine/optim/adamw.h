@@ -83,6 +83,7 @@ class AdamW {
 
  private:
   AdamW() = default;
+  absl::Status EvictUpdated(const void* params, size_t param_size);
   // Advances the step count and fills everything but weight_decay.
   kernels::AdamWHyper NextHyper(float lr, float grad_scale);
 

@@ -120,8 +120,11 @@ class DeviceOps {
   // memory, so the data lives on the disk until it is next touched, and frees the cache of
   // transient blocks. Everything else: nothing.
   [[nodiscard]] virtual absl::Status Evict() { return absl::OkStatus(); }
-  // The same for one block (the optimizer's moments once its range is updated).
-  [[nodiscard]] virtual absl::Status EvictBlock(const DeviceBlock&) { return absl::OkStatus(); }
+  // The same for the file-backed bytes in [data, data + bytes), at page granularity (a range's
+  // masters and moments once it is updated); memory of any other kind is left alone.
+  [[nodiscard]] virtual absl::Status EvictRange(const void* /*data*/, size_t /*bytes*/) {
+    return absl::OkStatus();
+  }
 
   // The optimizer's update on n elements, kernels::AdamWUpdate's arithmetic: fp32 parameters,
   // moments and gradients.

@@ -158,9 +158,22 @@ class HostDeviceOps final : public DeviceOps {
   }
 
  protected:
-  absl::Status EvictBlock(const DeviceBlock& block) override {
-    auto it = files_.find(block.data());
-    return it == files_.end() ? absl::OkStatus() : EvictFile(it->first, it->second);
+  absl::Status EvictRange(const void* data, size_t bytes) override {
+    const char* p = static_cast<const char*>(data);
+    for (const auto& [base, f] : files_) {
+      const char* b = static_cast<const char*>(base);
+      if (p < b || p + bytes > b + f.bytes) continue;
+      if (::fdatasync(f.fd) != 0) return FileError("fdatasync", f.bytes);
+      const off_t offset = p - b;
+      (void)::posix_fadvise(f.fd, offset, static_cast<off_t>(bytes), POSIX_FADV_DONTNEED);
+      // Only whole pages inside the range: a page shared with a neighbour stays mapped.
+      const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+      const uintptr_t from = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+      const uintptr_t to = (reinterpret_cast<uintptr_t>(p) + bytes) / page * page;
+      if (to > from) (void)::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
+      return absl::OkStatus();
+    }
+    return absl::OkStatus();  // not file-backed
   }
 
   void Free(void* data, size_t) override {

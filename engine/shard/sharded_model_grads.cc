@@ -259,6 +259,9 @@ absl::Status ShardedModel::FinishStep() {
         // Both sides in one memory (the host's, when the parameter shards are offloaded too).
         ACCEL_RETURN_IF_ERROR(
             optimizer_ops_->Convert(unit.master.data(), DType::kF32, dst, param_dtype, n));
+        if (plan_.options().offload_params) {
+          ACCEL_RETURN_IF_ERROR(optimizer_ops_->EvictRange(dst, n * param_size()));
+        }
       } else if (param_dtype == DType::kF32) {
         ACCEL_RETURN_IF_ERROR(FromOptimizer(dst, unit.master.data(), n * sizeof(float)));
       } else if (n > 0) {
@@ -268,6 +271,8 @@ absl::Status ShardedModel::FinishStep() {
         ACCEL_RETURN_IF_ERROR(ops_->Convert(wide.data(), DType::kF32, dst, param_dtype, n));
         ops_->Recycle(std::move(wide));
       }
+      // NVMe offload: this unit's master back to its file before the next one is read.
+      ACCEL_RETURN_IF_ERROR(optimizer_ops_->EvictRange(unit.master.data(), unit.master.bytes()));
     }
   }
   if (plan_.params_persistent()) {
