@@ -44,6 +44,19 @@ absl::StatusOr<std::unique_ptr<ShardedModel>> ShardedModel::Create(
     ops = m->owned_ops_.get();
   }
   m->ops_ = ops;
+  // Host values (loss, norm, broadcast weights) travel through host views of the groups:
+  // the groups themselves on host memory, staged through device blocks otherwise.
+  m->host_world_ = groups.world;
+  m->host_shard_ = groups.shard;
+  if (!ops->host_addressable()) {
+    m->staged_world_ = CreateStagedCommunicator(groups.world, ops, timeout);
+    m->host_world_ = m->staged_world_.get();
+    m->host_shard_ = m->host_world_;
+    if (groups.shard != groups.world) {
+      m->staged_shard_ = CreateStagedCommunicator(groups.shard, ops, timeout);
+      m->host_shard_ = m->staged_shard_.get();
+    }
+  }
   m->masters_ = (m->mixed_ && !m->low_precision_) || m->plan_.options().offload_optimizer;
   m->optimizer_ops_ = ops;
   if (m->plan_.options().offload_optimizer) {
@@ -145,27 +158,22 @@ absl::Status ShardedModel::AwaitOnHost(comm::Communicator& comm,
   return s;
 }
 
-absl::StatusOr<std::vector<double>> ShardedModel::AllGatherDouble(comm::Communicator& comm,
+absl::Status ShardedModel::OnHost(
+    const std::function<std::shared_ptr<comm::Work>()>& collective) {
+  const absl::Time start = absl::Now();
+  absl::Status s = collective()->Wait(timeout_);
+  comm_wait_seconds_ += absl::ToDoubleSeconds(absl::Now() - start);
+  return s;
+}
+
+absl::StatusOr<std::vector<double>> ShardedModel::AllGatherDouble(comm::Communicator& host_comm,
                                                                   double value) {
   // A double travels through an f32 all-gather as its two 32-bit halves (a bit copy).
   constexpr size_t kDoubleAsFloats = sizeof(double) / sizeof(float);
-  const int n = comm.size();
-  std::vector<double> all(n);
-  if (ops_->host_addressable()) {
-    ACCEL_RETURN_IF_ERROR(
-        AwaitOnHost(comm, comm.AllGather(&value, all.data(), kDoubleAsFloats, DType::kF32)));
-    return all;
-  }
-  ACCEL_ASSIGN_OR_RETURN(DeviceBlock staging,
-                         ops_->Acquire((n + 1) * sizeof(double), MemoryCategory::kCommunication,
-                                       false));
-  double* mine = staging.as<double>() + n;
-  ACCEL_RETURN_IF_ERROR(ops_->FromHost(mine, &value, sizeof(double)));
-  ACCEL_RETURN_IF_ERROR(ops_->BeforeCollective(comm));
-  ACCEL_RETURN_IF_ERROR(
-      AwaitOnHost(comm, comm.AllGather(mine, staging.data(), kDoubleAsFloats, DType::kF32)));
-  ACCEL_RETURN_IF_ERROR(ops_->ToHost(all.data(), staging.data(), n * sizeof(double)));
-  ops_->Recycle(std::move(staging));
+  std::vector<double> all(host_comm.size());
+  ACCEL_RETURN_IF_ERROR(OnHost([&] {
+    return host_comm.AllGather(&value, all.data(), kDoubleAsFloats, DType::kF32);
+  }));
   return all;
 }
 

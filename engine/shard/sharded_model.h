@@ -45,6 +45,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -57,6 +58,7 @@
 #include "engine/model/param_access.h"
 #include "engine/shard/device_ops.h"
 #include "engine/shard/shard_plan.h"
+#include "engine/shard/staged_communicator.h"
 
 namespace accel::shard {
 
@@ -110,6 +112,10 @@ class ShardedModel final : public model::ParamAccess {
   // Where the optimizer's state lives and its update runs: ops(), or under offload_optimizer
   // host ops of the ledger's host pool. OwnedRanges' params and grads are this memory.
   DeviceOps& optimizer_ops() const { return *optimizer_ops_; }
+  // The world communicator for host-memory values: the world itself, or on a device a view
+  // that stages them through device memory (staged_communicator.h). For the trainer's own
+  // agreements too (checkpoint outcomes, rank statistics, loading broadcasts).
+  comm::Communicator* host_world() const { return host_world_; }
   bool offload_optimizer() const { return plan_.options().offload_optimizer; }
   // NVMe offload: writes the offloaded state back to its files and drops it from memory (after
   // loading; FinishStep does it after every update). Nothing otherwise.
@@ -247,8 +253,13 @@ class ShardedModel final : public model::ParamAccess {
   absl::Status Await(comm::Communicator& comm, const std::shared_ptr<comm::Work>& work);
   // The collective's results on the host too: Await, then the Work's own Status.
   absl::Status AwaitOnHost(comm::Communicator& comm, const std::shared_ptr<comm::Work>& work);
-  // Every rank's `value` (a host double) in rank order, through an f32 all-gather of the bits.
-  absl::StatusOr<std::vector<double>> AllGatherDouble(comm::Communicator& comm, double value);
+  // A collective on host memory through a host view (host_world_, host_shard_), its time
+  // counted as exposed communication (a staged view completes within the call).
+  absl::Status OnHost(const std::function<std::shared_ptr<comm::Work>()>& collective);
+  // Every rank's `value` (a host double) in rank order, through an f32 all-gather of the bits
+  // on a host view.
+  absl::StatusOr<std::vector<double>> AllGatherDouble(comm::Communicator& host_comm,
+                                                      double value);
   // n values of `dtype` at block memory `src` into host floats `out`.
   absl::Status ConvertToHost(const void* src, DType dtype, float* out, int64_t n);
   // Zeroes a block through the ops that made it (the model's, or the optimizer's when offloaded).
@@ -284,6 +295,10 @@ class ShardedModel final : public model::ParamAccess {
   // or offload_optimizer.
   bool masters_ = false;
   DeviceOps* optimizer_ops_ = nullptr;
+  // Host views of the world and shard groups (the groups on host memory; staged otherwise).
+  std::unique_ptr<comm::Communicator> staged_world_, staged_shard_;
+  comm::Communicator* host_world_ = nullptr;
+  comm::Communicator* host_shard_ = nullptr;
   std::vector<std::vector<std::pair<int64_t, int64_t>>> skip_fp32_;  // SkipFp32Copy
   double loss_scale_ = 1;
   double comm_wait_seconds_ = 0;

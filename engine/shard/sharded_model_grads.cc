@@ -185,14 +185,14 @@ absl::StatusOr<double> ShardedModel::GradNormSquared() {
   ACCEL_ASSIGN_OR_RETURN(const double partial, where.SumOfSquares(parts));
   // Replicas of a hybrid group hold identical shards: sum within the shard group only.
   ACCEL_ASSIGN_OR_RETURN(const std::vector<double> all,
-                         AllGatherDouble(*groups_.shard, partial));
+                         AllGatherDouble(*host_shard_, partial));
   double total = 0;
   for (double v : all) total += v;
   return total;
 }
 
 absl::StatusOr<double> ShardedModel::MeanOverRanks(double value) {
-  ACCEL_ASSIGN_OR_RETURN(const std::vector<double> all, AllGatherDouble(*groups_.world, value));
+  ACCEL_ASSIGN_OR_RETURN(const std::vector<double> all, AllGatherDouble(*host_world_, value));
   double total = 0;
   for (double v : all) total += v;
   return total / static_cast<double>(all.size());

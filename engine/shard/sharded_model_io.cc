@@ -66,19 +66,9 @@ absl::Status ShardedModel::LoadFull(const float* full) {
 }
 
 absl::Status ShardedModel::BroadcastFull(float* full, int root) {
-  comm::Communicator& world = *groups_.world;
-  const int64_t n = layout_->num_params();
-  if (ops_->host_addressable()) {
-    return AwaitOnHost(world, world.Broadcast(full, n, DType::kF32, root));
-  }
-  ACCEL_ASSIGN_OR_RETURN(DeviceBlock staging,
-                         ops_->Acquire(n * sizeof(float), MemoryCategory::kCommunication, false));
-  ACCEL_RETURN_IF_ERROR(ops_->FromHost(staging.data(), full, n * sizeof(float)));
-  ACCEL_RETURN_IF_ERROR(ops_->BeforeCollective(world));
-  ACCEL_RETURN_IF_ERROR(AwaitOnHost(world, world.Broadcast(staging.data(), n, DType::kF32, root)));
-  ACCEL_RETURN_IF_ERROR(ops_->ToHost(full, staging.data(), n * sizeof(float)));
-  ops_->Recycle(std::move(staging));
-  return absl::OkStatus();
+  return OnHost([&] {
+    return host_world_->Broadcast(full, layout_->num_params(), DType::kF32, root);
+  });
 }
 
 absl::Status ShardedModel::ToOptimizer(void* optimizer_dst, const void* model_src,

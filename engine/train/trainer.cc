@@ -9,7 +9,6 @@
 #include "engine/data/token_source.h"
 #include "engine/kernels/adamw.h"
 #include "engine/optim/clip.h"
-#include "engine/shard/staged_communicator.h"
 
 namespace accel::train {
 
@@ -105,12 +104,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
                          shard::ShardedModel::Create(t->layout_.get(), std::move(plan), groups,
                                                      absl::Seconds(300), t->ledger_,
                                                      t->backend_.ops));
-  shard::DeviceOps& ops = t->sharded_->ops();
-  t->host_world_ = groups.world;
-  if (!ops.host_addressable()) {
-    t->staged_world_ = shard::CreateStagedCommunicator(groups.world, &ops, absl::Seconds(300));
-    t->host_world_ = t->staged_world_.get();
-  }
+  t->host_world_ = t->sharded_->host_world();
   ACCEL_RETURN_IF_ERROR(t->InitWeights());  // weight_loading.cc
   if (options.shard.param_dtype == DType::kF16 || options.shard.reduce_dtype == DType::kF16) {
     t->scaler_ = LossScaler(options.loss_scaling);

@@ -186,8 +186,7 @@ class Trainer {
   std::unique_ptr<model::Gpt2Layout> layout_;
   std::unique_ptr<comm::Communicator> self_comm_;  // when training alone
   shard::ProcessGroups groups_;
-  // Host-memory collectives of the trainer's own (groups_.world, or a staged view of it).
-  std::unique_ptr<comm::Communicator> staged_world_;
+  // Host-memory collectives of the trainer's own: the sharded model's host view of the world.
   comm::Communicator* host_world_ = nullptr;
   std::unique_ptr<shard::ShardedModel> sharded_;
   std::vector<optim::AdamW> optimizers_;  // one per owned range; after sharded_ (its ops)
