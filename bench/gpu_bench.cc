@@ -18,10 +18,10 @@
 #include "bench/gpu_bench_util.h"
 #include "bench/gpu_gpt2_step.h"
 #include "engine/base/status_macros.h"
-#include "engine/kernels/cuda/caching_allocator.h"
-#include "engine/kernels/cuda/device.h"
+#include "engine/tensor/cuda/caching_allocator.h"
+#include "engine/tensor/cuda/device.h"
 #include "engine/kernels/cuda/kernels.h"
-#include "engine/kernels/cuda/stream.h"
+#include "engine/tensor/cuda/stream.h"
 
 namespace accel::bench {
 namespace {

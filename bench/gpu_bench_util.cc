@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "engine/base/status_macros.h"
-#include "engine/kernels/cuda/device.h"
+#include "engine/tensor/cuda/device.h"
 #include "engine/kernels/cuda/kernels.h"
-#include "engine/kernels/cuda/stream.h"
+#include "engine/tensor/cuda/stream.h"
 
 namespace accel::bench {
 namespace {

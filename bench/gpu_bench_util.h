@@ -11,7 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "engine/kernels/cuda/caching_allocator.h"
+#include "engine/tensor/cuda/caching_allocator.h"
 #include "engine/tensor/dtype.h"
 
 namespace accel::bench {

@@ -10,7 +10,7 @@
 
 #include "bench/gpu_bench_util.h"
 #include "engine/base/status_macros.h"
-#include "engine/kernels/cuda/device.h"
+#include "engine/tensor/cuda/device.h"
 #include "engine/kernels/cuda/kernels.h"
 
 namespace accel::bench {

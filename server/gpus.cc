@@ -3,7 +3,7 @@
 #include "absl/strings/str_cat.h"
 
 #if ACCEL_WITH_CUDA
-#include "engine/kernels/cuda/device.h"
+#include "engine/tensor/cuda/device.h"
 #endif
 
 namespace accel::server {

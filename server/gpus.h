@@ -1,5 +1,5 @@
 // The GPUs acceld schedules: found through the CUDA runtime when acceld is built with CUDA
-// (engine/kernels/cuda/device.h), or declared with `acceld --gpus N` (N fake devices named
+// (engine/tensor/cuda/device.h), or declared with `acceld --gpus N` (N fake devices named
 // "gpu-<i>", memory unknown), which also lets CPU-only machines test the GPU scheduling path.
 // Each GPU is one slot of device kind "cuda"; a rank placed on slot s sees only that GPU
 // (CUDA_VISIBLE_DEVICES = GpuDevice::index of slot s).

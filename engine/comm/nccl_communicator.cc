@@ -19,7 +19,7 @@
 #include "absl/time/clock.h"
 #include "engine/base/status_macros.h"
 #include "engine/comm/nccl_util.h"
-#include "engine/kernels/cuda/device.h"
+#include "engine/tensor/cuda/device.h"
 
 namespace accel::comm {
 namespace {

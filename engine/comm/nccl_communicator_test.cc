@@ -12,7 +12,7 @@
 #include "absl/synchronization/notification.h"
 #include "engine/base/status_macros.h"
 #include "engine/comm/in_memory_store.h"
-#include "engine/kernels/cuda/device.h"
+#include "engine/tensor/cuda/device.h"
 #include "engine/testing/spawn_ranks.h"
 #include "engine/tensor/dtype.h"
 #include "gmock/gmock.h"

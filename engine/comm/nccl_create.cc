@@ -14,7 +14,7 @@
 #include "engine/base/status_macros.h"
 #include "engine/comm/nccl_communicator.h"
 #include "engine/comm/nccl_util.h"
-#include "engine/kernels/cuda/device.h"
+#include "engine/tensor/cuda/device.h"
 
 namespace accel::comm {
 namespace {

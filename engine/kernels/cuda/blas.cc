@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
 #include "engine/kernels/cuda/bias_add.h"
-#include "engine/kernels/cuda/device.h"
+#include "engine/tensor/cuda/device.h"
 
 namespace accel::cuda {
 namespace {

@@ -12,7 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
-#include "engine/kernels/cuda/device.h"
+#include "engine/tensor/cuda/device.h"
 #include "engine/tensor/dtype.h"
 
 namespace accel::kernels::cuda {

@@ -3,8 +3,8 @@
 
 #include <vector>
 
-#include "engine/kernels/cuda/caching_allocator.h"
-#include "engine/kernels/cuda/stream.h"
+#include "engine/tensor/cuda/caching_allocator.h"
+#include "engine/tensor/cuda/stream.h"
 #include "engine/kernels/cuda/test_util.h"
 #include "gtest/gtest.h"
 

@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "engine/kernels/cuda/device.h"
+#include "engine/tensor/cuda/device.h"
 #include "gtest/gtest.h"
 
 namespace accel::cuda::testing {

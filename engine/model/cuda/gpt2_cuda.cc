@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
-#include "engine/kernels/cuda/device.h"
+#include "engine/tensor/cuda/device.h"
 #include "engine/kernels/cuda/kernels.h"
 
 namespace accel::model {

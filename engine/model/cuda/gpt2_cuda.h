@@ -38,7 +38,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "engine/kernels/cuda/blas.h"
-#include "engine/kernels/cuda/caching_allocator.h"
+#include "engine/tensor/cuda/caching_allocator.h"
 #include "engine/model/param_access.h"
 #include "engine/model/param_specs.h"
 

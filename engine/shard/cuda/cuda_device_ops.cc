@@ -6,7 +6,7 @@
 #include "engine/base/logging.h"
 #include "engine/base/status_macros.h"
 #include "engine/comm/nccl_communicator.h"
-#include "engine/kernels/cuda/device.h"
+#include "engine/tensor/cuda/device.h"
 #include "engine/kernels/cuda/kernels.h"
 
 namespace accel::shard {

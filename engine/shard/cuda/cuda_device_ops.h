@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "engine/kernels/cuda/caching_allocator.h"
+#include "engine/tensor/cuda/caching_allocator.h"
 #include "engine/shard/device_ops.h"
 
 namespace accel::shard {

@@ -12,7 +12,7 @@
 #include "engine/comm/in_memory_store.h"
 #include "engine/comm/nccl_communicator.h"
 #include "engine/comm/self_communicator.h"
-#include "engine/kernels/cuda/device.h"
+#include "engine/tensor/cuda/device.h"
 #include "gtest/gtest.h"
 
 namespace accel::shard {

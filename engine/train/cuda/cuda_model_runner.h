@@ -6,7 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include "engine/kernels/cuda/blas.h"
-#include "engine/kernels/cuda/caching_allocator.h"
+#include "engine/tensor/cuda/caching_allocator.h"
 #include "engine/train/model_runner.h"
 
 namespace accel::train {

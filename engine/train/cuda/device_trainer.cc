@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
 #include "engine/comm/in_memory_store.h"
-#include "engine/kernels/cuda/device.h"
+#include "engine/tensor/cuda/device.h"
 #include "engine/shard/cuda/nccl_process_groups.h"
 #include "engine/train/cuda/cuda_model_runner.h"
 

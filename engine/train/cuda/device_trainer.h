@@ -28,7 +28,7 @@
 #include "engine/base/env.h"
 #include "engine/base/memory_ledger.h"
 #include "engine/kernels/cuda/blas.h"
-#include "engine/kernels/cuda/caching_allocator.h"
+#include "engine/tensor/cuda/caching_allocator.h"
 #include "engine/shard/cuda/cuda_device_ops.h"
 #include "engine/shard/process_groups.h"
 #include "engine/train/trainer.h"
@@ -61,7 +61,6 @@ class DeviceTrainer {
   const shard::ShardedModel& sharded() const { return trainer_->sharded(); }
   int device() const { return device_; }
   MemoryLedger* ledger() { return &ledger_; }
-  cuda::AllocatorStats allocator_stats() const { return allocator_->stats(); }
   // The driver's view of this device (cudaMemGetInfo): bytes in use by every process
   // (total - free) and the capacity.
   struct DriverMemory {

@@ -11,7 +11,7 @@
 #include "engine/base/status_macros.h"
 #include "engine/checkpoint/safetensors.h"
 #include "engine/comm/in_memory_store.h"
-#include "engine/kernels/cuda/device.h"
+#include "engine/tensor/cuda/device.h"
 #include "engine/train/cuda/device_trainer.h"
 #include "engine/shard/cuda/nccl_process_groups.h"
 #include "engine/testing/spawn_ranks.h"

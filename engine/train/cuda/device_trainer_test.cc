@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "engine/base/env.h"
-#include "engine/kernels/cuda/device.h"
+#include "engine/tensor/cuda/device.h"
 #include "engine/train/repetitive_text_test_fixture.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -1,4 +1,4 @@
-#include "engine/kernels/cuda/caching_allocator.h"
+#include "engine/tensor/cuda/caching_allocator.h"
 
 #include <cuda_runtime_api.h>
 
@@ -7,7 +7,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "engine/kernels/cuda/device.h"
+#include "engine/tensor/cuda/device.h"
 
 namespace accel::cuda {
 namespace {

@@ -1,6 +1,6 @@
 // The caching allocator's bookkeeping over a fake raw allocator (no device needed): size classes,
 // reuse per (stream, class), ledger charges, out-of-memory retry after flushing the cache.
-#include "engine/kernels/cuda/caching_allocator.h"
+#include "engine/tensor/cuda/caching_allocator.h"
 
 #include <cstdlib>
 #include <map>

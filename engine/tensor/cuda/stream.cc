@@ -1,10 +1,10 @@
-#include "engine/kernels/cuda/stream.h"
+#include "engine/tensor/cuda/stream.h"
 
 #include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "engine/kernels/cuda/device.h"
+#include "engine/tensor/cuda/device.h"
 
 namespace accel::cuda {
 

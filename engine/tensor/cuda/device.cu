@@ -1,4 +1,4 @@
-#include "engine/kernels/cuda/device.h"
+#include "engine/tensor/cuda/device.h"
 
 #include <cuda_runtime.h>
 

@@ -1,5 +1,5 @@
 // GPU tests (ctest label `gpu`): skip cleanly on a machine without a CUDA device.
-#include "engine/kernels/cuda/device.h"
+#include "engine/tensor/cuda/device.h"
 
 #include <cuda_runtime.h>
 
