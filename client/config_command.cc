@@ -6,9 +6,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
 #include "engine/config/convert.h"
-#include "engine/config/document.h"
+#include "engine/config/lower.h"
+#include "engine/config/mode.h"
 #include "engine/config/plan_json.h"
 #include "engine/config/resolve.h"
+#include "nlohmann/json.hpp"
 
 namespace accel::client {
 namespace {
@@ -25,17 +27,38 @@ absl::StatusOr<config::PrecisionMode> ParsePrecision(const std::string& s) {
       absl::StrCat("--mixed-precision: \"", s, "\" is not one of no, fp16, bf16"));
 }
 
-// A DeepSpeed JSON on its own: resolved under a minimal Accelerate YAML.
-absl::StatusOr<config::TrainPlan> ResolveLoneJson(const std::string& path,
-                                                  const config::ConfigInputs& inputs, Env* fs) {
-  auto text = ReadFileToString(fs, path);
-  if (!text.ok()) return text.status();
-  auto json = config::ParseJsonDocument(*text, path);
-  if (!json.ok()) return json.status();
-  auto yaml = config::ParseYamlDocument("distributed_type: DEEPSPEED\nnum_processes: 1\n",
-                                        "(implied accelerate config)");
-  if (!yaml.ok()) return yaml.status();
-  return config::ResolveDocuments(*yaml, &*json, inputs);
+// The one lowering (engine/config/lower.h) of `file` (a YAML, or a DeepSpeed JSON alone) for a
+// job of the default options with the given job values: what a worker would run. Files the
+// options name are not checked (the machine that runs the job may differ).
+absl::StatusOr<config::LoweredJob> LowerFile(const std::string& file,
+                                             const std::string& deepspeed_config,
+                                             const config::EnvMap& env,
+                                             std::optional<int> num_processes,
+                                             const config::JobSettings& job, Env* fs,
+                                             const config::ConfigInputs* flags = nullptr) {
+  config::LoweringInputs in;
+  if (flags != nullptr) {
+    in.mixed_precision = flags->mixed_precision;
+    in.defaults = flags->defaults;
+  }
+  if (absl::EndsWith(file, ".json") && deepspeed_config.empty()) {
+    in.deepspeed = {file, ""};
+  } else {
+    in.accelerate = {file, ""};
+    if (!deepspeed_config.empty()) in.deepspeed = {deepspeed_config, ""};
+  }
+  in.env = env;
+  in.launcher_world = num_processes;
+  in.job.data = "(explain: no data)";  // the lowering needs a job; no file is opened
+  if (job.micro_batch_size) in.job.batch = *job.micro_batch_size;
+  if (job.gradient_accumulation_steps) in.job.grad_accum = *job.gradient_accumulation_steps;
+  if (job.gradient_clipping) in.job.grad_clip = static_cast<float>(*job.gradient_clipping);
+  if (job.lr) in.job.schedule.base_lr = static_cast<float>(*job.lr);
+  if (job.steps) in.job.steps = *job.steps;
+  in.accumulation_given = job.gradient_accumulation_steps.has_value();
+  in.clipping_given = job.gradient_clipping.has_value();
+  in.check_files = false;
+  return config::Lower(in, fs);
 }
 
 }  // namespace
@@ -67,10 +90,27 @@ int ConfigExplain(const ExplainArgs& args, const config::EnvMap& env, std::ostre
     PrintStatus(plan.status(), err);
     return kExitInvalid;
   }
+  // What the engine runs from it: the lowering every worker and acceld's submit call.
+  config::JobSettings job = args.job;
+  absl::StatusOr<config::LoweredJob> lowered =
+      LowerFile(args.file, args.deepspeed_config, env, args.num_processes, job, fs, &inputs);
+  if (!lowered.ok()) {
+    PrintStatus(absl::Status(lowered.status().code(),
+                             absl::StrCat("the engine cannot run this plan: ",
+                                          lowered.status().message())),
+                err);
+    return kExitInvalid;
+  }
   if (args.output == "json") {
-    out << config::PlanToJsonText(*plan) << "\n";
+    nlohmann::ordered_json j = nlohmann::ordered_json::parse(config::PlanToJsonText(*plan));
+    j["engine"] = nlohmann::ordered_json::parse(
+        config::ModeJson(lowered->options, lowered->source, {}));
+    j["engine"].erase("event");
+    j["engine"].erase("notes");
+    out << j.dump() << "\n";
   } else {
     out << config::PlanToText(*plan);
+    out << "engine: " << config::DescribeMode(lowered->options) << "\n";
   }
   return kExitOk;
 }
@@ -83,17 +123,11 @@ int ConfigValidate(const std::vector<std::string>& files, std::optional<int> num
   }
   int invalid = 0;
   for (const std::string& file : files) {
-    config::ConfigInputs inputs;
-    inputs.accelerate_config = file;
-    inputs.env = env;
-    inputs.num_processes = num_processes;
-    absl::StatusOr<config::TrainPlan> plan =
-        absl::EndsWith(file, ".json") ? ResolveLoneJson(file, inputs, fs)
-                                      : config::ResolvePlan(inputs, fs);
-    if (!plan.ok()) {
+    absl::StatusOr<config::LoweredJob> lowered = LowerFile(file, "", env, num_processes, {}, fs);
+    if (!lowered.ok()) {
       ++invalid;
       out << "invalid: " << file << "\n";
-      std::string message(plan.status().message());
+      std::string message(lowered.status().message());
       size_t start = 0;
       while (start <= message.size()) {
         size_t end = message.find('\n', start);
@@ -103,9 +137,10 @@ int ConfigValidate(const std::vector<std::string>& files, std::optional<int> num
       }
       continue;
     }
-    out << "ok: " << file << " (" << config::Name(plan->distributed_type) << ", "
-        << config::Name(plan->strategy) << ")\n";
-    for (const std::string& w : plan->warnings) out << "  warning: " << w << "\n";
+    const config::TrainPlan& plan = *lowered->plan;
+    out << "ok: " << file << " (" << config::Name(plan.distributed_type) << ", "
+        << config::Name(plan.strategy) << ")\n";
+    for (const std::string& w : lowered->notes) out << "  warning: " << w << "\n";
   }
   if (invalid > 0) {
     err << invalid << " of " << files.size() << " file(s) invalid\n";

@@ -30,7 +30,11 @@ TEST(AccelctlConfigTest, ExplainJsonHasTheContractKeys) {
                    {{"ACCELERATE_MIXED_PRECISION", "bf16"}});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j.size(), 29u);
+  EXPECT_EQ(j.size(), 30u);  // the plan's 29 keys and what the engine runs
+  EXPECT_EQ(j["engine"]["strategy"], "full_shard");
+  EXPECT_EQ(j["engine"]["params"], "bf16");
+  EXPECT_EQ(j["engine"]["optimizer_device"], "nvme");
+  EXPECT_EQ(j["engine"]["params_device"], "nvme");
   EXPECT_EQ(j["strategy"], "full_shard");
   EXPECT_EQ(j["num_processes"], 8);
   EXPECT_EQ(j["train_batch_size"], 4 * 8);
@@ -45,6 +49,7 @@ TEST(AccelctlConfigTest, ExplainTextAndFlags) {
   ASSERT_EQ(r.code, kExitOk) << r.err;
   EXPECT_NE(r.out.find("strategy:"), std::string::npos);
   EXPECT_NE(r.out.find("mode=fp16"), std::string::npos);
+  EXPECT_NE(r.out.find("engine: "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("train_batch_size:               4"), std::string::npos) << r.out;
 
   r = Accelctl({"config", "explain", Src("configs/fsdp_full_shard.yaml"), "--output", "xml"});

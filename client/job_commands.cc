@@ -73,9 +73,8 @@ class Session {
     out_ << "job " << j.id() << " (" << j.spec().name() << "): " << StateName(j.state()) << "\n";
     out_ << "  attempt " << j.attempt() << ", restarts used " << j.restarts_used() << " of "
          << j.spec().max_restarts() << "\n";
-    out_ << "  ranks " << j.spec().resources().num_processes() << " " << j.spec().resources().device()
-         << ", model " << j.spec().model().preset() << ", " << j.spec().sharding().strategy()
-         << ", step " << j.last_step() + 1 << "/" << j.spec().train().steps() << "\n";
+    out_ << "  step " << j.last_step() + 1 << "/" << j.spec().train().steps() << "\n";
+    PrintPlan(j);
     out_ << "  submitted " << Time(j.submit_time_us()) << ", started " << Time(j.start_time_us())
          << ", ended " << Time(j.end_time_us()) << "\n";
     if (!j.error().empty()) out_ << "  error: " << j.error() << "\n";
@@ -158,8 +157,10 @@ class Session {
     if (json()) {
       out_ << Json(resp.job()) << "\n";
     } else {
+      // The job as acceld lowered it: what its ranks will run.
       out_ << "submitted " << id << " (" << spec->name() << ", "
-           << spec->resources().num_processes() << " ranks)\n";
+           << resp.job().spec().resources().num_processes() << " ranks)\n";
+      PrintPlan(resp.job());
     }
     if (!c_.wait) return kOk;
     absl::StatusOr<int64_t> last = Stream(id, 0, /*follow=*/true, {}, false);
@@ -171,6 +172,41 @@ class Session {
            << (job->error().empty() ? "" : absl::StrCat(": ", job->error())) << "\n";
     }
     return job->state() == v1::SUCCEEDED ? kOk : kFailure;
+  }
+
+  // What the job runs, as acceld lowered it at submit (JobPlan); older jobs show their spec.
+  void PrintPlan(const v1::Job& j) {
+    if (!j.has_plan()) {
+      out_ << "  ranks " << j.spec().resources().num_processes() << " "
+           << j.spec().resources().device() << ", model " << j.spec().model().preset() << ", "
+           << j.spec().sharding().strategy() << "\n";
+      return;
+    }
+    const v1::JobPlan& p = j.plan();
+    std::string strategy = p.strategy();
+    if (p.hybrid_group_size() > 0) {
+      absl::StrAppend(&strategy, " (groups of ", p.hybrid_group_size(), ")");
+    }
+    out_ << "  plan " << strategy << " on " << p.world_size() << " " << p.device() << " rank"
+         << (p.world_size() == 1 ? "" : "s") << ", " << p.precision() << " (params "
+         << p.params_dtype() << ", grads " << p.grads_dtype() << ", master " << p.master_dtype()
+         << ")";
+    if (p.optimizer_device() != "compute") {
+      out_ << ", optimizer on " << p.optimizer_device();
+      if (p.params_device() != "compute") out_ << " with the parameters";
+    }
+    out_ << "\n";
+    out_ << "  batch " << p.micro_batch() << " x accum " << p.grad_accum() << " x "
+         << p.world_size() << " ranks = " << p.global_batch() << " sequences of " << p.seq_len()
+         << " tokens per step, clip " << p.grad_clip() << ", checkpoints " << p.state_dict_type()
+         << (p.save_16bit() ? " + 16-bit model" : "") << "\n";
+    const v1::ModelSummary& m = p.model();
+    out_ << absl::StrFormat("  model %s: %d layers, %d heads, width %d, vocabulary %d, "
+                            "context %d, %.2fM parameters\n",
+                            m.name(), m.n_layer(), m.n_head(), m.n_embd(), m.vocab_size(),
+                            m.n_positions(), m.num_params() / 1e6);
+    if (!p.config().empty()) out_ << "  config " << p.config() << "\n";
+    for (const std::string& note : p.notes()) out_ << "  note: " << note << "\n";
   }
 
   int Status() {
@@ -199,13 +235,18 @@ class Session {
       for (const v1::Job& j : resp.jobs()) out_ << Json(j) << "\n";
       return kOk;
     }
-    out_ << absl::StrFormat("%-10s %-20s %-10s %7s %5s %11s  %s\n", "ID", "NAME", "STATE",
-                            "ATTEMPT", "RANKS", "STEP", "SUBMITTED");
+    out_ << absl::StrFormat("%-10s %-20s %-10s %7s %5s %-18s %-18s %11s  %s\n", "ID", "NAME",
+                            "STATE", "ATTEMPT", "RANKS", "STRATEGY", "PRECISION", "STEP",
+                            "SUBMITTED");
     for (const v1::Job& j : resp.jobs()) {
-      out_ << absl::StrFormat("%-10s %-20s %-10s %7d %5d %5d/%-5d  %s\n", j.id(), j.spec().name(),
-                              StateName(j.state()), j.attempt(),
-                              j.spec().resources().num_processes(), j.last_step() + 1,
-                              j.spec().train().steps(), Time(j.submit_time_us()));
+      const std::string strategy =
+          j.has_plan() ? j.plan().strategy() : j.spec().sharding().strategy();
+      const std::string precision = j.has_plan() ? j.plan().precision() : "?";
+      out_ << absl::StrFormat("%-10s %-20s %-10s %7d %5d %-18s %-18s %5d/%-5d  %s\n", j.id(),
+                              j.spec().name(), StateName(j.state()), j.attempt(),
+                              j.spec().resources().num_processes(), strategy, precision,
+                              j.last_step() + 1, j.spec().train().steps(),
+                              Time(j.submit_time_us()));
     }
     return kOk;
   }

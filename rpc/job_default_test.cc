@@ -3,6 +3,7 @@
 
 #include "gtest/gtest.h"
 #include "rpc/job_file.h"
+#include "rpc/job_lowering.h"
 
 namespace accel::rpc {
 namespace {
@@ -12,8 +13,11 @@ TEST(JobDefaultTest, ConfigsJobDefaultIsValid) {
   auto spec = ParseJobFile(path);
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_TRUE(ValidateJobSpec(*spec, /*check_files=*/true).ok());
-  EXPECT_EQ(spec->resources().num_processes(), 2);
-  EXPECT_EQ(spec->sharding().strategy(), "full_shard");
+  // What runs is what the Accelerate config lowers to: FULL_SHARD on its 2 processes.
+  auto lowered = LowerJobSpec(*spec);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  EXPECT_EQ(lowered->world_size, 2);
+  EXPECT_EQ(lowered->options.shard.strategy, shard::Strategy::kFullShard);
   EXPECT_EQ(spec->model().preset(), "gpt2-mini");
   EXPECT_EQ(std::filesystem::path(spec->data().path()).filename(), "kjv.txt");
   EXPECT_FALSE(spec->accelerate_config_text().empty());

@@ -279,7 +279,6 @@ JobSpec DefaultJobSpec() {
   t->set_seed(1337);
   t->set_log_every(10);
   auto* r = s.mutable_resources();
-  r->set_num_processes(1);
   r->set_device("cpu");
   r->set_threads_per_process(1);
   auto* sh = s.mutable_sharding();

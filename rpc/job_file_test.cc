@@ -49,7 +49,8 @@ TEST(JobFileTest, AbsentKeysTakeTheDocumentedDefaults) {
   EXPECT_EQ(spec->model().preset(), "gpt2-tiny");
   EXPECT_EQ(spec->train().steps(), 100);
   EXPECT_EQ(spec->train().log_every(), 10);
-  EXPECT_EQ(spec->resources().num_processes(), 1);
+  // Unset: the config's num_processes, else 1 (acceld stores the count it runs).
+  EXPECT_FALSE(spec->resources().has_num_processes());
   EXPECT_EQ(spec->sharding().strategy(), "no_shard");
   EXPECT_DOUBLE_EQ(spec->stop_grace_s(), 10);
   EXPECT_TRUE(ValidateJobSpec(*spec, false).ok());
@@ -153,6 +154,7 @@ TEST(JobFileTest, JsonRoundTripKeepsEveryField) {
   s.mutable_data()->set_path("/d");
   s.mutable_data()->set_shuffle_seed(7);
   s.mutable_sharding()->set_reshard_after_forward(false);
+  s.mutable_resources()->set_num_processes(3);  // optional: present once set
   const std::string json = JobSpecToJson(s);
   EXPECT_THAT(json, HasSubstr("\"num_processes\""));
   auto back = JobSpecFromJson(json);

@@ -1,4 +1,6 @@
-#include "server/job_configs.h"
+// LowerJobSpec: the check acceld runs at submit and the options every daemon worker trains
+// with, from one spec through one lowering.
+#include "rpc/job_lowering.h"
 
 #include <fstream>
 #include <sstream>
@@ -8,9 +10,11 @@
 #include "gtest/gtest.h"
 #include "rpc/job_file.h"
 
-namespace accel::server {
+namespace accel::rpc {
 namespace {
 
+using ::testing::AllOf;
+using ::testing::Contains;
 using ::testing::HasSubstr;
 
 std::string Config(const std::string& name) {
@@ -21,65 +25,137 @@ std::string Config(const std::string& name) {
   return ss.str();
 }
 
-accel::v1::JobSpec Spec(int processes) {
-  accel::v1::JobSpec spec = rpc::DefaultJobSpec();
-  spec.mutable_resources()->set_num_processes(processes);
+accel::v1::JobSpec Spec(std::optional<int> processes) {
+  accel::v1::JobSpec spec = DefaultJobSpec();
+  spec.mutable_data()->set_path("/data/text.txt");  // not opened by the lowering
+  spec.mutable_model()->set_preset("gpt2-tiny");
+  if (processes) spec.mutable_resources()->set_num_processes(*processes);
   return spec;
 }
 
-TEST(JobConfigsTest, NoConfigAndTheShippedConfigsPass) {
-  EXPECT_TRUE(ValidateJobConfigs(Spec(1)).ok());
+std::string Message(const accel::v1::JobSpec& spec) {
+  return std::string(LowerJobSpec(spec).status().message());
+}
+
+TEST(JobLoweringTest, NoConfigAndTheShippedConfigsLower) {
+  EXPECT_TRUE(LowerJobSpec(Spec(1)).ok());
   for (const auto& [name, processes] :
        {std::pair<const char*, int>{"fsdp_full_shard.yaml", 2}, {"ds_zero2.yaml", 2}}) {
     accel::v1::JobSpec spec = Spec(processes);
     spec.set_accelerate_config_path(name);
     spec.set_accelerate_config_text(Config(name));
-    EXPECT_TRUE(ValidateJobConfigs(spec).ok()) << name << ": " << ValidateJobConfigs(spec);
+    EXPECT_TRUE(LowerJobSpec(spec).ok()) << name << ": " << LowerJobSpec(spec).status();
   }
   accel::v1::JobSpec spec = Spec(2);
   spec.set_accelerate_config_text(Config("ds_zero3_nvme.yaml"));
   spec.set_deepspeed_config_path("/cfg/ds_zero3_nvme.json");
   spec.set_deepspeed_config_text(Config("ds_zero3_nvme.json"));
-  EXPECT_TRUE(ValidateJobConfigs(spec).ok()) << ValidateJobConfigs(spec);
+  EXPECT_TRUE(LowerJobSpec(spec).ok()) << LowerJobSpec(spec).status();
 }
 
-TEST(JobConfigsTest, ABadDeepSpeedJsonIsRejectedNamingTheFileAndKeyPath) {
+TEST(JobLoweringTest, ABadDeepSpeedJsonIsRejectedNamingTheFileAndKeyPath) {
   accel::v1::JobSpec spec = Spec(2);
   spec.set_accelerate_config_path("/cfg/ds.yaml");
   spec.set_accelerate_config_text(Config("ds_zero3_nvme.yaml"));
   spec.set_deepspeed_config_path("/cfg/bad.json");
   spec.set_deepspeed_config_text(R"({"zero_optimization": {"stage": 7}})");
-  absl::Status s = ValidateJobConfigs(spec);
+  absl::Status s = LowerJobSpec(spec).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("/cfg/bad.json"));
   EXPECT_THAT(std::string(s.message()), HasSubstr("zero_optimization.stage"));
 }
 
-TEST(JobConfigsTest, ABadAccelerateKeyIsRejectedNamingTheKeyPath) {
+TEST(JobLoweringTest, ABadAccelerateKeyIsRejectedNamingTheKeyPath) {
   accel::v1::JobSpec spec = Spec(2);
   spec.set_accelerate_config_path("/cfg/fsdp.yaml");
   spec.set_accelerate_config_text(
       "distributed_type: FSDP\nnum_processes: 2\nfsdp_config:\n  fsdp_sharding_strategy: HALF\n");
-  absl::Status s = ValidateJobConfigs(spec);
+  absl::Status s = LowerJobSpec(spec).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("/cfg/fsdp.yaml:4"));
   EXPECT_THAT(std::string(s.message()), HasSubstr("fsdp_config.fsdp_sharding_strategy"));
 }
 
-TEST(JobConfigsTest, MismatchedPiecesAreRejected) {
+TEST(JobLoweringTest, AJsonBesideAnFsdpConfigIsRejected) {
   accel::v1::JobSpec spec = Spec(2);
   spec.set_deepspeed_config_text(Config("ds_zero3_nvme.json"));
-  EXPECT_THAT(std::string(ValidateJobConfigs(spec).message()),
-              HasSubstr("needs an Accelerate config with distributed_type: DEEPSPEED"));
   spec.set_accelerate_config_text(Config("fsdp_full_shard.yaml"));
-  EXPECT_THAT(std::string(ValidateJobConfigs(spec).message()),
-              HasSubstr("distributed_type is FSDP, not DEEPSPEED"));
+  EXPECT_THAT(Message(spec), HasSubstr("distributed_type is FSDP, not DEEPSPEED"));
+}
+
+TEST(JobLoweringTest, AJsonAloneRunsUnderAnImpliedDeepSpeedConfig) {
+  accel::v1::JobSpec spec = Spec(2);
+  spec.set_deepspeed_config_path("/cfg/ds.json");
+  spec.set_deepspeed_config_text(R"({"zero_optimization": {"stage": 2}})");
+  auto lowered = LowerJobSpec(spec);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  EXPECT_EQ(lowered->options.shard.strategy, shard::Strategy::kShardGradOp);
+  EXPECT_EQ(lowered->world_size, 2);
+}
+
+TEST(JobLoweringTest, ResourcesNumProcessesWinsOverTheConfigWithAWarning) {
   accel::v1::JobSpec three = Spec(3);
+  three.set_accelerate_config_path("fsdp_full_shard.yaml");
   three.set_accelerate_config_text(Config("fsdp_full_shard.yaml"));
-  EXPECT_THAT(std::string(ValidateJobConfigs(three).message()),
-              HasSubstr("num_processes: the config is for 2 processes but resources.num_processes "
-                        "is 3"));
+  auto lowered = LowerJobSpec(three);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  EXPECT_EQ(lowered->world_size, 3);
+  EXPECT_THAT(lowered->notes,
+              Contains(AllOf(HasSubstr("fsdp_full_shard.yaml"), HasSubstr("the file says 2"),
+                             HasSubstr("resources.num_processes says 3"))));
+}
+
+TEST(JobLoweringTest, UnsetNumProcessesTakesTheConfigsCount) {
+  accel::v1::JobSpec spec = Spec(std::nullopt);
+  EXPECT_EQ(LowerJobSpec(spec)->world_size, 1);
+  spec.set_accelerate_config_text(Config("fsdp_full_shard.yaml"));
+  auto lowered = LowerJobSpec(spec);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  EXPECT_EQ(lowered->world_size, 2);
+  EXPECT_EQ(ResolvedSpec(spec, *lowered).resources().num_processes(), 2);
+}
+
+// The done-when of "one plan": a FULL_SHARD config with a custom model config is stored and
+// shown as full_shard with that model's dimensions, and no field keeps a replaced default.
+TEST(JobLoweringTest, TheStoredSpecAndPlanShowWhatRuns) {
+  const std::string model = ::testing::TempDir() + "/job_lowering_model.json";
+  std::ofstream(model) << R"({"n_layer": 3, "n_head": 4, "n_embd": 64, "vocab_size": 300,
+                              "n_positions": 128})";
+  accel::v1::JobSpec spec = Spec(std::nullopt);
+  spec.mutable_model()->set_preset("");
+  spec.mutable_model()->set_config(model);
+  spec.set_accelerate_config_path("fsdp_full_shard.yaml");
+  spec.set_accelerate_config_text(Config("fsdp_full_shard.yaml"));
+  auto lowered = LowerJobSpec(spec);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  const accel::v1::JobSpec stored = ResolvedSpec(spec, *lowered);
+  EXPECT_EQ(stored.sharding().strategy(), "full_shard");
+  EXPECT_EQ(stored.resources().num_processes(), 2);
+  const accel::v1::JobPlan plan = PlanToProto(*lowered, "cpu");
+  EXPECT_EQ(plan.strategy(), "full_shard");
+  EXPECT_EQ(plan.world_size(), 2);
+  EXPECT_EQ(plan.global_batch(), plan.micro_batch() * plan.grad_accum() * 2);
+  EXPECT_EQ(plan.model().n_layer(), 3);
+  EXPECT_EQ(plan.model().n_head(), 4);
+  EXPECT_EQ(plan.model().n_embd(), 64);
+  EXPECT_EQ(plan.model().vocab_size(), 300);
+  EXPECT_EQ(plan.model().num_params(), lowered->model.NumParams());
+  EXPECT_EQ(plan.config(), "fsdp_full_shard.yaml");
+}
+
+TEST(JobLoweringTest, WhatAWorkerWouldRefuseIsRefusedHere) {
+  accel::v1::JobSpec spec = Spec(2);
+  spec.set_accelerate_config_path("ds.yaml");
+  spec.set_accelerate_config_text("distributed_type: DEEPSPEED\nnum_processes: 2\n");
+  spec.set_deepspeed_config_path("ds.json");
+  spec.set_deepspeed_config_text(R"({"zero_optimization": {"stage": 2},
+      "optimizer": {"type": "SGD", "params": {"lr": 0.1}}})");
+  EXPECT_THAT(Message(spec), HasSubstr("ds.json: optimizer.type: SGD"));
+  spec.set_deepspeed_config_text(R"({"zero_optimization": {"stage": 3,
+      "offload_optimizer": {"device": "nvme", "nvme_path": "/proc/version/x"}}})");
+  EXPECT_THAT(Message(spec), AllOf(HasSubstr("ds.json: zero_optimization.offload_optimizer"),
+                                   HasSubstr("/proc/version")));
 }
 
 }  // namespace
-}  // namespace accel::server
+}  // namespace accel::rpc

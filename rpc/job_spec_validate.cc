@@ -62,7 +62,10 @@ absl::Status ValidateJobSpec(const JobSpec& s, bool check_files) {
   if (!(t.eps() > 0)) return Invalid("train.eps", "must be > 0");
   if (!(t.weight_decay() >= 0)) return Invalid("train.weight_decay", "must be >= 0");
   if (!(t.grad_clip() >= 0)) return Invalid("train.grad_clip", "must be >= 0 (0 turns it off)");
-  ACCEL_RETURN_IF_ERROR(at_least("resources.num_processes", r.num_processes(), 1));
+  if (r.has_num_processes()) {
+    ACCEL_RETURN_IF_ERROR(at_least("resources.num_processes", r.num_processes(), 1));
+  }
+  const int num_processes = r.has_num_processes() ? r.num_processes() : 1;
   ACCEL_RETURN_IF_ERROR(at_least("resources.threads_per_process", r.threads_per_process(), 1));
   // Whether the acceld has GPUs is acceld's to say (at submit).
   if (r.device() != "cpu" && r.device() != "cuda") {
@@ -71,10 +74,10 @@ absl::Status ValidateJobSpec(const JobSpec& s, bool check_files) {
   absl::StatusOr<shard::Strategy> strategy = shard::ParseStrategy(sh.strategy());
   if (!strategy.ok()) return Invalid("sharding.strategy", std::string(strategy.status().message()));
   if (*strategy == shard::Strategy::kHybridShard || *strategy == shard::Strategy::kHybridShardZero2) {
-    if (sh.hybrid_group_size() < 1 || r.num_processes() % sh.hybrid_group_size() != 0) {
+    if (sh.hybrid_group_size() < 1 || num_processes % sh.hybrid_group_size() != 0) {
       return Invalid("sharding.hybrid_group_size",
                      absl::StrCat("hybrid sharding needs a group size that divides "
-                                  "resources.num_processes (", r.num_processes(), "), got ",
+                                  "resources.num_processes (", num_processes, "), got ",
                                   sh.hybrid_group_size()));
     }
   }

@@ -2,8 +2,12 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
+#include "engine/base/status_macros.h"
 #include "rpc/job_file.h"
+#include "rpc/job_lowering.h"
 
 namespace accel::server {
 
@@ -15,11 +19,31 @@ std::string MessageToJson(const google::protobuf::Message& m) {
   return out;
 }
 
+absl::StatusOr<JobRecord> JobRecordFromSpec(const accel::v1::JobSpec& spec,
+                                            const config::LoweredJob& lowered) {
+  JobRecord job;
+  job.name = spec.name();
+  job.spec_json = rpc::JobSpecToJson(rpc::ResolvedSpec(spec, lowered));
+  job.plan_json = MessageToJson(rpc::PlanToProto(lowered, spec.resources().device()));
+  job.slots = lowered.world_size;
+  job.priority = spec.priority();
+  job.max_restarts = spec.max_restarts();
+  ACCEL_ASSIGN_OR_RETURN(job.knobs.device, ParseDeviceKind(spec.resources().device()));
+  job.knobs.threads = std::max(1, spec.resources().threads_per_process());
+  job.knobs.heartbeat_timeout_s = spec.heartbeat_timeout_s();
+  job.knobs.stop_grace_s = spec.stop_grace_s();
+  job.knobs.checkpoint_dir = spec.checkpoint().dir();
+  return job;
+}
+
 accel::v1::Job JobToProto(const JobRecord& job, int64_t last_seq) {
   accel::v1::Job p;
   p.set_id(job.id);
   absl::StatusOr<accel::v1::JobSpec> spec = rpc::JobSpecFromJson(job.spec_json);
   if (spec.ok()) *p.mutable_spec() = *spec;
+  if (!job.plan_json.empty()) {
+    (void)google::protobuf::util::JsonStringToMessage(job.plan_json, p.mutable_plan());
+  }
   p.set_state(static_cast<accel::v1::JobState>(static_cast<int>(job.state)));
   p.set_attempt(job.attempt);
   p.set_restarts_used(job.restarts_used);
@@ -30,10 +54,6 @@ accel::v1::Job JobToProto(const JobRecord& job, int64_t last_seq) {
   p.set_last_seq(last_seq);
   p.set_last_step(job.last_step);
   return p;
-}
-
-accel::v1::EventKind KindToProto(EventKind kind) {
-  return static_cast<accel::v1::EventKind>(static_cast<int>(kind));
 }
 
 absl::StatusOr<accel::v1::Event> EventToProto(const Event& e) {

@@ -7,16 +7,21 @@
 #include "accel/v1/coordinator.pb.h"
 #include "accel/v1/job.pb.h"
 #include "accel/v1/worker.pb.h"
+#include "engine/config/lower.h"
 #include "server/job_manager.h"
 #include "server/types.h"
 
 namespace accel::server {
 
+// The record acceld stores for a submitted spec: the spec as it runs (rpc::ResolvedSpec), the
+// plan beside it, and the typed knobs the manager acts on. InvalidArgument for a device kind
+// it does not know.
+[[nodiscard]] absl::StatusOr<JobRecord> JobRecordFromSpec(const accel::v1::JobSpec& spec,
+                                                          const config::LoweredJob& lowered);
 // last_seq is filled in by the caller (it lives in the EventLog).
 accel::v1::Job JobToProto(const JobRecord& job, int64_t last_seq);
 // DataLoss when the stored body does not parse.
 [[nodiscard]] absl::StatusOr<accel::v1::Event> EventToProto(const Event& event);
-accel::v1::EventKind KindToProto(EventKind kind);
 accel::v1::Checkpoint CheckpointToProto(const CheckpointRecord& c);
 // A worker's event as a report; heartbeats give nullopt. InvalidArgument for an empty event.
 [[nodiscard]] absl::StatusOr<std::optional<WorkerReport>> ReportFromProto(

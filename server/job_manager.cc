@@ -12,41 +12,8 @@
 #include "absl/strings/str_format.h"
 #include "engine/base/logging.h"
 #include "engine/base/status_macros.h"
-#include "nlohmann/json.hpp"
 
 namespace accel::server {
-
-SpecKnobs ReadKnobs(const std::string& spec_json) {
-  SpecKnobs k;
-  nlohmann::json j = nlohmann::json::parse(spec_json, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) return k;
-  auto num = [](const nlohmann::json& v, double fallback) {
-    if (v.is_number()) return v.get<double>();
-    if (v.is_string()) {
-      try {
-        return std::stod(v.get<std::string>());
-      } catch (...) {
-      }
-    }
-    return fallback;
-  };
-  if (j.contains("heartbeat_timeout_s")) k.heartbeat_timeout_s = num(j["heartbeat_timeout_s"], 0);
-  if (j.contains("stop_grace_s")) k.stop_grace_s = num(j["stop_grace_s"], 0);
-  if (j.contains("checkpoint") && j["checkpoint"].is_object() &&
-      j["checkpoint"].contains("dir") && j["checkpoint"]["dir"].is_string()) {
-    k.checkpoint_dir = j["checkpoint"]["dir"].get<std::string>();
-  }
-  if (j.contains("resources") && j["resources"].is_object() &&
-      j["resources"].contains("device") && j["resources"]["device"].is_string() &&
-      !j["resources"]["device"].get<std::string>().empty()) {
-    k.device = j["resources"]["device"].get<std::string>();
-  }
-  if (j.contains("resources") && j["resources"].is_object() &&
-      j["resources"].contains("threads_per_process")) {
-    k.threads = std::max(1, static_cast<int>(num(j["resources"]["threads_per_process"], 1)));
-  }
-  return k;
-}
 
 std::string RandomToken() {
   unsigned char bytes[32];
@@ -103,11 +70,11 @@ void JobManager::Log(const absl::Status& s, const char* what) {
 absl::StatusOr<JobRecord> JobManager::Submit(const JobRecord& job) {
   absl::MutexLock lock(&mu_);
   if (shutting_down_) return absl::UnavailableError("acceld is shutting down");
-  const std::string device = ReadKnobs(job.spec_json).device;
-  Scheduler* pool = Pool(device);
+  const std::string device = DeviceKindName(job.knobs.device);
+  Scheduler* pool = Pool(job.knobs.device);
   if (pool == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "resources.device: ", device, device == "cuda"
+        "resources.device: ", device, job.knobs.device == DeviceKind::kCuda
             ? " needs GPUs, but this acceld found none (no CUDA device; acceld --gpus N declares "
               "them)"
             : " is not a device kind this acceld schedules (cpu or cuda)"));
@@ -116,7 +83,7 @@ absl::StatusOr<JobRecord> JobManager::Submit(const JobRecord& job) {
     return absl::InvalidArgumentError(absl::StrCat(
         "resources.num_processes: the job needs ", job.slots, " ", device,
         " slots but this acceld has ", pool->total_slots(),
-        device == "cuda" ? " (GPUs)" : " (acceld --cpu-slots)"));
+        job.knobs.device == DeviceKind::kCuda ? " (GPUs)" : " (acceld --cpu-slots)"));
   }
   ACCEL_ASSIGN_OR_RETURN(JobRecord created, registry_->Create(job));
   ACCEL_RETURN_IF_ERROR(pool->Enqueue(created.id, created.slots, created.priority, created.number));
@@ -151,9 +118,9 @@ void JobManager::StopGang(Gang& gang, StopReason reason, const std::string& erro
   runner_->Stop(gang.job_id, gang.attempt, gang.grace);
 }
 
-Scheduler* JobManager::Pool(const std::string& device) {
-  if (device == "cpu") return &scheduler_;
-  if (device == "cuda" && gpu_scheduler_.total_slots() > 0) return &gpu_scheduler_;
+Scheduler* JobManager::Pool(DeviceKind device) {
+  if (device == DeviceKind::kCpu) return &scheduler_;
+  if (gpu_scheduler_.total_slots() > 0) return &gpu_scheduler_;
   return nullptr;
 }
 
@@ -201,13 +168,13 @@ void JobManager::StartAttempt(const JobRecord& job, const std::string& message) 
   const int attempt = job.attempt + 1;
   absl::StatusOr<JobRecord> started = registry_->Transition(
       job.id, JobState::kStarting, absl::StrCat(message, "attempt ", attempt, " on ", job.slots,
-                                                " ", ReadKnobs(job.spec_json).device, " slots"),
+                                                " ", DeviceKindName(job.knobs.device), " slots"),
       [&](JobRecord& j) { j.attempt = attempt; });
   if (!started.ok()) {
     Log(started.status(), "start attempt");
     return;
   }
-  const SpecKnobs knobs = ReadKnobs(job.spec_json);
+  const JobKnobs& knobs = job.knobs;
   Gang gang;
   gang.job_id = job.id;
   gang.attempt = attempt;
@@ -225,7 +192,7 @@ void JobManager::StartAttempt(const JobRecord& job, const std::string& message) 
 
   // A cuda gang's rank r runs on the GPU of its r-th slot.
   std::vector<std::string> cuda_devices(job.slots);
-  if (knobs.device == "cuda") {
+  if (knobs.device == DeviceKind::kCuda) {
     auto placed = gpu_scheduler_.allocations().find(job.id);
     for (int rank = 0; placed != gpu_scheduler_.allocations().end() && rank < job.slots &&
                        rank < static_cast<int>(placed->second.size());

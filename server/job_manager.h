@@ -205,7 +205,7 @@ class JobManager {
                                    const std::string& cuda_device) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The pool of a device kind: the CPU scheduler, the GPU one, or null (no such pool).
-  Scheduler* Pool(const std::string& device) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Scheduler* Pool(DeviceKind device) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Takes the job out of every pool's queue and frees its slots.
   void Unschedule(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -229,17 +229,6 @@ class JobManager {
   bool loop_stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread loop_;
 };
-
-// The few spec fields the manager itself reads from a job's spec_json (proto3 JSON, field
-// names preserved); defaults where absent or unreadable.
-struct SpecKnobs {
-  double heartbeat_timeout_s = 0;
-  double stop_grace_s = 0;
-  int threads = 1;
-  std::string checkpoint_dir;
-  std::string device = "cpu";
-};
-SpecKnobs ReadKnobs(const std::string& spec_json);
 
 // 32 random bytes, hex.
 std::string RandomToken();

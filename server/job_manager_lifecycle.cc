@@ -25,11 +25,11 @@ absl::Status JobManager::Recover() {
                                         "'s workers are gone; restarting without using a restart"))
               .status());
     }
-    Scheduler* pool = Pool(ReadKnobs(job.spec_json).device);
+    Scheduler* pool = Pool(job.knobs.device);
     absl::Status s = pool == nullptr
                          ? absl::FailedPreconditionError(absl::StrCat(
                                "resources.device: this acceld has no ",
-                               ReadKnobs(job.spec_json).device, " slots any more"))
+                               DeviceKindName(job.knobs.device), " slots any more"))
                          : pool->Enqueue(job.id, job.slots, job.priority, job.number);
     if (!s.ok()) {
       EndJob(job.id, JobState::kFailed, std::string(s.message()), std::string(s.message()));

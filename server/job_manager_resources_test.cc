@@ -26,11 +26,13 @@ TEST_F(JobManagerTest, CudaJobsGetOneGpuPerRankFromAPoolOfTheirOwn) {
   Open(/*slots=*/2, /*gpus=*/2);
   JobRecord cuda = Job(2);
   cuda.spec_json = R"({"resources":{"num_processes":2,"device":"cuda"}})";
+  cuda.knobs.device = DeviceKind::kCuda;
   auto a = manager_->Submit(cuda);
   ASSERT_TRUE(a.ok()) << a.status();
   auto cpu = manager_->Submit(Job(2));  // the CPU pool is separate: it starts alongside
   JobRecord one = Job(1);
   one.spec_json = R"({"resources":{"num_processes":1,"device":"cuda"}})";
+  one.knobs.device = DeviceKind::kCuda;
   auto waiting = manager_->Submit(one);  // no GPU left: queued, never partially placed
   manager_->Tick();
   ASSERT_EQ(runner_->launches.size(), 2u);
@@ -65,6 +67,7 @@ TEST_F(JobManagerTest, CudaJobsGetOneGpuPerRankFromAPoolOfTheirOwn) {
   // More GPUs than exist: refused at submit.
   JobRecord big = Job(3);
   big.spec_json = R"({"resources":{"num_processes":3,"device":"cuda"}})";
+  big.knobs.device = DeviceKind::kCuda;
   EXPECT_THAT(std::string(manager_->Submit(big).status().message()),
               HasSubstr("resources.num_processes: the job needs 3 cuda slots but this acceld has 2"));
 }
@@ -72,6 +75,7 @@ TEST_F(JobManagerTest, CudaJobsGetOneGpuPerRankFromAPoolOfTheirOwn) {
 TEST_F(JobManagerTest, CudaJobsAreRefusedWithoutGpusNamingResourcesDevice) {
   JobRecord cuda = Job(1);
   cuda.spec_json = R"({"resources":{"num_processes":1,"device":"cuda"}})";
+  cuda.knobs.device = DeviceKind::kCuda;
   auto s = manager_->Submit(cuda);
   EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.status().message()), HasSubstr("resources.device: cuda needs GPUs"));

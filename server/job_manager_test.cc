@@ -196,6 +196,7 @@ TEST_F(JobManagerTest, AfterARestartRunningJobsResumeWithoutUsingARestart) {
 TEST_F(JobManagerTest, ShutdownAsksRunningGangsToCheckpointAndKeepsThemResumable) {
   JobRecord with_ckpt = Job(2, /*max_restarts=*/0);
   with_ckpt.spec_json = R"({"checkpoint":{"dir":"/ckpt"},"resources":{"num_processes":2}})";
+  with_ckpt.knobs.checkpoint_dir = "/ckpt";
   auto job = manager_->Submit(with_ckpt);
   auto plain = manager_->Submit(Job(1));  // no checkpoint.dir: stopped as before
   manager_->Tick();
@@ -228,6 +229,8 @@ TEST_F(JobManagerTest, ShutdownAsksRunningGangsToCheckpointAndKeepsThemResumable
 TEST_F(JobManagerTest, RanksThatDoNotCheckpointInTimeAreStoppedAfterTheGrace) {
   JobRecord with_ckpt = Job(2);
   with_ckpt.spec_json = R"({"checkpoint":{"dir":"/ckpt"},"stop_grace_s":2})";
+  with_ckpt.knobs.checkpoint_dir = "/ckpt";
+  with_ckpt.knobs.stop_grace_s = 2;
   auto job = manager_->Submit(with_ckpt);
   manager_->Tick();
   RegisterAll(job->id);

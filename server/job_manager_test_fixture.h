@@ -93,6 +93,7 @@ class JobManagerTest : public ::testing::Test {
     JobRecord j;
     j.name = "t";
     j.spec_json = R"({"name":"t","resources":{"num_processes":2,"threads_per_process":3}})";
+    j.knobs.threads = 3;
     j.slots = slots;
     j.max_restarts = max_restarts;
     j.priority = priority;

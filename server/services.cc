@@ -7,9 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "engine/base/logging.h"
 #include "rpc/job_file.h"
+#include "rpc/job_lowering.h"
 #include "rpc/status.h"
 #include "server/convert.h"
-#include "server/job_configs.h"
 
 namespace accel::server {
 namespace {
@@ -66,15 +66,12 @@ grpc::Status CoordinatorService::SubmitJob(grpc::ServerContext* ctx,
   if (absl::Status s = rpc::ValidateJobSpec(spec, /*check_files=*/true); !s.ok()) {
     return ToGrpc(absl::InvalidArgumentError(s.message()));
   }
-  if (absl::Status s = ValidateJobConfigs(spec); !s.ok()) {
-    return ToGrpc(absl::InvalidArgumentError(s.message()));
-  }
-  JobRecord job;
-  job.name = spec.name();
-  job.spec_json = rpc::JobSpecToJson(spec);
-  job.slots = spec.resources().num_processes();
-  job.priority = spec.priority();
-  job.max_restarts = spec.max_restarts();
+  // The one lowering the workers will run on the same spec: what it refuses, they would.
+  absl::StatusOr<config::LoweredJob> lowered = rpc::LowerJobSpec(spec, /*check_files=*/true);
+  if (!lowered.ok()) return ToGrpc(absl::InvalidArgumentError(lowered.status().message()));
+  absl::StatusOr<JobRecord> record = JobRecordFromSpec(spec, *lowered);
+  if (!record.ok()) return ToGrpc(record.status());
+  const JobRecord& job = *record;
   absl::StatusOr<JobRecord> created = d_.manager->Submit(job);
   if (!created.ok()) return ToGrpc(created.status());
   ACCEL_LOG(info, "submitted {} ({}, {} ranks)", created->id, created->name, created->slots);

@@ -61,6 +61,23 @@ CREATE TABLE IF NOT EXISTS checkpoints (
 CREATE INDEX IF NOT EXISTS checkpoints_by_job ON checkpoints (job_id, step);
 )sql";
 
+// Version 2: the typed record beside the spec (JobKnobs, the lowered plan). Rows of version 1
+// get their knobs from their stored spec, once, here.
+constexpr const char* kSchemaV2 = R"sql(
+ALTER TABLE jobs ADD COLUMN plan_json TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN device TEXT NOT NULL DEFAULT 'cpu';
+ALTER TABLE jobs ADD COLUMN threads INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE jobs ADD COLUMN heartbeat_timeout_s REAL NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN stop_grace_s REAL NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN checkpoint_dir TEXT NOT NULL DEFAULT '';
+UPDATE jobs SET
+  device = COALESCE(NULLIF(json_extract(spec_json, '$.resources.device'), ''), 'cpu'),
+  threads = MAX(1, COALESCE(json_extract(spec_json, '$.resources.threads_per_process'), 1)),
+  heartbeat_timeout_s = COALESCE(json_extract(spec_json, '$.heartbeat_timeout_s'), 0),
+  stop_grace_s = COALESCE(json_extract(spec_json, '$.stop_grace_s'), 0),
+  checkpoint_dir = COALESCE(json_extract(spec_json, '$.checkpoint.dir'), '');
+)sql";
+
 // A prepared statement that finalizes itself.
 class Stmt {
  public:
@@ -142,7 +159,8 @@ absl::Status StateStore::Migrate() {
   }
   if (v == kSchemaVersion) return absl::OkStatus();
   ACCEL_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
-  absl::Status s = Exec(kSchemaV1);
+  absl::Status s = v < 1 ? Exec(kSchemaV1) : absl::OkStatus();
+  if (s.ok() && v < 2) s = Exec(kSchemaV2);
   if (s.ok()) s = Exec(absl::StrCat("PRAGMA user_version=", kSchemaVersion).c_str());
   if (!s.ok()) {
     (void)Exec("ROLLBACK");
@@ -159,7 +177,8 @@ absl::Status StateStore::Write(const JobRecord* job, const std::vector<Event>& e
       Stmt st(db_,
               "INSERT OR REPLACE INTO jobs (id, number, name, spec_json, slots, priority, "
               "max_restarts, state, attempt, restarts_used, error, submit_us, start_us, end_us, "
-              "last_step) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+              "last_step, plan_json, device, threads, heartbeat_timeout_s, stop_grace_s, "
+              "checkpoint_dir) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
       if (!st.ok()) return Error("prepare job");
       st.Text(1, job->id);
       st.Int(2, job->number);
@@ -176,6 +195,12 @@ absl::Status StateStore::Write(const JobRecord* job, const std::vector<Event>& e
       st.Int(13, job->start_us);
       st.Int(14, job->end_us);
       st.Int(15, job->last_step);
+      st.Text(16, job->plan_json);
+      st.Text(17, DeviceKindName(job->knobs.device));
+      st.Int(18, job->knobs.threads);
+      st.Real(19, job->knobs.heartbeat_timeout_s);
+      st.Real(20, job->knobs.stop_grace_s);
+      st.Text(21, job->knobs.checkpoint_dir);
       if (st.Step() != SQLITE_DONE) return Error("write job");
     }
     if (!events.empty()) {
@@ -209,7 +234,8 @@ absl::StatusOr<std::vector<JobRecord>> StateStore::LoadJobs() {
   absl::MutexLock lock(&mu_);
   Stmt st(db_,
           "SELECT id, number, name, spec_json, slots, priority, max_restarts, state, attempt, "
-          "restarts_used, error, submit_us, start_us, end_us, last_step FROM jobs ORDER BY number");
+          "restarts_used, error, submit_us, start_us, end_us, last_step, plan_json, device, "
+          "threads, heartbeat_timeout_s, stop_grace_s, checkpoint_dir FROM jobs ORDER BY number");
   if (!st.ok()) return Error("prepare load jobs");
   std::vector<JobRecord> jobs;
   int rc;
@@ -235,6 +261,17 @@ absl::StatusOr<std::vector<JobRecord>> StateStore::LoadJobs() {
     j.start_us = st.ColInt(12);
     j.end_us = st.ColInt(13);
     j.last_step = st.ColInt(14);
+    j.plan_json = st.ColText(15);
+    absl::StatusOr<DeviceKind> device = ParseDeviceKind(st.ColText(16));
+    if (!device.ok()) {
+      return absl::DataLossError(absl::StrCat("state database: job ", j.id, ": ",
+                                              device.status().message()));
+    }
+    j.knobs.device = *device;
+    j.knobs.threads = static_cast<int>(st.ColInt(17));
+    j.knobs.heartbeat_timeout_s = st.ColReal(18);
+    j.knobs.stop_grace_s = st.ColReal(19);
+    j.knobs.checkpoint_dir = st.ColText(20);
     jobs.push_back(std::move(j));
   }
   if (rc != SQLITE_DONE) return Error("load jobs");

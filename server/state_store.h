@@ -25,7 +25,7 @@ struct sqlite3;
 
 namespace accel::server {
 
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 class StateStore {
  public:
@@ -41,9 +41,6 @@ class StateStore {
   // already carry their sequence numbers; a duplicate (job_id, seq) is Internal.
   [[nodiscard]] absl::Status Write(const JobRecord* job, const std::vector<Event>& events);
   [[nodiscard]] absl::Status PutJob(const JobRecord& job) { return Write(&job, {}); }
-  [[nodiscard]] absl::Status AppendEvents(const std::vector<Event>& events) {
-    return Write(nullptr, events);
-  }
   // Every job, in submission order.
   [[nodiscard]] absl::StatusOr<std::vector<JobRecord>> LoadJobs();
   // Events of a job with seq > after_seq, ascending, at most `limit`.

@@ -25,6 +25,12 @@ JobRecord SampleJob() {
   j.submit_us = 10;
   j.start_us = 20;
   j.last_step = 41;
+  j.plan_json = R"({"strategy":"full_shard"})";
+  j.knobs.device = DeviceKind::kCuda;
+  j.knobs.threads = 3;
+  j.knobs.heartbeat_timeout_s = 7.5;
+  j.knobs.stop_grace_s = 2;
+  j.knobs.checkpoint_dir = "/ckpt";
   return j;
 }
 
@@ -104,6 +110,13 @@ TEST(StateStoreTest, AFailedWriteChangesNothing) {
   auto jobs = (*store)->LoadJobs();
   ASSERT_TRUE(jobs.ok());
   EXPECT_EQ(jobs->front().state, JobState::kRunning);
+  // The typed record beside the spec comes back as written.
+  EXPECT_EQ(jobs->front().plan_json, R"({"strategy":"full_shard"})");
+  EXPECT_EQ(jobs->front().knobs.device, DeviceKind::kCuda);
+  EXPECT_EQ(jobs->front().knobs.threads, 3);
+  EXPECT_DOUBLE_EQ(jobs->front().knobs.heartbeat_timeout_s, 7.5);
+  EXPECT_DOUBLE_EQ(jobs->front().knobs.stop_grace_s, 2);
+  EXPECT_EQ(jobs->front().knobs.checkpoint_dir, "/ckpt");
   EXPECT_EQ(*(*store)->LastSeq("job-7"), 1);
 }
 
@@ -117,6 +130,40 @@ TEST(StateStoreTest, RefusesADatabaseFromANewerSchema) {
   auto store = StateStore::Open(path);
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(store.status().message()), ::testing::HasSubstr("schema version 99"));
+}
+
+// A database of schema version 1 (specs only) gains the typed knobs, read once from each
+// stored spec.
+TEST(StateStoreTest, MigratesAVersionOneDatabaseReadingKnobsFromTheSpecs) {
+  const std::string path = FreshTestDir() + "/state.db";
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  const char* v1 = R"sql(
+    CREATE TABLE jobs (id TEXT PRIMARY KEY, number INTEGER NOT NULL UNIQUE, name TEXT NOT NULL,
+      spec_json TEXT NOT NULL, slots INTEGER NOT NULL, priority INTEGER NOT NULL,
+      max_restarts INTEGER NOT NULL, state TEXT NOT NULL, attempt INTEGER NOT NULL,
+      restarts_used INTEGER NOT NULL, error TEXT NOT NULL, submit_us INTEGER NOT NULL,
+      start_us INTEGER NOT NULL, end_us INTEGER NOT NULL, last_step INTEGER NOT NULL);
+    INSERT INTO jobs VALUES ('job-1', 1, 'old',
+      '{"resources":{"device":"cuda","threads_per_process":4},"stop_grace_s":3,"checkpoint":{"dir":"/ck"}}',
+      2, 0, 0, 'QUEUED', 0, 0, '', 1, 0, 0, -1);
+    INSERT INTO jobs VALUES ('job-2', 2, 'bare', '{}', 1, 0, 0, 'QUEUED', 0, 0, '', 2, 0, 0, -1);
+    PRAGMA user_version=1;)sql";
+  ASSERT_EQ(sqlite3_exec(db, v1, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+  auto store = StateStore::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto jobs = (*store)->LoadJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 2u);
+  EXPECT_EQ((*jobs)[0].knobs.device, DeviceKind::kCuda);
+  EXPECT_EQ((*jobs)[0].knobs.threads, 4);
+  EXPECT_DOUBLE_EQ((*jobs)[0].knobs.stop_grace_s, 3);
+  EXPECT_EQ((*jobs)[0].knobs.checkpoint_dir, "/ck");
+  EXPECT_EQ((*jobs)[0].plan_json, "");
+  EXPECT_EQ((*jobs)[1].knobs.device, DeviceKind::kCpu);
+  EXPECT_EQ((*jobs)[1].knobs.threads, 1);
+  EXPECT_EQ((*jobs)[1].knobs.checkpoint_dir, "");
 }
 
 TEST(StateStoreTest, UsesWriteAheadLogging) {

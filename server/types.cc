@@ -67,4 +67,15 @@ absl::StatusOr<EventKind> ParseEventKind(std::string_view name) {
   return absl::InvalidArgumentError(absl::StrCat("unknown event kind ", std::string(name)));
 }
 
+const char* DeviceKindName(DeviceKind kind) {
+  return kind == DeviceKind::kCuda ? "cuda" : "cpu";
+}
+
+absl::StatusOr<DeviceKind> ParseDeviceKind(std::string_view name) {
+  if (name == "cpu" || name.empty()) return DeviceKind::kCpu;
+  if (name == "cuda") return DeviceKind::kCuda;
+  return absl::InvalidArgumentError(
+      absl::StrCat("resources.device: must be cpu or cuda, got '", std::string(name), "'"));
+}
+
 }  // namespace accel::server

@@ -44,12 +44,29 @@ struct Event {
   std::string body_json;
 };
 
+// The kind of slot a job's ranks take (resources.device).
+enum class DeviceKind : int { kCpu = 0, kCuda = 1 };
+const char* DeviceKindName(DeviceKind kind);  // "cpu", "cuda"
+[[nodiscard]] absl::StatusOr<DeviceKind> ParseDeviceKind(std::string_view name);
+
+// The spec fields the control plane itself acts on, parsed once at submit (services.cc) and
+// stored beside the spec, so the manager never re-reads the spec's JSON.
+struct JobKnobs {
+  DeviceKind device = DeviceKind::kCpu;
+  int threads = 1;                 // resources.threads_per_process
+  double heartbeat_timeout_s = 0;  // 0: the daemon's default
+  double stop_grace_s = 0;         // 0: the daemon's default
+  std::string checkpoint_dir;      // empty: the job saves no checkpoints
+};
+
 struct JobRecord {
   std::string id;        // "job-<number>"
   int64_t number = 0;    // submission order (FIFO key), unique
   std::string name;
-  std::string spec_json;  // accel.v1.JobSpec in proto3 JSON
-  int slots = 1;          // resources.num_processes
+  std::string spec_json;  // accel.v1.JobSpec in proto3 JSON, as it runs (rpc::ResolvedSpec)
+  std::string plan_json;  // accel.v1.JobPlan in proto3 JSON: what the lowering decided
+  JobKnobs knobs;
+  int slots = 1;          // resources.num_processes: the gang's size
   int priority = 0;
   int max_restarts = 0;
   JobState state = JobState::kQueued;

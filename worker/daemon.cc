@@ -21,13 +21,12 @@
 #include "engine/checkpoint/sharded_checkpoint.h"
 #include "engine/base/status_macros.h"
 #include "engine/kernels/threading.h"
-#include "engine/shard/process_groups.h"
 #include "rpc/channel.h"
 #include "rpc/grpc_store.h"
 #include "rpc/status.h"
-#include "worker/device_session.h"
 #include "worker/job_spec.h"
-#include "worker/plan_options.h"
+#include "engine/config/mode.h"
+#include "worker/rank_runner.h"
 #include "worker/reporter.h"
 
 namespace accel::worker {
@@ -67,15 +66,6 @@ class CheckpointRequests {
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
-
-// Whether any rank has a checkpoint request: every rank calls it after the same step, so all of
-// them stop at the same step boundary. Collective over `world` (null: training alone).
-absl::StatusOr<bool> AgreeOnStop(comm::Communicator* world, bool mine) {
-  if (world == nullptr || world->size() == 1) return mine;
-  float flag = mine ? 1.0f : 0.0f;
-  ACCEL_RETURN_IF_ERROR(world->AllReduce(&flag, 1, DType::kF32)->Wait());
-  return flag > 0.0f;
-}
 
 absl::StatusOr<std::string> Need(const char* name) {
   const char* v = std::getenv(name);
@@ -117,6 +107,77 @@ absl::StatusOr<v1::Assignment> Register(v1::WorkerService::Stub* stub, const Dae
   }
 }
 
+// acceld: rank 0 reports metrics on the log cadence, every rank its memory (after setup, on the
+// cadence, at the end); checkpoints come from rank 0; a SIGUSR1 on any rank stops the gang at
+// the next step boundary.
+class DaemonSink final : public RankSink {
+ public:
+  DaemonSink(Reporter& reporter, const CheckpointRequests& requests, int rank, int64_t log_every,
+             std::atomic<int64_t>& steps_done)
+      : reporter_(reporter), requests_(requests), speaker_(rank == 0), log_every_(log_every),
+        steps_done_(steps_done) {}
+
+  absl::Status Started(const RankContext& rank) override {
+    context_ = rank;
+    const train::Trainer& t = *rank.trainer;
+    if (speaker_) {
+      ACCEL_LOG(info, "{} on {}; {} steps{}", t.sharded().plan().Describe(), t.device(),
+                t.options().steps,
+                t.step() > 0 ? absl::StrCat(", resumed at step ", t.step()) : "");
+    }
+    reporter_.Send(Memory(-1));
+    return absl::OkStatus();
+  }
+
+  absl::Status Step(const train::StepMetrics& m) override {
+    steps_done_.store(m.step + 1);
+    const bool last = m.step + 1 == m.total_steps;
+    const bool on_cadence = (m.step + 1) % log_every_ == 0;
+    if (speaker_ && (m.step == 0 || last || on_cadence)) reporter_.Send(MetricsEvent(m));
+    // Every rank reports its own memory on the metrics cadence (the end sends one anyway).
+    if (m.step == 0 || (!last && on_cadence)) reporter_.Send(Memory(m.step));
+    if (reporter_.broken()) return absl::UnavailableError("lost the event stream to acceld");
+    return absl::OkStatus();
+  }
+
+  absl::Status Checkpoint(const train::CheckpointEvent& ce) override {
+    if (!speaker_) return absl::OkStatus();
+    v1::WorkerEvent e;
+    v1::CheckpointEvent* c = e.mutable_checkpoint();
+    c->set_step(ce.step);
+    c->set_path(ce.path);
+    c->set_kind(ce.kind);
+    c->set_bytes(ce.bytes);
+    c->set_seconds(ce.seconds);
+    for (int64_t b : ce.rank_bytes) c->add_rank_bytes(b);
+    reporter_.Send(e);
+    return absl::OkStatus();
+  }
+
+  bool CanRequestStop() const override { return true; }
+  bool StopRequested() override { return requests_.requested(); }
+
+  absl::Status Finished(const RankContext& rank) override {
+    reporter_.Send(Memory(rank.trainer->step() - 1));
+    return absl::OkStatus();
+  }
+
+ private:
+  // Memory records carry the ledger and, on a GPU, the driver's view of it.
+  v1::WorkerEvent Memory(int64_t step) const {
+    if (!context_.driver_memory) return MemoryEvent(*context_.trainer->ledger(), step);
+    const auto [used, total] = context_.driver_memory();
+    return MemoryEvent(*context_.trainer->ledger(), step, used, total);
+  }
+
+  Reporter& reporter_;
+  const CheckpointRequests& requests_;
+  const bool speaker_;
+  const int64_t log_every_;
+  std::atomic<int64_t>& steps_done_;
+  RankContext context_;
+};
+
 }  // namespace
 
 absl::StatusOr<DaemonEnv> DaemonEnvFromEnvironment() {
@@ -156,8 +217,12 @@ absl::StatusOr<DaemonOutcome> RunDaemonWorker(const DaemonEnv& env) {
   kernels::SetNumThreads(run.threads);
   ACCEL_LOG(info, "registered: attempt {}, {} ranks, rendezvous {}", env.attempt, env.world_size,
             assignment.rendezvous_prefix());
-  if (env.rank == 0) {  // what the job's config resolved to (worker/plan_options.h)
-    ACCEL_LOG(info, "mode: {}{}", DescribeMode(run.train),
+  if (run.world_size != env.world_size) {
+    return absl::FailedPreconditionError(absl::StrCat("the job's plan has ", run.world_size,
+                                                      " ranks, $WORLD_SIZE ", env.world_size));
+  }
+  if (env.rank == 0) {  // what the job's config lowered to (engine/config/lower.h)
+    ACCEL_LOG(info, "mode: {}{}", config::DescribeMode(run.train),
               run.config.source.empty() ? "" : absl::StrCat(" (from ", run.config.source, ")"));
     for (const std::string& note : run.config.notes) ACCEL_LOG(warn, "config: {}", note);
   }
@@ -166,112 +231,36 @@ absl::StatusOr<DaemonOutcome> RunDaemonWorker(const DaemonEnv& env) {
   std::atomic<int64_t> steps_done{0};
   reporter.StartHeartbeats(absl::Seconds(std::max(0.1, assignment.heartbeat_interval_s())),
                            &steps_done);
-  bool stopped_on_request = false;
-  auto body = [&]() -> absl::Status {
-    // The gang meets through acceld's KV; every attempt has its own key prefix.
-    shard::OwnedProcessGroups groups;
-    std::unique_ptr<comm::Store> store;
-    if (env.world_size > 1) store = std::make_unique<rpc::GrpcStore>(channel, env.token);
-    const bool on_gpu = run.device == "cuda";
-    if (env.world_size > 1 && !on_gpu) {
-      comm::GlooOptions gloo;
-      gloo.timeout = run.comm_timeout;
-      ACCEL_ASSIGN_OR_RETURN(groups, shard::CreateGlooProcessGroups(
-                                         store.get(), assignment.rendezvous_prefix(), env.rank,
-                                         env.world_size, run.train.shard, gloo));
-    }
-    // A restarted attempt (or a restarted acceld) continues from the latest sharded checkpoint.
-    train::TrainOptions options = run.train;
-    options.checkpoint_dir = run.checkpoint_dir;
-    options.checkpoint_every = run.checkpoint_every;
-    options.keep_last = run.keep_last;
-    // A first attempt never picks up a directory some earlier job left behind.
-    if (env.attempt > 1 && !run.checkpoint_dir.empty() &&
-        checkpoint::LatestStepDir(Env::Default(), run.checkpoint_dir).ok()) {
-      options.resume_dir = run.checkpoint_dir;
-    }
-    // One trainer either way: on a GPU (acceld gave this rank one by CUDA_VISIBLE_DEVICES) the
-    // device session owns it and its NCCL communicators, made through the same KV prefix.
-    DeviceSession device;
-    std::unique_ptr<train::Trainer> cpu_trainer;
-    train::Trainer* trainer = nullptr;
-    if (on_gpu) {
-      ACCEL_ASSIGN_OR_RETURN(device, StartDeviceSession(options, store.get(),
-                                                        assignment.rendezvous_prefix(), env.rank,
-                                                        env.world_size, /*device=*/0,
-                                                        run.comm_timeout));
-      trainer = device.trainer;
-    } else {
-      ACCEL_ASSIGN_OR_RETURN(cpu_trainer, train::Trainer::Create(options, groups.view()));
-      trainer = cpu_trainer.get();
-    }
-    // Memory records carry the ledger and, on a GPU, the driver's view of it.
-    auto memory_event = [&](int64_t step) {
-      if (!device.driver_memory) return MemoryEvent(*trainer->ledger(), step);
-      const auto [used, total] = device.driver_memory();
-      return MemoryEvent(*trainer->ledger(), step, used, total);
-    };
-    const bool speaker = env.rank == 0;
-    if (speaker) {
-      ACCEL_LOG(info, "{} on {}; {} steps{}", trainer->sharded().plan().Describe(),
-                trainer->device(), run.train.steps,
-                trainer->step() > 0 ? absl::StrCat(", resumed at step ", trainer->step()) : "");
-    }
-    reporter.Send(memory_event(-1));
-
-    int64_t last_saved = trainer->step();
-    auto on_checkpoint = [&](const train::CheckpointEvent& ce) -> absl::Status {
-      last_saved = ce.step;
-      if (!speaker) return absl::OkStatus();
-      v1::WorkerEvent e;
-      v1::CheckpointEvent* c = e.mutable_checkpoint();
-      c->set_step(ce.step);
-      c->set_path(ce.path);
-      c->set_kind(ce.kind);
-      c->set_bytes(ce.bytes);
-      c->set_seconds(ce.seconds);
-      for (int64_t b : ce.rank_bytes) c->add_rank_bytes(b);
-      reporter.Send(e);
-      return absl::OkStatus();
-    };
-
-    // The stop agreement is a host value: the trainer's host-side world (staged on a GPU).
-    comm::Communicator* world = env.world_size > 1 ? trainer->host_world() : nullptr;
-    absl::Status trained = trainer->Train([&](const train::StepMetrics& m) -> absl::Status {
-      steps_done.store(m.step + 1);
-      const bool last = m.step + 1 == m.total_steps;
-      if (speaker && (m.step == 0 || last || (m.step + 1) % run.log_every == 0)) {
-        reporter.Send(MetricsEvent(m));
-      }
-      // Every rank reports its own memory on the metrics cadence (the end sends one anyway).
-      if (m.step == 0 || (!last && (m.step + 1) % run.log_every == 0)) {
-        reporter.Send(memory_event(m.step));
-      }
-      if (reporter.broken()) {
-        return absl::UnavailableError("lost the event stream to acceld");
-      }
-      if (last) return absl::OkStatus();  // finishing is as good as a checkpoint
-      ACCEL_ASSIGN_OR_RETURN(const bool stop, AgreeOnStop(world, checkpoint_requests.requested()));
-      if (stop) {
-        // Leaves Train() before its periodic save; the save below covers this step.
-        stopped_on_request = true;
-        return absl::CancelledError("checkpoint requested");
-      }
-      return absl::OkStatus();
-    }, on_checkpoint);
-    if (!trained.ok() && !stopped_on_request) return trained;
-    if (stopped_on_request && run.checkpoint_dir.empty()) {
-      ACCEL_LOG(warn, "stopping on request at step {} without a checkpoint (no checkpoint.dir)",
-                trainer->step());
-    } else if (!run.checkpoint_dir.empty() && last_saved != trainer->step()) {
-      ACCEL_ASSIGN_OR_RETURN(train::CheckpointEvent final_save,
-                             trainer->SaveCheckpoint(run.checkpoint_dir, run.keep_last));
-      ACCEL_RETURN_IF_ERROR(on_checkpoint(final_save));
-    }
-    reporter.Send(memory_event(trainer->step() - 1));
-    return absl::OkStatus();
-  };
-  absl::Status status = body();
+  // The gang meets through acceld's KV; every attempt has its own key prefix. On a GPU acceld
+  // gave this rank one device by CUDA_VISIBLE_DEVICES.
+  std::unique_ptr<comm::Store> store;
+  if (env.world_size > 1) store = std::make_unique<rpc::GrpcStore>(channel, env.token);
+  RankSpec spec;
+  spec.options = run.train;
+  spec.options.checkpoint_dir = run.checkpoint_dir;
+  spec.options.checkpoint_every = run.checkpoint_every;
+  spec.options.keep_last = run.keep_last;
+  // A restarted attempt (or a restarted acceld) continues from the latest sharded checkpoint;
+  // a first attempt never picks up a directory some earlier job left behind.
+  if (env.attempt > 1 && !run.checkpoint_dir.empty() &&
+      checkpoint::LatestStepDir(Env::Default(), run.checkpoint_dir).ok()) {
+    spec.options.resume_dir = run.checkpoint_dir;
+  }
+  spec.rank = env.rank;
+  spec.world = env.world_size;
+  spec.device = run.device;
+  spec.cuda_device = 0;
+  spec.store = store.get();
+  spec.prefix = assignment.rendezvous_prefix();
+  spec.gloo.timeout = spec.timeout = run.comm_timeout;
+  DaemonSink sink(reporter, checkpoint_requests, env.rank, run.log_every, steps_done);
+  absl::StatusOr<RankOutcome> ran = RunRank(spec, sink);
+  const bool stopped_on_request = ran.ok() && ran->stopped_on_request;
+  if (stopped_on_request && run.checkpoint_dir.empty()) {
+    ACCEL_LOG(warn, "stopped on request at step {} without a checkpoint (no checkpoint.dir)",
+              steps_done.load());
+  }
+  absl::Status status = ran.status();
   absl::Status closed = reporter.Finish();
   if (!status.ok()) return status;
   if (!closed.ok()) {

@@ -9,7 +9,7 @@
 #include "engine/base/status_macros.h"
 
 #if defined(ACCEL_WORKER_CUDA)
-#include "engine/kernels/cuda/device.h"
+#include "engine/tensor/cuda/device.h"
 #include "engine/shard/cuda/nccl_process_groups.h"
 #include "engine/train/cuda/device_trainer.h"
 #endif

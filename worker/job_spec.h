@@ -1,10 +1,7 @@
-// accel.v1.JobSpec (what acceld hands a worker in its Assignment) -> the engine's TrainOptions
-// plus the worker's own settings (threads, metrics cadence, checkpoints, collective deadline).
-// When the spec carries an Accelerate config (accelerate_config_text, + deepspeed_config_text),
-// it is resolved (engine/config) and applied with ApplyTrainPlan (worker/plan_options.h): the
-// plan replaces the `sharding` section entirely, and decides accumulation, clipping and, for a
-// DeepSpeed JSON with optimizer/scheduler sections, the optimizer and LR schedule; the job's
-// train values fill the config's "auto" fields (docs/job.md, "The Accelerate config").
+// accel.v1.JobSpec (what acceld hands a worker in its Assignment) -> what this rank runs: the
+// engine's TrainOptions from the one lowering (rpc/job_lowering.h, the same call acceld made at
+// submit), plus the worker's own settings (threads, metrics cadence, checkpoints, collective
+// deadline).
 #pragma once
 
 #include <cstdint>
@@ -21,11 +18,12 @@ namespace accel::worker {
 // What the spec's config resolved to, for the worker's log.
 struct JobConfigReport {
   std::string source;              // "fsdp.yaml" or "ds.yaml + ds.json"; empty: no config
-  std::vector<std::string> notes;  // resolver warnings and mapping notes
+  std::vector<std::string> notes;  // resolver warnings and lowering notes
 };
 
 struct JobRun {
   train::TrainOptions train;
+  int world_size = 1;  // the gang's size, as lowered
   int threads = 1;
   int64_t log_every = 10;
   std::string checkpoint_dir;    // empty: no checkpoints
@@ -36,9 +34,9 @@ struct JobRun {
   JobConfigReport config;
 };
 
-// InvalidArgument naming the spec key (e.g. "sharding.strategy: ...") when a value does not map,
-// or the config file and key path when the config does not resolve or apply, or when its
-// num_processes differs from resources.num_processes. `report` (optional) receives the notes.
+// The lowered options. InvalidArgument naming the spec key (e.g. "sharding.strategy: ...") when
+// a value does not map, or the config file and key path when the config does not lower.
+// `report` (optional) receives the source and notes.
 [[nodiscard]] absl::StatusOr<train::TrainOptions> JobSpecToTrainOptions(
     const accel::v1::JobSpec& spec, JobConfigReport* report = nullptr);
 [[nodiscard]] absl::StatusOr<JobRun> JobRunFromSpec(const accel::v1::JobSpec& spec);

@@ -14,9 +14,8 @@
 #include "engine/base/status_macros.h"
 #include "engine/comm/file_store.h"
 #include "engine/kernels/threading.h"
-#include "engine/shard/process_groups.h"
 #include "worker/standalone_config.h"
-#include "worker/device_session.h"
+#include "worker/rank_runner.h"
 #include "worker/torchrun_store.h"
 
 namespace accel::worker {
@@ -192,6 +191,97 @@ std::string ResidentSetSummary() {
   return absl::StrCat("resident ", rss, ", peak ", hwm);
 }
 
+// The terminal: rank 0 speaks for the gang (progress, metrics file, checkpoints, the saved
+// model); text lines, or JSON lines with --output json.
+class TerminalSink final : public RankSink {
+ public:
+  TerminalSink(const StandaloneFlags& f, int rank, int threads, DType save_dtype)
+      : f_(f), speaker_(rank == 0), json_(f.output == "json"), threads_(threads),
+        save_dtype_(save_dtype) {}
+
+  absl::Status Started(const RankContext& rank) override {
+    const train::Trainer& trainer = *rank.trainer;
+    const model::Gpt2Config& config = trainer.layout().config();
+    if (!json_ && speaker_) {
+      std::printf("accel-worker standalone: %s on %s, model %s (%lld params: L=%lld C=%lld "
+                  "NH=%lld V=%lld), data %s, B=%lld T=%lld accum=%lld, %d threads\n",
+                  trainer.sharded().plan().Describe().c_str(), trainer.device().c_str(),
+                  config.name.c_str(), static_cast<long long>(config.NumParams()),
+                  static_cast<long long>(config.n_layer), static_cast<long long>(config.n_embd),
+                  static_cast<long long>(config.n_head),
+                  static_cast<long long>(config.vocab_size), f_.train.data.c_str(),
+                  static_cast<long long>(f_.train.batch), static_cast<long long>(f_.train.seq),
+                  static_cast<long long>(f_.train.grad_accum), threads_);
+      if (trainer.step() > 0) {
+        std::printf("resumed at step %lld from %s\n", static_cast<long long>(trainer.step()),
+                    f_.train.resume_dir.c_str());
+      }
+      std::fflush(stdout);
+    }
+    if (!f_.metrics_out.empty() && speaker_) {
+      ACCEL_ASSIGN_OR_RETURN(metrics_,
+                             train::MetricsWriter::Open(Env::Default(), f_.metrics_out));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Step(const train::StepMetrics& m) override {
+    if (metrics_) ACCEL_RETURN_IF_ERROR(metrics_->Write(m));
+    if (!speaker_) return absl::OkStatus();
+    const bool last = m.step + 1 == m.total_steps;
+    if (json_) {
+      std::printf("%s\n", train::StepMetricsToJson(m).c_str());
+    } else if (m.step == 0 || last || (m.step + 1) % f_.log_every == 0) {
+      std::printf("%s\n", FormatProgress(m).c_str());
+    }
+    std::fflush(stdout);
+    return absl::OkStatus();
+  }
+
+  absl::Status Checkpoint(const train::CheckpointEvent& e) override {
+    if (!speaker_) return absl::OkStatus();
+    if (json_) {
+      std::string rank_bytes;
+      for (size_t r = 0; r < e.rank_bytes.size(); ++r) {
+        absl::StrAppend(&rank_bytes, r == 0 ? "" : ",", e.rank_bytes[r]);
+      }
+      std::printf("{\"event\":\"checkpoint\",\"step\":%lld,\"path\":\"%s\",\"kind\":\"%s\","
+                  "\"bytes\":%lld,\"rank_bytes\":[%s],\"seconds\":%.3f}\n",
+                  static_cast<long long>(e.step), e.path.c_str(), e.kind.c_str(),
+                  static_cast<long long>(e.bytes), rank_bytes.c_str(), e.seconds);
+    } else {
+      std::printf("checkpoint step %lld -> %s (%s, %.1f MB over %zu ranks, %.1f MB on rank 0, "
+                  "%.2f s)\n",
+                  static_cast<long long>(e.step), e.path.c_str(), e.kind.c_str(), e.bytes / 1e6,
+                  e.rank_bytes.size(), e.rank_bytes.empty() ? 0.0 : e.rank_bytes[0] / 1e6,
+                  e.seconds);
+    }
+    std::fflush(stdout);
+    return absl::OkStatus();
+  }
+
+  absl::Status Finished(const RankContext& rank) override {
+    if (metrics_) ACCEL_RETURN_IF_ERROR(metrics_->Close());
+    if (!f_.save_final.empty()) {
+      ACCEL_RETURN_IF_ERROR(rank.trainer->SaveWeights(f_.save_final, save_dtype_));
+      if (!json_ && speaker_) std::printf("saved %s\n", f_.save_final.c_str());
+    }
+    if (!json_ && speaker_) {
+      std::printf("memory (bytes): %s\n", rank.trainer->ledger()->ToJson().c_str());
+      std::printf("process memory: %s\n", ResidentSetSummary().c_str());
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  const StandaloneFlags& f_;
+  const bool speaker_;
+  const bool json_;
+  const int threads_;
+  const DType save_dtype_;
+  std::unique_ptr<train::MetricsWriter> metrics_;
+};
+
 }  // namespace
 
 absl::Status RunStandalone(StandaloneFlags f) {
@@ -232,10 +322,11 @@ absl::Status RunStandalone(StandaloneFlags f) {
     f.train.shard.param_dtype = f.train.shard.reduce_dtype = DType::kBF16;
     f.train.shard.master_dtype = DType::kBF16;
   }
-  // --config / --deepspeed-config: the resolved plan replaces defaults, not typed flags.
+  // The one lowering: --config / --deepspeed-config replace defaults, not typed flags.
   const char* world_source = f.world_size >= 0            ? "--world-size"
                              : std::getenv("WORLD_SIZE") ? "WORLD_SIZE"
-                                                         : "no --world-size or WORLD_SIZE";
+                                                         : "this one process (no --world-size "
+                                                           "or WORLD_SIZE)";
   ACCEL_ASSIGN_OR_RETURN(StandaloneConfig resolved, ApplyStandaloneConfig(&f, world, world_source));
   if (rank == 0) PrintResolvedMode(f.train, resolved, f.output == "json");
   if (f.device != "cpu" && f.device != "cuda") {
@@ -243,13 +334,12 @@ absl::Status RunStandalone(StandaloneFlags f) {
         absl::StrCat("--device must be cpu or cuda, got ", f.device));
   }
 
-  // Communicators: a gang of `world` ranks meets in the rendezvous directory, or at rank 0's
-  // store on MASTER_ADDR:MASTER_PORT (torchrun's variables).
-  NetworkRendezvous rdzv;  // outlives the groups: rank 0 serves until training ends
+  // The gang of `world` ranks meets in the rendezvous directory, or at rank 0's store on
+  // MASTER_ADDR:MASTER_PORT (torchrun's variables).
+  NetworkRendezvous rdzv;  // outlives the rank: rank 0 serves until training ends
   std::unique_ptr<comm::Store> store;
-  shard::OwnedProcessGroups groups;
-  comm::GlooOptions gloo;
-  gloo.timeout = absl::Seconds(f.comm_timeout_s);
+  RankSpec spec;
+  spec.gloo.timeout = spec.timeout = absl::Seconds(f.comm_timeout_s);
   if (world > 1) {
     ACCEL_ASSIGN_OR_RETURN(std::optional<TorchrunEnv> torchrun, TorchrunEnvFromEnvironment());
     if (!f.rdzv_dir.empty()) {
@@ -258,98 +348,21 @@ absl::Status RunStandalone(StandaloneFlags f) {
       ACCEL_ASSIGN_OR_RETURN(rdzv, StartTorchrunRendezvous(*torchrun, rank,
                                                            absl::Seconds(f.comm_timeout_s)));
       store = std::move(rdzv.store);
-      gloo.hostname = rdzv.local_address;
+      spec.gloo.hostname = rdzv.local_address;
     } else {
       return absl::InvalidArgumentError(absl::StrCat(
           "a world of ", world, " ranks needs --rdzv-dir (a directory all ranks share) or "
           "torchrun's MASTER_ADDR and MASTER_PORT"));
     }
-    // One GPU per rank: the gang makes NCCL communicators from the same store instead.
-    if (f.device == "cpu") {
-      ACCEL_ASSIGN_OR_RETURN(groups, shard::CreateGlooProcessGroups(store.get(), f.run_id, rank,
-                                                                    world, f.train.shard, gloo));
-    }
   }
-  // One trainer either way; on a GPU the device session owns it (and its NCCL communicators).
-  DeviceSession device;
-  std::unique_ptr<train::Trainer> cpu_trainer;
-  train::Trainer* trainer = nullptr;
-  if (f.device == "cuda") {
-    ACCEL_ASSIGN_OR_RETURN(device, StartDeviceSession(f.train, store.get(), f.run_id, rank, world,
-                                                      /*device=*/-1,
-                                                      absl::Seconds(f.comm_timeout_s)));
-    trainer = device.trainer;
-  } else {
-    ACCEL_ASSIGN_OR_RETURN(cpu_trainer, train::Trainer::Create(f.train, groups.view()));
-    trainer = cpu_trainer.get();
-  }
-  const model::Gpt2Config& config = trainer->layout().config();
-  const bool json = f.output == "json";
-  // Rank 0 speaks for the gang: progress, metrics and the saved model come from it.
-  const bool speaker = rank == 0;
-  if (!json && speaker) {
-    std::printf("accel-worker standalone: %s on %s, model %s (%lld params: L=%lld C=%lld NH=%lld "
-                "V=%lld), data %s, B=%lld T=%lld accum=%lld, %d threads\n",
-                trainer->sharded().plan().Describe().c_str(), trainer->device().c_str(),
-                config.name.c_str(), static_cast<long long>(config.NumParams()),
-                static_cast<long long>(config.n_layer), static_cast<long long>(config.n_embd),
-                static_cast<long long>(config.n_head), static_cast<long long>(config.vocab_size),
-                f.train.data.c_str(), static_cast<long long>(f.train.batch),
-                static_cast<long long>(f.train.seq), static_cast<long long>(f.train.grad_accum),
-                threads);
-    std::fflush(stdout);
-  }
-  std::unique_ptr<train::MetricsWriter> metrics;
-  if (!f.metrics_out.empty() && speaker) {
-    ACCEL_ASSIGN_OR_RETURN(metrics, train::MetricsWriter::Open(Env::Default(), f.metrics_out));
-  }
-  auto on_checkpoint = [&](const train::CheckpointEvent& e) -> absl::Status {
-    if (!speaker) return absl::OkStatus();
-    if (json) {
-      std::string rank_bytes;
-      for (size_t r = 0; r < e.rank_bytes.size(); ++r) {
-        absl::StrAppend(&rank_bytes, r == 0 ? "" : ",", e.rank_bytes[r]);
-      }
-      std::printf("{\"event\":\"checkpoint\",\"step\":%lld,\"path\":\"%s\",\"kind\":\"%s\","
-                  "\"bytes\":%lld,\"rank_bytes\":[%s],\"seconds\":%.3f}\n",
-                  static_cast<long long>(e.step), e.path.c_str(), e.kind.c_str(),
-                  static_cast<long long>(e.bytes), rank_bytes.c_str(), e.seconds);
-    } else {
-      std::printf("checkpoint step %lld -> %s (%s, %.1f MB over %zu ranks, %.1f MB on rank 0, "
-                  "%.2f s)\n",
-                  static_cast<long long>(e.step), e.path.c_str(), e.kind.c_str(), e.bytes / 1e6,
-                  e.rank_bytes.size(), e.rank_bytes.empty() ? 0.0 : e.rank_bytes[0] / 1e6,
-                  e.seconds);
-    }
-    std::fflush(stdout);
-    return absl::OkStatus();
-  };
-  if (!json && speaker && trainer->step() > 0) {
-    std::printf("resumed at step %lld from %s\n", static_cast<long long>(trainer->step()),
-                f.train.resume_dir.c_str());
-  }
-  ACCEL_RETURN_IF_ERROR(trainer->Train([&](const train::StepMetrics& m) -> absl::Status {
-    if (metrics) ACCEL_RETURN_IF_ERROR(metrics->Write(m));
-    const bool last = m.step + 1 == m.total_steps;
-    if (!speaker) return absl::OkStatus();
-    if (json) {
-      std::printf("%s\n", train::StepMetricsToJson(m).c_str());
-    } else if (m.step == 0 || last || (m.step + 1) % f.log_every == 0) {
-      std::printf("%s\n", FormatProgress(m).c_str());
-    }
-    std::fflush(stdout);
-    return absl::OkStatus();
-  }, on_checkpoint));
-  if (metrics) ACCEL_RETURN_IF_ERROR(metrics->Close());
-  if (!f.save_final.empty()) {
-    ACCEL_RETURN_IF_ERROR(trainer->SaveWeights(f.save_final, save_dtype));
-    if (!json && speaker) std::printf("saved %s\n", f.save_final.c_str());
-  }
-  if (!json && speaker) {
-    std::printf("memory (bytes): %s\n", trainer->ledger()->ToJson().c_str());
-    std::printf("process memory: %s\n", ResidentSetSummary().c_str());
-  }
-  return absl::OkStatus();
+  spec.options = f.train;
+  spec.rank = rank;
+  spec.world = world;
+  spec.device = f.device;
+  spec.store = store.get();
+  spec.prefix = f.run_id;
+  TerminalSink sink(f, rank, threads, save_dtype);
+  return RunRank(spec, sink).status();
 }
 
 }  // namespace accel::worker

@@ -2,14 +2,14 @@
 
 #include <cstdio>
 #include <functional>
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/base/status_macros.h"
-#include "engine/config/document.h"
-#include "engine/config/resolve.h"
-#include "worker/plan_options.h"
+#include "engine/config/lower.h"
+#include "engine/config/mode.h"
 
 extern char** environ;
 
@@ -81,64 +81,42 @@ config::EnvMap ProcessEnvironment() {
 
 absl::StatusOr<StandaloneConfig> ApplyStandaloneConfig(StandaloneFlags* f, int world,
                                                        std::string_view world_source, Env* env) {
-  StandaloneConfig out;
-  if (f->config.empty() && f->deepspeed_config.empty()) return out;
-  config::ConfigInputs in;
-  in.accelerate_config = f->config;
-  in.deepspeed_config = f->deepspeed_config;
+  config::LoweringInputs in;
+  in.job = f->train;
+  if (!f->config.empty()) in.accelerate = {f->config, ""};
+  if (!f->deepspeed_config.empty()) in.deepspeed = {f->deepspeed_config, ""};
   in.env = ProcessEnvironment();
-  in.job = JobSettingsFromOptions(f->train, env);
-  // Accumulation and clipping count as the job's only when given: otherwise a DeepSpeed file's
-  // own value would be reported as overriding a default nobody chose.
-  if (!f->given.contains("--grad-accum")) in.job.gradient_accumulation_steps.reset();
-  if (!f->given.contains("--grad-clip")) in.job.gradient_clipping.reset();
-  if (f->load_dtype == "bf16") in.job.load_dtype = config::FloatType::kBf16;
-  in.job_complete = true;
-
-  absl::StatusOr<config::TrainPlan> plan;
-  if (!f->config.empty()) {
-    out.source = f->deepspeed_config.empty() ? f->config
-                                             : absl::StrCat(f->config, " + ", f->deepspeed_config);
-    plan = config::ResolvePlan(in, env);
-  } else {
-    out.source = f->deepspeed_config;
-    ACCEL_ASSIGN_OR_RETURN(std::string text, ReadFileToString(env, f->deepspeed_config));
-    ACCEL_ASSIGN_OR_RETURN(config::Document json,
-                           config::ParseJsonDocument(text, f->deepspeed_config));
-    ACCEL_ASSIGN_OR_RETURN(
-        config::Document yaml,
-        config::ParseYamlDocument(
-            absl::StrCat("distributed_type: DEEPSPEED\nnum_processes: ", world, "\n"),
-            "(implied accelerate config)"));
-    plan = config::ResolveDocuments(yaml, &json, in);
-  }
-  if (!plan.ok()) return plan.status();
-  ACCEL_RETURN_IF_ERROR(CheckPlanWorld(*plan, world, world_source));
-  for (const std::string& w : plan->warnings) out.notes.push_back(w);
-
-  const train::TrainOptions command_line = f->train;
-  ACCEL_RETURN_IF_ERROR(ApplyTrainPlan(*plan, &f->train, &out.notes));
-  std::vector<std::string> kept;
-  for (const auto& [flag, copy] : FlagFields()) {
-    if (!f->given.contains(flag)) continue;
-    copy(f->train, command_line);
-    kept.push_back(flag);
-  }
-  if (!kept.empty()) {
-    out.notes.push_back(absl::StrCat("command line wins over the config for ",
-                                     absl::StrJoin(kept, ", ")));
-  }
+  in.launcher_world = world;
+  in.launcher_world_source = std::string(world_source);
+  in.accumulation_given = f->given.contains("--grad-accum");
+  in.clipping_given = f->given.contains("--grad-clip");
+  if (f->load_dtype == "bf16") in.load_dtype = config::FloatType::kBf16;
+  const std::set<std::string> given = f->given;
+  in.job_wins = [given](train::TrainOptions& lowered, const train::TrainOptions& job) {
+    std::vector<std::string> kept;
+    for (const auto& [flag, copy] : FlagFields()) {
+      if (!given.contains(flag)) continue;
+      copy(lowered, job);
+      kept.push_back(flag);
+    }
+    return kept;
+  };
+  ACCEL_ASSIGN_OR_RETURN(config::LoweredJob lowered, config::Lower(in, env));
+  f->train = std::move(lowered.options);
+  StandaloneConfig out;
+  out.source = std::move(lowered.source);
+  out.notes = std::move(lowered.notes);
   return out;
 }
 
 void PrintResolvedMode(const train::TrainOptions& options, const StandaloneConfig& config,
                        bool json) {
   if (json) {
-    std::printf("%s\n", ModeJson(options, config.source, config.notes).c_str());
+    std::printf("%s\n", config::ModeJson(options, config.source, config.notes).c_str());
   } else {
-    std::printf("mode: %s%s\n", DescribeMode(options).c_str(),
+    std::printf("mode: %s%s\n", config::DescribeMode(options).c_str(),
                 config.source.empty() ? "" : absl::StrCat(" (from ", config.source, ")").c_str());
-    for (const std::string& n : config.notes) std::printf("note: %s\n", n.c_str());
+    for (const std::string& n : config.notes) std::printf("warning: %s\n", n.c_str());
   }
   std::fflush(stdout);
 }

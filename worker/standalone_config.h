@@ -1,6 +1,7 @@
-// `accel-worker --standalone --config accelerate.yaml [--deepspeed-config ds.json]`: resolves the
-// files through engine/config (with this process's FSDP_* / ACCELERATE_* variables, as
-// Accelerate's plugins read them) and applies the plan to the run's TrainOptions.
+// `accel-worker --standalone [--config accelerate.yaml] [--deepspeed-config ds.json]`: the run's
+// flags and files through the one lowering (engine/config/lower.h), with this process's FSDP_* /
+// ACCELERATE_* variables as Accelerate's plugins read them. The launcher's count (--world-size,
+// WORLD_SIZE, or this one process) wins over the file's num_processes, with a warning.
 //
 // Precedence, per setting: a flag given on the command line > the config files (their own
 // precedence: docs/config.md §2) > the flag's default. The job's values — micro batch, lr,
@@ -24,13 +25,14 @@ struct StandaloneConfig {
   std::vector<std::string> notes;  // resolver warnings, mapping notes, flag overrides
 };
 
-// Applies --config / --deepspeed-config to f->train (no-op without them). world_source names
-// where `world` came from ("--world-size", "WORLD_SIZE"), for the num_processes check.
-// InvalidArgument / NotFound from resolution, the world check or ApplyTrainPlan.
+// Lowers f->train with --config / --deepspeed-config (the flags alone without them) and
+// replaces it with what every rank runs. world_source names where `world` came from
+// ("--world-size", "WORLD_SIZE"). InvalidArgument / NotFound from the lowering, naming the
+// file and key or the flag.
 [[nodiscard]] absl::StatusOr<StandaloneConfig> ApplyStandaloneConfig(
     StandaloneFlags* f, int world, std::string_view world_source, Env* env = Env::Default());
 
-// Prints the resolved mode (worker/plan_options.h DescribeMode) and the notes: text lines on
+// Prints the resolved mode (engine/config/mode.h DescribeMode) and the notes: text lines on
 // stdout, or one {"event":"mode",...} JSON line when json.
 void PrintResolvedMode(const train::TrainOptions& options, const StandaloneConfig& config,
                        bool json);

@@ -41,7 +41,10 @@ struct ConfigInputs {
   std::string deepspeed_config;
   EnvMap env;
   JobSettings job;
-  std::optional<int> num_processes;              // --num-processes
+  // The launcher's process count (--num-processes, WORLD_SIZE, --world-size, the job's
+  // resources.num_processes): wins over the file's num_processes, with a warning naming both.
+  std::optional<int> num_processes;
+  std::string num_processes_source = "--num-processes";  // names it in messages
   std::optional<PrecisionMode> mixed_precision;  // --mixed-precision
   DefaultProfile defaults = DefaultProfile::kLauncher;
   bool job_complete = false;

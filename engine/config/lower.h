@@ -1,77 +1,106 @@
-// The bridge from the config contract (engine/config: an Accelerate YAML + DeepSpeed JSON
-// resolved into a TrainPlan) to what the engine takes (train::TrainOptions). Both worker modes
-// use it: `accel-worker --standalone --config F` and daemon workers whose JobSpec carries an
-// accelerate_config_text. docs/config.md §10 lists every field and what it becomes.
+// The lowering: the one place where a config file and a job become what the engine runs
+// (DESIGN.md §1, "One plan"). acceld calls it at submit (a job submit accepts is one its
+// workers will run), `accelctl config explain` prints it, and both worker modes train what it
+// returns. Nothing else resolves configs or turns a plan into engine options.
 //
-// Order of use:
-//   1. JobSettingsFromOptions(options) — the job's values that fill the config's "auto" fields
-//      (micro batch, lr, betas, eps, weight decay, warmup, steps, the model's hidden size).
-//   2. config::ResolvePlan / ResolveDocuments with those settings (job_complete = true).
-//   3. CheckPlanWorld(plan, world) — the config's num_processes must be the gang's size.
-//   4. ApplyTrainPlan(plan, &options, &notes) — overwrite every field the plan decides.
-// Pure functions over values; thread-safe.
+//   LoweringInputs ──resolve (resolve.h)──▶ TrainPlan ──ApplyTrainPlan──▶ TrainOptions
+//        │  (the job's values fill "auto";          (every field the plan decides; the job
+//        │   the launcher's count wins over           keeps model, data, steps, seeds, ...)
+//        │   num_processes, with a warning)                    │
+//        └──────────── command-line overrides ─────────────────┤
+//                                                              ▼
+//                         engine checks: ValidateTrainOptions, the model's config, the
+//                         ShardPlan of rank 0 over the real world, the offload directory
+//
+// Every refusal is InvalidArgument (NotFound for a missing file), every problem on its own
+// line, each naming the file and key path it came from (a config key, or the job's own key or
+// flag). Thread-safe; reads files only through the Env it is given.
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "engine/base/env.h"
 #include "engine/config/inputs.h"
+#include "engine/config/train_options.h"
 #include "engine/config/train_plan.h"
-#include "engine/tensor/dtype.h"
-#include "engine/train/trainer.h"
+#include "engine/model/gpt2_config.h"
 
-namespace accel::worker {
+namespace accel::config {
+
+// One config file: the name messages give it (the path the user wrote) and, when it was read
+// already (a JobSpec carries the text), its text. Empty text with a name: read through the Env.
+struct ConfigFile {
+  std::string name;
+  std::string text;
+  bool given() const { return !name.empty() || !text.empty(); }
+};
+
+struct LoweringInputs {
+  // The job's own settings: model, data, loop, optimizer, schedule and, with no config file,
+  // its sharding. A config replaces what it decides; the job's values fill its "auto" fields.
+  TrainOptions job;
+  // An Accelerate YAML and, optionally, a DeepSpeed JSON. Neither: the job's settings are the
+  // plan. A JSON alone runs under an implied `distributed_type: DEEPSPEED` YAML.
+  ConfigFile accelerate;
+  ConfigFile deepspeed;
+  // FSDP_* / ACCELERATE_* variables, as Accelerate's plugins read them (empty for daemon jobs:
+  // the workers' environment is acceld's, not the user's).
+  EnvMap env;
+  // The launcher's process count and what said it ("WORLD_SIZE", "--world-size",
+  // "resources.num_processes"). It wins over a file's num_processes, with a warning naming
+  // both. Unset: the file's count (1 without a file).
+  std::optional<int> launcher_world;
+  std::string launcher_world_source = "--num-processes";
+  // Whether the job's accumulation and clipping were chosen (else a DeepSpeed file's own values
+  // are not reported as overriding defaults nobody chose).
+  bool accumulation_given = true;
+  bool clipping_given = true;
+  std::optional<FloatType> load_dtype;  // weights loaded in bf16: FSDP's low precision
+  std::optional<PrecisionMode> mixed_precision;  // a launcher's --mixed-precision
+  DefaultProfile defaults = DefaultProfile::kLauncher;
+  // Settings given on a command line win over the files: called after the plan is applied
+  // with the options and the job's own; returns the names of what it kept from the job.
+  std::function<std::vector<std::string>(TrainOptions& lowered, const TrainOptions& job)>
+      job_wins;
+  // Check the files the options name (the NVMe offload directory is writable). acceld and the
+  // workers share a file system, so submit checks what the ranks will open.
+  bool check_files = true;
+};
+
+struct LoweredJob {
+  TrainOptions options;            // what every rank trains with
+  int world_size = 1;              // ranks in the gang
+  std::optional<TrainPlan> plan;   // the resolved plan, when a config was given
+  std::string source;              // "fsdp.yaml", "ds.yaml + ds.json"; empty: no config
+  std::vector<std::string> notes;  // resolver warnings and lowering notes, one line each
+  model::Gpt2Config model;         // the model the options name
+};
+
+[[nodiscard]] absl::StatusOr<LoweredJob> Lower(const LoweringInputs& inputs,
+                                               Env* env = Env::Default());
+
+// The parts, exposed for their tests.
 
 // The job's side of the resolution: every JobSettings field from `options`. hidden_size comes
-// from the model preset or config.json; it stays unset when the model cannot be read
-// (Trainer::Create reports that later). load_dtype stays unset (weights load as fp32).
-config::JobSettings JobSettingsFromOptions(const train::TrainOptions& options,
-                                           Env* env = Env::Default());
-
-// InvalidArgument "<source>: num_processes is 4 but the world size is 2 (<world_source>)" when
-// the plan was resolved for another gang size.
-[[nodiscard]] absl::Status CheckPlanWorld(const config::TrainPlan& plan, int world_size,
-                                          std::string_view world_source);
+// from the model preset or config.json; it stays unset when the model cannot be read.
+JobSettings JobSettingsFromOptions(const TrainOptions& options, Env* env = Env::Default());
 
 // Writes every field the plan decides into `options` (the rest — model, data, steps, seeds,
 // checkpoint cadence — is the job's). Fields the plan leaves unset ("auto" the job did not
-// fill, e.g. a DeepSpeed bucket size without a hidden size) keep the value already in
-// `options`. Settings that do not change the trained model but cannot be honoured (activation
-// checkpointing, a wrap policy other than one unit per GPT-2 block, use_orig_params false,
-// LOCAL_STATE_DICT, the DeepSpeed scheduler's warmup shape) are appended to `notes`, one line
-// each, naming the config key. Settings that would change the result or break the user's
-// memory budget (parameter / optimizer offload, SGD, Adam with L2 weight decay, a scheduler
-// the LR schedule cannot express, fp16/bf16 master weights) are InvalidArgument, every problem
-// on its own line, each naming the config key. `options` is unchanged on error.
-[[nodiscard]] absl::Status ApplyTrainPlan(const config::TrainPlan& plan,
-                                          train::TrainOptions* options,
+// fill) keep the value already in `options`. Settings that do not change the trained model but
+// cannot be honoured (activation checkpointing, a wrap policy other than one unit per block,
+// use_orig_params false, LOCAL_STATE_DICT, the scheduler's span) are appended to `notes`, one
+// line each, naming the config key. Settings that would change the result or cannot run
+// (SGD, Adam with L2 weight decay, fp16/bf16 master weights, an offload combination the engine
+// does not have, NVMe offload without a path) are InvalidArgument, every problem on its own
+// line, each naming the config key. `options` is unchanged on error.
+[[nodiscard]] absl::Status ApplyTrainPlan(const TrainPlan& plan, TrainOptions* options,
                                           std::vector<std::string>* notes = nullptr);
 
-DType ToDType(config::FloatType t);
-
-// The dtype of every buffer class the options ask for (DESIGN.md §3.2): parameters as
-// computed, gradients as reduced, the fp32 master copy the optimizer updates (the parameters
-// themselves when nothing is low precision) and the optimizer state.
-struct ResolvedMode {
-  shard::Strategy strategy = shard::Strategy::kNoShard;
-  DType params = DType::kF32;
-  DType grads = DType::kF32;
-  DType master = DType::kF32;
-  DType optimizer_state = DType::kF32;
-  bool loss_scaling = false;  // fp16 dynamic loss scaling
-};
-ResolvedMode ModeOf(const train::TrainOptions& options);
-// "full_shard (hybrid group 2): params bf16, grads bf16, master f32, optimizer state f32,
-// loss scaling off, accum 4 (reduce every micro-step), clip 1"
-std::string DescribeMode(const train::TrainOptions& options);
-// One JSON object: {"event":"mode","strategy":...,"hybrid_group_size":..,"params":"bf16",
-// "grads":..,"master":..,"optimizer_state":..,"loss_scaling":bool,"grad_accum":..,
-// "reduce_every_micro_step":bool,"grad_clip":..,"state_dict_type":"sharded"|"full",
-// "save_16bit":bool,"config":<source or null>,"notes":[...]}
-std::string ModeJson(const train::TrainOptions& options, std::string_view config_source,
-                     const std::vector<std::string>& notes);
-
-}  // namespace accel::worker
+}  // namespace accel::config

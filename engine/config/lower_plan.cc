@@ -1,35 +1,34 @@
-#include "worker/plan_options.h"
+#include "engine/config/lower.h"
+
+#include "engine/config/mode.h"
 
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "engine/model/gpt2_config.h"
-#include "nlohmann/json.hpp"
 
-namespace accel::worker {
+namespace accel::config {
 namespace {
 
-using config::DistributedType;
 
-shard::Strategy ToStrategy(config::Strategy s) {
+
+shard::Strategy ToStrategy(Strategy s) {
   switch (s) {
-    case config::Strategy::kNoShard: return shard::Strategy::kNoShard;
-    case config::Strategy::kZero1: return shard::Strategy::kShardOptimizer;
-    case config::Strategy::kShardGradOp: return shard::Strategy::kShardGradOp;
-    case config::Strategy::kFullShard: return shard::Strategy::kFullShard;
-    case config::Strategy::kHybridShard: return shard::Strategy::kHybridShard;
-    case config::Strategy::kHybridShardZero2: return shard::Strategy::kHybridShardZero2;
+    case Strategy::kNoShard: return shard::Strategy::kNoShard;
+    case Strategy::kZero1: return shard::Strategy::kShardOptimizer;
+    case Strategy::kShardGradOp: return shard::Strategy::kShardGradOp;
+    case Strategy::kFullShard: return shard::Strategy::kFullShard;
+    case Strategy::kHybridShard: return shard::Strategy::kHybridShard;
+    case Strategy::kHybridShardZero2: return shard::Strategy::kHybridShardZero2;
   }
   return shard::Strategy::kNoShard;
 }
 
-shard::BackwardPrefetch ToPrefetch(config::BackwardPrefetch p) {
+shard::BackwardPrefetch ToPrefetch(BackwardPrefetch p) {
   switch (p) {
-    case config::BackwardPrefetch::kNone: return shard::BackwardPrefetch::kNone;
-    case config::BackwardPrefetch::kBackwardPre: return shard::BackwardPrefetch::kBackwardPre;
-    case config::BackwardPrefetch::kBackwardPost: return shard::BackwardPrefetch::kBackwardPost;
+    case BackwardPrefetch::kNone: return shard::BackwardPrefetch::kNone;
+    case BackwardPrefetch::kBackwardPre: return shard::BackwardPrefetch::kBackwardPre;
+    case BackwardPrefetch::kBackwardPost: return shard::BackwardPrefetch::kBackwardPost;
   }
   return shard::BackwardPrefetch::kNone;
 }
@@ -39,7 +38,7 @@ bool IsHybrid(shard::Strategy s) {
 }
 
 // Names a setting in the vocabulary the user wrote it in.
-const char* Key(const config::TrainPlan& p, const char* fsdp, const char* deepspeed,
+const char* Key(const TrainPlan& p, const char* fsdp, const char* deepspeed,
                 const char* other) {
   switch (p.distributed_type) {
     case DistributedType::kFsdp: return fsdp;
@@ -49,7 +48,7 @@ const char* Key(const config::TrainPlan& p, const char* fsdp, const char* deepsp
 }
 
 // The DeepSpeed "optimizer" section (absent: the job's AdamW settings stay).
-void ApplyOptimizer(const config::OptimizerPlan& opt, train::TrainOptions& o,
+void ApplyOptimizer(const OptimizerPlan& opt, TrainOptions& o,
                     std::vector<std::string>& errors) {
   if (opt.type == "SGD") {
     errors.push_back("optimizer.type: SGD is not supported by this engine (it trains with "
@@ -77,7 +76,7 @@ void ApplyOptimizer(const config::OptimizerPlan& opt, train::TrainOptions& o,
 // of warmup_type, then constant, linear decay or cosine, over total_num_steps. "auto" values are
 // resolved already (warmup_max_lr = the optimizer lr, warmup_num_steps = the job's warmup,
 // total_num_steps = the job's steps); an unset warmup_num_steps keeps the job's warmup.
-void ApplyScheduler(const config::SchedulerPlan& s, train::TrainOptions& o,
+void ApplyScheduler(const SchedulerPlan& s, TrainOptions& o,
                     std::vector<std::string>& errors, std::vector<std::string>& notes) {
   using Type = optim::DeepSpeedLr::Type;
   optim::DeepSpeedLr d;
@@ -115,45 +114,9 @@ void ApplyScheduler(const config::SchedulerPlan& s, train::TrainOptions& o,
 
 }  // namespace
 
-DType ToDType(config::FloatType t) {
-  switch (t) {
-    case config::FloatType::kFp32: return DType::kF32;
-    case config::FloatType::kBf16: return DType::kBF16;
-    case config::FloatType::kFp16: return DType::kF16;
-  }
-  return DType::kF32;
-}
-
-config::JobSettings JobSettingsFromOptions(const train::TrainOptions& o, Env* env) {
-  config::JobSettings j;
-  j.micro_batch_size = o.batch;
-  j.gradient_accumulation_steps = o.grad_accum;
-  j.gradient_clipping = o.grad_clip;
-  j.lr = o.schedule.base_lr;
-  j.weight_decay = o.adamw.weight_decay;
-  j.betas = std::array<double, 2>{o.adamw.beta1, o.adamw.beta2};
-  j.eps = o.adamw.eps;
-  j.warmup_steps = o.schedule.warmup_steps;
-  j.steps = o.steps;
-  absl::StatusOr<model::Gpt2Config> model = o.model_config.empty()
-                                                ? model::Gpt2Preset(o.model)
-                                                : model::LoadGpt2Config(env, o.model_config);
-  if (model.ok()) j.hidden_size = model->n_embd;
-  return j;
-}
-
-absl::Status CheckPlanWorld(const config::TrainPlan& plan, int world_size,
-                            std::string_view world_source) {
-  if (plan.num_processes == world_size) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "num_processes: the config is for ", plan.num_processes, " process",
-      plan.num_processes == 1 ? "" : "es", " but the world size is ", world_size, " (",
-      std::string(world_source), ")"));
-}
-
-absl::Status ApplyTrainPlan(const config::TrainPlan& p, train::TrainOptions* options,
+absl::Status ApplyTrainPlan(const TrainPlan& p, TrainOptions* options,
                             std::vector<std::string>* notes_out) {
-  train::TrainOptions o = *options;
+  TrainOptions o = *options;
   std::vector<std::string> errors, notes;
   const bool ds = p.distributed_type == DistributedType::kDeepSpeed;
 
@@ -173,20 +136,20 @@ absl::Status ApplyTrainPlan(const config::TrainPlan& p, train::TrainOptions* opt
   // accumulate in reduced form); stage 0/1, FSDP (Accelerate's no_sync) and DDP reduce at the
   // accumulation boundary.
   o.shard.reduce_every_micro_step =
-      ds && (p.strategy == config::Strategy::kShardGradOp ||
-             p.strategy == config::Strategy::kFullShard);
+      ds && (p.strategy == Strategy::kShardGradOp ||
+             p.strategy == Strategy::kFullShard);
 
   // Precision.
-  const config::MixedPrecisionPlan& mp = p.mixed_precision;
+  const MixedPrecisionPlan& mp = p.mixed_precision;
   // FSDP's low precision (weights loaded in bf16, no mixed precision): everything in bf16.
-  const bool low_precision = mp.param_dtype == config::FloatType::kBf16 &&
-                             mp.master_dtype == config::FloatType::kBf16 &&
-                             mp.optimizer_dtype == config::FloatType::kBf16;
-  if (!low_precision && (mp.master_dtype != config::FloatType::kFp32 ||
-                         mp.optimizer_dtype != config::FloatType::kFp32)) {
+  const bool low_precision = mp.param_dtype == FloatType::kBf16 &&
+                             mp.master_dtype == FloatType::kBf16 &&
+                             mp.optimizer_dtype == FloatType::kBf16;
+  if (!low_precision && (mp.master_dtype != FloatType::kFp32 ||
+                         mp.optimizer_dtype != FloatType::kFp32)) {
     errors.push_back(absl::StrCat(
-        "mixed_precision: master weights in ", std::string(config::Name(mp.master_dtype)),
-        " and optimizer state in ", std::string(config::Name(mp.optimizer_dtype)),
+        "mixed_precision: master weights in ", std::string(Name(mp.master_dtype)),
+        " and optimizer state in ", std::string(Name(mp.optimizer_dtype)),
         " are not supported by this engine (fp32, or bf16 throughout for low precision; fp16 "
         "weights need mixed_precision fp16)"));
   }
@@ -215,14 +178,14 @@ absl::Status ApplyTrainPlan(const config::TrainPlan& p, train::TrainOptions* opt
   // weights, but for FSDP the FULL_STATE_DICT fp32 file, which kFull already writes.
   o.save_16bit = ds && p.save_16bit_model;
   switch (p.state_dict_type) {
-    case config::StateDictType::kFull:
-      o.state_dict_type = train::TrainOptions::StateDictType::kFull;
+    case StateDictType::kFull:
+      o.state_dict_type = TrainOptions::StateDictType::kFull;
       break;
-    case config::StateDictType::kSharded:
-      o.state_dict_type = train::TrainOptions::StateDictType::kSharded;
+    case StateDictType::kSharded:
+      o.state_dict_type = TrainOptions::StateDictType::kSharded;
       break;
-    case config::StateDictType::kLocal:
-      o.state_dict_type = train::TrainOptions::StateDictType::kSharded;
+    case StateDictType::kLocal:
+      o.state_dict_type = TrainOptions::StateDictType::kSharded;
       notes.push_back("fsdp_config.fsdp_state_dict_type: LOCAL_STATE_DICT is saved as "
                       "SHARDED_STATE_DICT (one file per rank, also loadable at another world "
                       "size)");
@@ -231,7 +194,6 @@ absl::Status ApplyTrainPlan(const config::TrainPlan& p, train::TrainOptions* opt
 
   // Offload (docs/sharding.md): the optimizer alone or the parameter shards with it, to host
   // memory (cpu) or to files (nvme, DeepSpeed's nvme_path); both go to the same place.
-  using config::OffloadDevice;
   const char* offload_param_key =
       Key(p, "fsdp_config.fsdp_offload_params", "zero_optimization.offload_param.device",
           "offload_params");
@@ -241,14 +203,14 @@ absl::Status ApplyTrainPlan(const config::TrainPlan& p, train::TrainOptions* opt
   if (p.offload_params != OffloadDevice::kNone) {
     if (p.offload_optimizer != p.offload_params) {
       errors.push_back(absl::StrCat(offload_param_key, ": ",
-                                    std::string(config::Name(p.offload_params)),
+                                    std::string(Name(p.offload_params)),
                                     " parameter offload needs the optimizer offloaded to ",
-                                    std::string(config::Name(p.offload_params)), " too (",
+                                    std::string(Name(p.offload_params)), " too (",
                                     offload_optimizer_key, ")"));
     } else if (o.shard.strategy != shard::Strategy::kFullShard &&
                o.shard.strategy != shard::Strategy::kHybridShard) {
       errors.push_back(absl::StrCat(
-          offload_param_key, ": ", std::string(config::Name(p.offload_params)),
+          offload_param_key, ": ", std::string(Name(p.offload_params)),
           " offload needs sharded parameters (FULL_SHARD / ZeRO stage 3, or HYBRID_SHARD), not ",
           std::string(shard::StrategyName(o.shard.strategy))));
     } else if (p.offload_params == OffloadDevice::kNvme &&
@@ -282,14 +244,14 @@ absl::Status ApplyTrainPlan(const config::TrainPlan& p, train::TrainOptions* opt
   // Wrapping and use_orig_params are FSDP words; DeepSpeed plans always say "one unit per
   // block" and DDP has no units.
   const bool fsdp = p.distributed_type == DistributedType::kFsdp;
-  bool block_units = p.wrap_policy == config::WrapPolicy::kTransformerBased;
+  bool block_units = p.wrap_policy == WrapPolicy::kTransformerBased;
   for (const std::string& cls : p.transformer_layer_cls_to_wrap) {
     // Hugging Face's class name and llm.c / nanoGPT's.
     if (cls != "GPT2Block" && cls != "Block") block_units = false;
   }
   if (fsdp && !block_units) {
     notes.push_back(absl::StrCat(
-        "fsdp_config.fsdp_auto_wrap_policy: ", std::string(config::Name(p.wrap_policy)),
+        "fsdp_config.fsdp_auto_wrap_policy: ", std::string(Name(p.wrap_policy)),
         p.transformer_layer_cls_to_wrap.empty()
             ? ""
             : absl::StrCat(" (", absl::StrJoin(p.transformer_layer_cls_to_wrap, ","), ")"),
@@ -310,77 +272,4 @@ absl::Status ApplyTrainPlan(const config::TrainPlan& p, train::TrainOptions* opt
   return absl::OkStatus();
 }
 
-ResolvedMode ModeOf(const train::TrainOptions& o) {
-  ResolvedMode m;
-  m.strategy = o.shard.strategy;
-  m.params = o.shard.param_dtype;
-  m.grads = o.shard.reduce_dtype;
-  m.loss_scaling = o.shard.param_dtype == DType::kF16 || o.shard.reduce_dtype == DType::kF16;
-  m.master = m.optimizer_state = o.shard.master_dtype;
-  return m;
-}
-
-namespace {
-std::string StateDictName(train::TrainOptions::StateDictType t) {
-  return t == train::TrainOptions::StateDictType::kFull ? "full" : "sharded";
-}
-}  // namespace
-
-namespace {
-// " (offloaded to the host)", " (offloaded to files in DIR, with the parameters)", or "".
-std::string OffloadNote(const shard::ShardOptions& s) {
-  if (!s.offload_optimizer) return "";
-  return absl::StrCat(" (offloaded to ",
-                      s.offload_dir.empty() ? "the host" : "files in " + s.offload_dir,
-                      s.offload_params ? ", with the parameters" : "", ")");
-}
-}  // namespace
-
-std::string DescribeMode(const train::TrainOptions& o) {
-  const ResolvedMode m = ModeOf(o);
-  std::string group = IsHybrid(m.strategy)
-                          ? absl::StrCat(" (hybrid group ", o.shard.hybrid_group_size, ")")
-                          : "";
-  return absl::StrFormat(
-      "%s%s: params %s, grads %s, master %s, optimizer state %s%s, loss scaling %s, accum "
-      "%d%s, clip %g, checkpoints %s%s",
-      std::string(shard::StrategyName(m.strategy)), group, std::string(DTypeName(m.params)),
-      std::string(DTypeName(m.grads)), std::string(DTypeName(m.master)),
-      std::string(DTypeName(m.optimizer_state)),
-      OffloadNote(o.shard),
-      m.loss_scaling ? "on" : "off",
-      o.grad_accum, o.shard.reduce_every_micro_step ? " (reduce every micro-step)" : "",
-      o.grad_clip, StateDictName(o.state_dict_type), o.save_16bit ? " + 16-bit model" : "");
-}
-
-std::string ModeJson(const train::TrainOptions& o, std::string_view config_source,
-                     const std::vector<std::string>& notes) {
-  const ResolvedMode m = ModeOf(o);
-  nlohmann::ordered_json j;
-  j["event"] = "mode";
-  j["strategy"] = std::string(shard::StrategyName(m.strategy));
-  j["hybrid_group_size"] = IsHybrid(m.strategy) ? o.shard.hybrid_group_size : 0;
-  j["params"] = std::string(DTypeName(m.params));
-  j["grads"] = std::string(DTypeName(m.grads));
-  j["master"] = std::string(DTypeName(m.master));
-  j["optimizer_state"] = std::string(DTypeName(m.optimizer_state));
-  const char* offload_device = o.shard.offload_dir.empty() ? "host" : "nvme";
-  j["optimizer_device"] = o.shard.offload_optimizer ? offload_device : "compute";
-  j["params_device"] = o.shard.offload_params ? offload_device : "compute";
-  j["offload_dir"] = o.shard.offload_dir;
-  j["loss_scaling"] = m.loss_scaling;
-  j["grad_accum"] = o.grad_accum;
-  j["reduce_every_micro_step"] = o.shard.reduce_every_micro_step;
-  j["grad_clip"] = o.grad_clip;
-  j["state_dict_type"] = StateDictName(o.state_dict_type);
-  j["save_16bit"] = o.save_16bit;
-  if (config_source.empty()) {
-    j["config"] = nullptr;
-  } else {
-    j["config"] = std::string(config_source);
-  }
-  j["notes"] = notes;
-  return j.dump();
-}
-
-}  // namespace accel::worker
+}  // namespace accel::config

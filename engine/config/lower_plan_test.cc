@@ -1,4 +1,5 @@
-#include "worker/plan_options.h"
+#include "engine/config/lower.h"
+#include "engine/config/mode.h"
 
 #include "engine/config/document.h"
 #include "engine/config/resolve.h"
@@ -6,7 +7,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 
-namespace accel::worker {
+namespace accel::config {
 namespace {
 
 using ::testing::AllOf;
@@ -16,7 +17,7 @@ using ::testing::IsEmpty;
 
 // Resolves YAML (+ JSON) text the way a worker does, with a job of the given options.
 config::TrainPlan Resolve(const std::string& yaml, const std::string& json = "",
-                          const train::TrainOptions& job = {}) {
+                          const TrainOptions& job = {}) {
   auto y = config::ParseYamlDocument(yaml, "acc.yaml");
   EXPECT_TRUE(y.ok()) << y.status();
   std::optional<config::Document> j;
@@ -69,7 +70,7 @@ fsdp_config:
   fsdp_state_dict_type: SHARDED_STATE_DICT
   fsdp_cpu_ram_efficient_loading: true
 )");
-  train::TrainOptions o;
+  TrainOptions o;
   std::vector<std::string> notes;
   ASSERT_TRUE(ApplyTrainPlan(plan, &o, &notes).ok());
   EXPECT_THAT(notes, IsEmpty());
@@ -85,7 +86,7 @@ fsdp_config:
   EXPECT_TRUE(o.sync_module_states);            // forced by cpu_ram_efficient_loading
   EXPECT_TRUE(o.cpu_ram_efficient_loading);
   EXPECT_TRUE(o.zero3_init);
-  EXPECT_EQ(o.state_dict_type, train::TrainOptions::StateDictType::kSharded);
+  EXPECT_EQ(o.state_dict_type, TrainOptions::StateDictType::kSharded);
   EXPECT_FALSE(o.save_16bit);
   EXPECT_EQ(DescribeMode(o),
             "full_shard: params bf16, grads bf16, master f32, optimizer state f32, loss scaling "
@@ -99,14 +100,14 @@ num_processes: 4
 num_machines: 2
 fsdp_config: {fsdp_sharding_strategy: HYBRID_SHARD_ZERO2, fsdp_state_dict_type: FULL_STATE_DICT}
 )");
-  train::TrainOptions o;
+  TrainOptions o;
   std::vector<std::string> notes;
   ASSERT_TRUE(ApplyTrainPlan(plan, &o, &notes).ok());
   EXPECT_EQ(o.shard.strategy, shard::Strategy::kHybridShardZero2);
   EXPECT_EQ(o.shard.hybrid_group_size, 2);
   EXPECT_FALSE(o.shard.reshard_after_forward);
   EXPECT_EQ(o.shard.param_dtype, DType::kF32);
-  EXPECT_EQ(o.state_dict_type, train::TrainOptions::StateDictType::kFull);
+  EXPECT_EQ(o.state_dict_type, TrainOptions::StateDictType::kFull);
   EXPECT_FALSE(o.save_16bit);  // FULL_STATE_DICT is the fp32 file, not a 16-bit one
   // The launcher profile's NO_WRAP default is reported, not silently changed.
   EXPECT_THAT(notes, ElementsAre(HasSubstr("fsdp_auto_wrap_policy: no_wrap")));
@@ -130,20 +131,20 @@ deepspeed_config: {zero_stage: )", s, R"(, gradient_accumulation_steps: 4, gradi
                {2, shard::Strategy::kShardGradOp, true},
                {3, shard::Strategy::kFullShard, true}};
   for (const auto& c : cases) {
-    train::TrainOptions o;
+    TrainOptions o;
     ASSERT_TRUE(ApplyTrainPlan(stage(c.stage), &o).ok()) << c.stage;
     EXPECT_EQ(o.shard.strategy, c.strategy) << c.stage;
     EXPECT_EQ(o.shard.reduce_every_micro_step, c.every_micro_step) << c.stage;
     EXPECT_EQ(o.grad_accum, 4);
     EXPECT_FLOAT_EQ(o.grad_clip, 0.5f);
-    EXPECT_EQ(o.state_dict_type, train::TrainOptions::StateDictType::kSharded);
+    EXPECT_EQ(o.state_dict_type, TrainOptions::StateDictType::kSharded);
     EXPECT_TRUE(o.save_16bit);
     EXPECT_TRUE(o.sync_module_states);
   }
 }
 
 TEST(PlanOptionsTest, DeepSpeedJsonFp16PrefetchOptimizerAndScheduler) {
-  train::TrainOptions job;
+  TrainOptions job;
   job.model = "gpt2-tiny";
   job.steps = 30;
   const config::TrainPlan plan = Resolve("distributed_type: DEEPSPEED\nnum_processes: 2\n", R"({
@@ -162,7 +163,7 @@ TEST(PlanOptionsTest, DeepSpeedJsonFp16PrefetchOptimizerAndScheduler) {
                         "stage3_max_live_parameters": 50000, "stage3_max_reuse_distance": 7000}
 })",
                                          job);
-  train::TrainOptions o = job;
+  TrainOptions o = job;
   std::vector<std::string> notes;
   ASSERT_TRUE(ApplyTrainPlan(plan, &o, &notes).ok());
   EXPECT_EQ(o.shard.param_dtype, DType::kF16);
@@ -206,14 +207,14 @@ TEST(PlanOptionsTest, DeepSpeedOptimizerOffloadToCpuIsZeroOffload) {
   config::TrainPlan ds;
   ds.distributed_type = config::DistributedType::kDeepSpeed;
   ds.offload_optimizer = config::OffloadDevice::kCpu;
-  train::TrainOptions o;
+  TrainOptions o;
   ASSERT_TRUE(ApplyTrainPlan(ds, &o).ok());
   EXPECT_TRUE(o.shard.offload_optimizer);
   EXPECT_THAT(DescribeMode(o), HasSubstr("optimizer state f32 (offloaded to the host)"));
   EXPECT_THAT(ModeJson(o, "", {}), HasSubstr(R"("optimizer_device":"host")"));
   // NVMe: the state goes to files in nvme_path, which it needs.
   ds.offload_optimizer = config::OffloadDevice::kNvme;
-  train::TrainOptions n;
+  TrainOptions n;
   EXPECT_THAT(ApplyTrainPlan(ds, &n).message(),
               HasSubstr("zero_optimization.offload_optimizer.nvme_path: nvme offload needs a "
                         "directory"));
@@ -227,7 +228,7 @@ TEST(PlanOptionsTest, DeepSpeedOptimizerOffloadToCpuIsZeroOffload) {
 }
 
 TEST(PlanOptionsTest, FsdpAndDeepSpeedParameterOffloadToCpu) {
-  train::TrainOptions o;
+  TrainOptions o;
   ASSERT_TRUE(ApplyTrainPlan(Resolve("distributed_type: FSDP\nnum_processes: 2\nfsdp_config: "
                                      "{fsdp_offload_params: true}\n"),
                              &o)
@@ -241,21 +242,21 @@ TEST(PlanOptionsTest, FsdpAndDeepSpeedParameterOffloadToCpu) {
   ds.distributed_type = config::DistributedType::kDeepSpeed;
   ds.strategy = config::Strategy::kFullShard;
   ds.offload_params = config::OffloadDevice::kCpu;
-  train::TrainOptions alone;
+  TrainOptions alone;
   EXPECT_THAT(ApplyTrainPlan(ds, &alone).message(),
               HasSubstr("zero_optimization.offload_param.device: cpu parameter offload needs the "
                         "optimizer offloaded to cpu too (zero_optimization.offload_optimizer."
                         "device)"));
   ds.offload_optimizer = config::OffloadDevice::kCpu;
-  train::TrainOptions both;
+  TrainOptions both;
   ASSERT_TRUE(ApplyTrainPlan(ds, &both).ok());
   EXPECT_TRUE(both.shard.offload_params && both.shard.offload_optimizer);
 }
 
 TEST(PlanOptionsTest, UnsupportedSettingsNameTheirKeysAndChangeNothing) {
-  train::TrainOptions o;
+  TrainOptions o;
   o.grad_accum = 7;
-  const train::TrainOptions before = o;
+  const TrainOptions before = o;
   absl::Status s = ApplyTrainPlan(
       Resolve("distributed_type: FSDP\nnum_processes: 2\nfsdp_config: {fsdp_offload_params: "
               "true, fsdp_sharding_strategy: SHARD_GRAD_OP}\n"),
@@ -307,7 +308,7 @@ TEST(PlanOptionsTest, Bf16WeightsWithoutMixedPrecisionAreLowPrecision) {
   config::TrainPlan p;
   p.mixed_precision.param_dtype = p.mixed_precision.reduce_dtype =
       p.mixed_precision.master_dtype = p.mixed_precision.optimizer_dtype = config::FloatType::kBf16;
-  train::TrainOptions o;
+  TrainOptions o;
   ASSERT_TRUE(ApplyTrainPlan(p, &o).ok());
   EXPECT_EQ(o.shard.param_dtype, DType::kBF16);
   EXPECT_EQ(o.shard.reduce_dtype, DType::kBF16);
@@ -330,7 +331,7 @@ TEST(PlanOptionsTest, UnsetAutoKeepsTheJobValueAndNotesNameKeys) {
   p.activation_checkpointing = true;
   p.use_orig_params = false;
   p.scheduler = Scheduler("WarmupLR", {}, {}, {}, 5e-4);
-  train::TrainOptions o;
+  TrainOptions o;
   o.shard.prefetch_bucket_numel = 123;
   o.shard.param_persistence_threshold = 45;
   o.schedule.warmup_steps = 6;
@@ -338,7 +339,7 @@ TEST(PlanOptionsTest, UnsetAutoKeepsTheJobValueAndNotesNameKeys) {
   ASSERT_TRUE(ApplyTrainPlan(p, &o, &notes).ok());
   EXPECT_EQ(o.shard.prefetch_bucket_numel, 123);
   EXPECT_EQ(o.shard.param_persistence_threshold, 45);
-  EXPECT_EQ(o.state_dict_type, train::TrainOptions::StateDictType::kSharded);
+  EXPECT_EQ(o.state_dict_type, TrainOptions::StateDictType::kSharded);
   EXPECT_EQ(o.schedule.kind, optim::ScheduleKind::kConstant);
   EXPECT_EQ(o.schedule.warmup_steps, 6);  // warmup_num_steps unset: the job's
   EXPECT_FLOAT_EQ(o.schedule.base_lr, 5e-4f);
@@ -347,18 +348,8 @@ TEST(PlanOptionsTest, UnsetAutoKeepsTheJobValueAndNotesNameKeys) {
                                  HasSubstr("fsdp_use_orig_params")));
 }
 
-TEST(PlanOptionsTest, WorldMustMatchNumProcesses) {
-  config::TrainPlan p;
-  p.num_processes = 4;
-  EXPECT_TRUE(CheckPlanWorld(p, 4, "--world-size").ok());
-  absl::Status s = CheckPlanWorld(p, 2, "WORLD_SIZE");
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(), AllOf(HasSubstr("num_processes"), HasSubstr("4 processes"),
-                                 HasSubstr("world size is 2 (WORLD_SIZE)")));
-}
-
 TEST(PlanOptionsTest, ModeJsonIsOneObject) {
-  train::TrainOptions o;
+  TrainOptions o;
   o.shard.strategy = shard::Strategy::kHybridShard;
   o.shard.hybrid_group_size = 2;
   o.shard.param_dtype = DType::kBF16;
@@ -378,4 +369,4 @@ TEST(PlanOptionsTest, ModeJsonIsOneObject) {
 }
 
 }  // namespace
-}  // namespace accel::worker
+}  // namespace accel::config

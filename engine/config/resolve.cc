@@ -31,10 +31,18 @@ void ResolveProcesses(Context& c) {
   TrainPlan& p = c.plan;
   const bool single = c.plan.distributed_type == DistributedType::kNo;
   if (c.inputs.num_processes.has_value()) {
+    const std::string& source = c.inputs.num_processes_source;
     if (*c.inputs.num_processes < 1) {
-      c.diag->Error("command line", "--num-processes", "must be at least 1");
+      c.diag->Error("command line", source, "must be at least 1");
     }
     p.num_processes = *c.inputs.num_processes;
+    // The launcher's count wins, as `accelerate launch --num_processes` does; say so.
+    if (c.yaml.num_processes.has_value() && *c.yaml.num_processes != p.num_processes) {
+      c.YamlWarn({"num_processes"},
+                 absl::StrCat("the file says ", *c.yaml.num_processes, ", ", source, " says ",
+                              p.num_processes, "; running ", p.num_processes, " (", source,
+                              " wins, as accelerate launch --num_processes does)"));
+    }
   } else if (c.yaml.num_processes.has_value()) {
     p.num_processes = *c.yaml.num_processes;
   } else if (single) {

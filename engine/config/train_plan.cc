@@ -83,9 +83,4 @@ bool ShardsParameters(Strategy s) {
   return s == Strategy::kFullShard || s == Strategy::kHybridShard;
 }
 
-bool ShardsGradients(Strategy s) {
-  return s == Strategy::kShardGradOp || s == Strategy::kFullShard ||
-         s == Strategy::kHybridShard || s == Strategy::kHybridShardZero2;
-}
-
 }  // namespace accel::config

@@ -50,8 +50,6 @@ std::string_view Name(FloatType v);        // "fp32", "bf16", "fp16"
 
 // Strategies that keep parameters sharded between forward and backward.
 bool ShardsParameters(Strategy s);
-// Strategies that shard gradients (reduce-scatter instead of all-reduce).
-bool ShardsGradients(Strategy s);
 
 // Dtype of every buffer class. param_dtype is the dtype parameters are computed in (after the
 // all-gather); reduce_dtype the dtype gradients travel in; master_dtype the dtype of the flat

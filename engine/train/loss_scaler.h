@@ -10,15 +10,11 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "engine/optim/loss_scaling_options.h"
 
 namespace accel::train {
 
-struct LossScalingOptions {
-  int initial_scale_power = 16;  // first scale = 2^power
-  int64_t window = 1000;         // clean steps before the scale doubles
-  int hysteresis = 2;            // overflows absorbed before the scale halves
-  double min_scale = 1;          // floor (DeepSpeed's min_loss_scale)
-};
+using LossScalingOptions = optim::LossScalingOptions;
 
 class LossScaler {
  public:

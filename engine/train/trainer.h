@@ -30,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "engine/base/env.h"
 #include "engine/base/memory_ledger.h"
+#include "engine/config/train_options.h"
 #include "engine/data/batch_loader.h"
 #include "engine/model/gpt2.h"
 #include "engine/optim/adamw.h"
@@ -41,51 +42,11 @@
 
 namespace accel::train {
 
-struct TrainOptions {
-  // Model: a preset name, or a Hugging Face config.json (wins when set).
-  std::string model = "gpt2-mini";
-  std::string model_config;
-  std::string init_weights;  // model.safetensors; empty = seeded GPT-2 init
-  std::string data;          // llm.c token shard or raw text
-  int64_t batch = 4;
-  int64_t seq = 64;
-  int64_t steps = 100;
-  int64_t grad_accum = 1;
-  std::optional<uint64_t> shuffle_seed;
-  optim::LrSchedule schedule;  // total_steps is set from `steps`
-  optim::AdamWConfig adamw;
-  float grad_clip = 1.0f;  // 0 turns clipping off
-  uint64_t seed = 1337;
-  shard::ShardOptions shard;
-  // Rank 0 initialises (or reads --init-weights) and broadcasts to the others; otherwise every
-  // rank initialises identically from the seed or reads the file itself.
-  bool sync_module_states = false;
-  // Sharded checkpoints (engine/checkpoint/sharded_checkpoint.h): saved into checkpoint_dir every
-  // checkpoint_every steps (0: never), keeping the newest keep_last (0: all). resume_dir: continue
-  // from its `latest` checkpoint (any world size or strategy).
-  std::string checkpoint_dir;
-  int64_t checkpoint_every = 0;
-  int keep_last = 0;
-  std::string resume_dir;
-  // What a checkpoint save writes (Accelerate's fsdp_state_dict_type / DeepSpeed's
-  // zero3_save_16bit_model). Every rank always writes its own ranges (exact resume); kFull adds
-  // DIR/step_N/model.safetensors in fp32, gathered unit by unit and written by rank 0;
-  // save_16bit adds a bf16 model.safetensors instead (f16 when training in fp16).
-  enum class StateDictType { kSharded, kFull };
-  StateDictType state_dict_type = StateDictType::kSharded;
-  bool save_16bit = false;
-  // Efficient loading of init_weights. cpu_ram_efficient_loading (with sync_module_states): only
-  // rank 0 reads the file, unit by unit, and the others receive what they hold. zero3_init:
-  // every rank reads only the byte ranges it holds, no broadcast.
-  bool cpu_ram_efficient_loading = false;
-  bool zero3_init = false;
-  // fp16 dynamic loss scaling, used when shard.param_dtype or shard.reduce_dtype is f16.
-  LossScalingOptions loss_scaling;
-  // Every this many steps (and at the last), the step's record carries every rank's memory,
-  // bytes communicated since the previous such record, and collective wait time
-  // (StepMetrics::ranks; a small all-gather on the world group). 0: never.
-  int64_t rank_stats_every = 0;
-};
+// The engine's options are the lowering's output (engine/config/train_options.h): one struct
+// from config file to Trainer.
+using TrainOptions = config::TrainOptions;
+using config::ModelConfigOf;
+using config::ValidateTrainOptions;
 
 // What a checkpoint save did, for the metrics stream and acceld.
 struct CheckpointEvent {
@@ -96,14 +57,6 @@ struct CheckpointEvent {
   std::vector<int64_t> rank_bytes;  // bytes written by each rank, indexed by rank
   double seconds = 0;
 };
-
-// InvalidArgument naming the flag for a non-positive batch, seq or accumulation, negative
-// steps, no data, or a negative lr, warmup or clip.
-[[nodiscard]] absl::Status ValidateTrainOptions(const TrainOptions& options);
-
-// The model of options.model_config (a config.json) or else of the preset options.model.
-[[nodiscard]] absl::StatusOr<model::Gpt2Config> ModelConfigOf(Env* env,
-                                                              const TrainOptions& options);
 
 // The batch loader of `rank` in a gang of `world` over options.data; InvalidArgument naming the
 // file when it holds a token outside config's vocabulary.

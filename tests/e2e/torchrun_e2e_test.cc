@@ -19,6 +19,7 @@
 namespace accel::testing {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 // A port the kernel just handed out and released: free unless something races for it.
@@ -127,15 +128,23 @@ TEST_F(TorchrunE2eTest, TorchrunEnvAndConfigTrainLikeTheRdzvDirRun) {
   EXPECT_EQ(ReadAll(dir_ + "/env1.out"), "");  // rank 0 speaks for the gang
 }
 
-TEST_F(TorchrunE2eTest, ConfigForAnotherWorldSizeIsRejectedNamingBoth) {
+// The launcher's count wins over the file's num_processes, as `accelerate launch
+// --num_processes 1` does: a 2-process config runs on the one process torchrun's WORLD_SIZE
+// says, and the mode record's notes name both counts.
+TEST_F(TorchrunE2eTest, ConfigForAnotherWorldSizeRunsOnTheLaunchersCountNamingBoth) {
   const std::string config = WriteConfig("fsdp.yaml", kFullShard);
-  ChildProcess c = StartProcess(Worker({"WORLD_SIZE=1", "RANK=0"}, {"--config", config}), dir_,
-                                "w");
-  EXPECT_EQ(WaitProcess(c, 60), 1);
-  const std::string err = ReadAll(c.stderr_path);
-  EXPECT_THAT(err, HasSubstr("num_processes"));
-  EXPECT_THAT(err, HasSubstr("2 processes"));
-  EXPECT_THAT(err, HasSubstr("world size is 1 (WORLD_SIZE)"));
+  ChildProcess c = StartProcess(
+      Worker({"WORLD_SIZE=1", "RANK=0"}, {"--config", config, "--output", "json"}), dir_, "w");
+  ASSERT_EQ(WaitProcess(c, 60), 0) << ReadAll(c.stderr_path);
+  std::ifstream out(c.stdout_path);
+  std::string first;
+  ASSERT_TRUE(std::getline(out, first));
+  const nlohmann::json mode = nlohmann::json::parse(first);
+  EXPECT_EQ(mode["event"], "mode");
+  EXPECT_EQ(mode["strategy"], "full_shard");
+  EXPECT_THAT(mode["notes"].dump(),
+              AllOf(HasSubstr("num_processes"), HasSubstr("the file says 2"),
+                    HasSubstr("WORLD_SIZE says 1")));
 }
 
 TEST_F(TorchrunE2eTest, MissingRendezvousStoreFailsWithinTheTimeout) {

@@ -207,6 +207,29 @@ TEST_F(WorkerE2eTest, TheFsdpOffloadConfigKeepsParametersAndOptimizerOnTheHost) 
   }
 }
 
+// A config for 2 processes runs on one when the launcher says one (--world-size 1, or
+// WORLD_SIZE=1), as `accelerate launch --num_processes 1` overrides the file; a warning names
+// both counts.
+TEST_F(WorkerE2eTest, TheLaunchersCountWinsOverTheConfigsNumProcesses) {
+  const std::string config = std::string(ACCEL_CONFIGS) + "/fsdp_full_shard.yaml";
+  for (const bool by_env : {false, true}) {
+    std::vector<std::string> argv = Worker({"--steps", "2", "--config", config});
+    if (by_env) {
+      argv.insert(argv.begin(), {"/usr/bin/env", "WORLD_SIZE=1", "RANK=0"});
+    } else {
+      argv.insert(argv.end(), {"--world-size", "1"});
+    }
+    ChildProcess c = StartProcess(argv, dir_, by_env ? "env" : "flag");
+    ASSERT_EQ(WaitProcess(c, 120), 0) << ReadAll(c.stderr_path) << ReadAll(c.stdout_path);
+    const std::string out = ReadAll(c.stdout_path);
+    EXPECT_THAT(out, HasSubstr("warning: "));
+    EXPECT_THAT(out, HasSubstr("the file says 2"));
+    EXPECT_THAT(out, HasSubstr(by_env ? "WORLD_SIZE says 1" : "--world-size says 1"));
+    EXPECT_THAT(out, HasSubstr("mode: full_shard"));
+    EXPECT_THAT(out, HasSubstr("step 2/2"));
+  }
+}
+
 TEST_F(WorkerE2eTest, AKilledRankFailsTheOtherWithinTheDeadline) {
   std::vector<ChildProcess> ranks;
   for (int r = 0; r < 2; ++r) {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "engine/kernels/cuda/blas.h"
-#include "engine/kernels/cuda/caching_allocator.h"
+#include "engine/tensor/cuda/caching_allocator.h"
 #include "engine/kernels/cuda/kernels.h"
 #include "engine/kernels/cuda/test_util.h"
 #include "engine/model/cuda/gpt2_cuda.h"

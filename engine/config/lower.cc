@@ -1,0 +1,202 @@
+#include "engine/config/lower.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <system_error>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "engine/base/status_macros.h"
+#include "engine/config/accelerate_yaml.h"
+#include "engine/config/document.h"
+#include "engine/config/resolve.h"
+#include "engine/model/param_specs.h"
+
+namespace accel::config {
+namespace {
+
+absl::Status Prefixed(const std::string& prefix, const absl::Status& s) {
+  if (s.ok()) return s;
+  return absl::Status(s.code(), absl::StrCat(prefix, ": ", s.message()));
+}
+
+absl::StatusOr<Document> ReadDocument(const ConfigFile& file, bool json, Env* env) {
+  std::string text = file.text;
+  if (text.empty()) {
+    ACCEL_ASSIGN_OR_RETURN(text, ReadFileToString(env, file.name));
+  }
+  return json ? ParseJsonDocument(text, file.name) : ParseYamlDocument(text, file.name);
+}
+
+// The YAML that a DeepSpeed JSON given alone runs under: DEEPSPEED on the launcher's count.
+absl::StatusOr<Document> ImpliedDeepSpeedYaml(const LoweringInputs& in) {
+  return ParseYamlDocument(absl::StrCat("distributed_type: DEEPSPEED\nnum_processes: ",
+                                        in.launcher_world.value_or(1), "\n"),
+                           "(implied accelerate config)");
+}
+
+// A JSON beside a YAML whose distributed_type is not DEEPSPEED would be ignored by Accelerate's
+// launcher for FSDP and DDP; here it is a mistake worth naming.
+absl::Status CheckJsonNeedsDeepSpeed(const Document& yaml, const LoweringInputs& in) {
+  Diagnostics peek;
+  const AccelerateConfig accelerate = ReadAccelerateConfig(yaml, &peek);
+  if (!accelerate.distributed_type.has_value() ||
+      *accelerate.distributed_type == DistributedType::kDeepSpeed) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      in.accelerate.name, ": distributed_type: a DeepSpeed config (", in.deepspeed.name,
+      ") was given, but distributed_type is ",
+      std::string(Name(*accelerate.distributed_type)), ", not DEEPSPEED"));
+}
+
+absl::StatusOr<TrainPlan> Resolve(const LoweringInputs& in, Env* env) {
+  ConfigInputs ci;
+  ci.accelerate_config = in.accelerate.name;
+  ci.deepspeed_config = in.deepspeed.name;
+  ci.env = in.env;
+  ci.job = JobSettingsFromOptions(in.job, env);
+  // Accumulation and clipping count as the job's only when chosen: otherwise a DeepSpeed file's
+  // own value would be reported as overriding a default nobody chose.
+  if (!in.accumulation_given) ci.job.gradient_accumulation_steps.reset();
+  if (!in.clipping_given) ci.job.gradient_clipping.reset();
+  ci.job.load_dtype = in.load_dtype;
+  ci.mixed_precision = in.mixed_precision;
+  ci.defaults = in.defaults;
+  ci.job_complete = true;
+  ci.num_processes = in.launcher_world;
+  ci.num_processes_source = in.launcher_world_source;
+  // A YAML named but not read: the resolver opens it, and the JSON it names beside it.
+  if (in.accelerate.given() && in.accelerate.text.empty()) return ResolvePlan(ci, env);
+  std::optional<Document> json;
+  if (in.deepspeed.given()) {
+    ACCEL_ASSIGN_OR_RETURN(json, ReadDocument(in.deepspeed, true, env));
+  }
+  Document yaml;
+  if (in.accelerate.given()) {
+    ACCEL_ASSIGN_OR_RETURN(yaml, ReadDocument(in.accelerate, false, env));
+    if (json) ACCEL_RETURN_IF_ERROR(CheckJsonNeedsDeepSpeed(yaml, in));
+  } else {
+    ACCEL_ASSIGN_OR_RETURN(yaml, ImpliedDeepSpeedYaml(in));
+  }
+  return ResolveDocuments(yaml, json ? &*json : nullptr, ci);
+}
+
+// ApplyTrainPlan names keys; this adds the file each line's key lives in: FSDP and Accelerate
+// keys in the YAML, DeepSpeed's in the JSON when there is one (else the YAML's
+// deepspeed_config section, where the plugin mode keeps them).
+absl::Status NameFiles(const LoweringInputs& in, const absl::Status& s) {
+  if (s.ok()) return s;
+  std::vector<std::string> lines = absl::StrSplit(s.message(), '\n');
+  for (std::string& line : lines) {
+    const bool yaml_key = absl::StartsWith(line, "fsdp_config.") ||
+                          absl::StartsWith(line, "num_processes") ||
+                          absl::StartsWith(line, "distributed_type");
+    const std::string& file =
+        in.deepspeed.given() && !yaml_key ? in.deepspeed.name : in.accelerate.name;
+    if (!file.empty()) line = absl::StrCat(file, ": ", line);
+  }
+  return absl::Status(s.code(), absl::StrJoin(lines, "\n"));
+}
+
+// The key that set the NVMe directory, with its file, in the user's vocabulary.
+std::string OffloadDirKey(const LoweringInputs& in, const LoweredJob& job) {
+  if (!job.plan.has_value()) return "offload_dir";
+  const std::string& file = in.deepspeed.given() ? in.deepspeed.name : in.accelerate.name;
+  return absl::StrCat(file, ": zero_optimization.offload_optimizer.nvme_path");
+}
+
+// The NVMe offload directory: an existing writable directory, or one the worker can create
+// (its nearest existing ancestor is a writable directory), as DeepSpeed creates its swap
+// folders under nvme_path.
+absl::Status CheckOffloadDir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path p = fs::absolute(dir, ec);
+  while (!p.empty() && !fs::exists(p, ec)) {
+    if (p == p.parent_path()) break;
+    p = p.parent_path();
+  }
+  if (!fs::is_directory(p, ec)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        dir, " is not a directory (", p.string(), " is ",
+        fs::exists(p, ec) ? "a file" : "missing", ")"));
+  }
+  if (::access(p.c_str(), W_OK | X_OK) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(dir, " is not writable (", p.string(), ": permission denied)"));
+  }
+  return absl::OkStatus();
+}
+
+// What the engine itself would refuse when a rank starts: the loop's values, the model, the
+// shard plan over the real world (rank 0's; every rank's has the same validity), the files.
+absl::Status CheckEngine(const LoweringInputs& in, const LoweredJob& job) {
+  const TrainOptions& o = job.options;
+  ACCEL_RETURN_IF_ERROR(ValidateTrainOptions(o));
+  ACCEL_ASSIGN_OR_RETURN(model::Gpt2Layout layout, model::Gpt2Layout::Create(job.model));
+  absl::StatusOr<shard::ShardPlan> plan = shard::ShardPlan::Create(layout, job.world_size, 0,
+                                                                   o.shard);
+  if (!plan.ok()) {
+    return Prefixed(job.plan ? job.source : std::string("sharding"), plan.status());
+  }
+  if (in.check_files && !o.shard.offload_dir.empty()) {
+    ACCEL_RETURN_IF_ERROR(
+        Prefixed(OffloadDirKey(in, job), CheckOffloadDir(o.shard.offload_dir)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+JobSettings JobSettingsFromOptions(const TrainOptions& o, Env* env) {
+  JobSettings j;
+  j.micro_batch_size = o.batch;
+  j.gradient_accumulation_steps = o.grad_accum;
+  j.gradient_clipping = o.grad_clip;
+  j.lr = o.schedule.base_lr;
+  j.weight_decay = o.adamw.weight_decay;
+  j.betas = std::array<double, 2>{o.adamw.beta1, o.adamw.beta2};
+  j.eps = o.adamw.eps;
+  j.warmup_steps = o.schedule.warmup_steps;
+  j.steps = o.steps;
+  absl::StatusOr<model::Gpt2Config> model = ModelConfigOf(env, o);
+  if (model.ok()) j.hidden_size = model->n_embd;
+  return j;
+}
+
+absl::StatusOr<LoweredJob> Lower(const LoweringInputs& in, Env* env) {
+  LoweredJob out;
+  out.options = in.job;
+  out.world_size = in.launcher_world.value_or(1);
+  if (in.accelerate.given() || in.deepspeed.given()) {
+    ACCEL_ASSIGN_OR_RETURN(TrainPlan plan, Resolve(in, env));
+    out.source = in.accelerate.given() && in.deepspeed.given()
+                     ? absl::StrCat(in.accelerate.name, " + ", in.deepspeed.name)
+                     : (in.accelerate.given() ? in.accelerate.name : in.deepspeed.name);
+    out.notes = plan.warnings;
+    out.world_size = plan.num_processes;
+    ACCEL_RETURN_IF_ERROR(NameFiles(in, ApplyTrainPlan(plan, &out.options, &out.notes)));
+    out.plan = std::move(plan);
+  }
+  if (in.job_wins) {
+    const std::vector<std::string> kept = in.job_wins(out.options, in.job);
+    if (!kept.empty() && out.plan) {
+      out.notes.push_back(absl::StrCat("command line wins over the config for ",
+                                       absl::StrJoin(kept, ", ")));
+    }
+  }
+  absl::StatusOr<model::Gpt2Config> model = ModelConfigOf(env, out.options);
+  if (!model.ok()) {
+    return Prefixed(out.options.model_config.empty() ? "model" : out.options.model_config,
+                    model.status());
+  }
+  out.model = *std::move(model);
+  ACCEL_RETURN_IF_ERROR(CheckEngine(in, out));
+  return out;
+}
+
+}  // namespace accel::config

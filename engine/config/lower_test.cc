@@ -1,0 +1,188 @@
+// Lower(): the one lowering from config files and a job to engine options — resolution, the
+// launcher's world, the plan applied, and every refusal the engine would make at start, each
+// naming its file and key.
+#include "engine/config/lower.h"
+
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace accel::config {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::Contains;
+using ::testing::HasSubstr;
+
+TrainOptions Job() {
+  TrainOptions job;
+  job.model = "gpt2-tiny";
+  job.data = "/data/unused.txt";  // not opened by the lowering
+  job.batch = 4;
+  job.steps = 10;
+  return job;
+}
+
+LoweringInputs Inputs(std::string yaml, std::string json = "") {
+  LoweringInputs in;
+  in.job = Job();
+  in.accelerate = {"acc.yaml", std::move(yaml)};
+  if (!json.empty()) in.deepspeed = {"ds.json", std::move(json)};
+  return in;
+}
+
+constexpr char kFullShard[] =
+    "distributed_type: FSDP\nnum_processes: 2\nfsdp_config:\n"
+    "  fsdp_sharding_strategy: FULL_SHARD\n";
+constexpr char kDeepSpeed[] = "distributed_type: DEEPSPEED\nnum_processes: 2\n";
+
+TEST(LowerTest, NoConfigRunsTheJobAsItIs) {
+  LoweringInputs in;
+  in.job = Job();
+  in.job.shard.strategy = shard::Strategy::kShardGradOp;
+  in.launcher_world = 3;
+  auto lowered = Lower(in);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  EXPECT_EQ(lowered->options.shard.strategy, shard::Strategy::kShardGradOp);
+  EXPECT_EQ(lowered->world_size, 3);
+  EXPECT_FALSE(lowered->plan.has_value());
+  EXPECT_EQ(lowered->source, "");
+  EXPECT_EQ(lowered->model.n_layer, 2);  // gpt2-tiny
+}
+
+TEST(LowerTest, FullShardConfigDecidesTheStrategyAndWorld) {
+  auto lowered = Lower(Inputs(kFullShard));
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  EXPECT_EQ(lowered->options.shard.strategy, shard::Strategy::kFullShard);
+  EXPECT_EQ(lowered->world_size, 2);
+  EXPECT_EQ(lowered->source, "acc.yaml");
+  ASSERT_TRUE(lowered->plan.has_value());
+}
+
+TEST(LowerTest, LauncherCountWinsOverTheFileWithAWarningNamingBoth) {
+  LoweringInputs in = Inputs(kFullShard);
+  in.launcher_world = 1;
+  in.launcher_world_source = "WORLD_SIZE";
+  auto lowered = Lower(in);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  EXPECT_EQ(lowered->world_size, 1);
+  EXPECT_THAT(lowered->notes, Contains(AllOf(HasSubstr("num_processes"),
+                                             HasSubstr("the file says 2"),
+                                             HasSubstr("WORLD_SIZE says 1"))));
+}
+
+TEST(LowerTest, SgdInTheDeepSpeedJsonIsRefusedNamingFileAndKey) {
+  auto lowered = Lower(Inputs(kDeepSpeed, R"({"zero_optimization": {"stage": 2},
+      "optimizer": {"type": "SGD", "params": {"lr": 0.1}}})"));
+  ASSERT_FALSE(lowered.ok());
+  EXPECT_EQ(lowered.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(lowered.status().message()),
+              AllOf(HasSubstr("ds.json: optimizer.type"), HasSubstr("SGD")));
+}
+
+TEST(LowerTest, ParameterOffloadWithoutOptimizerOffloadIsRefusedNamingTheKey) {
+  auto lowered = Lower(Inputs(kDeepSpeed, R"({"zero_optimization": {"stage": 3,
+      "offload_param": {"device": "cpu"}}})"));
+  ASSERT_FALSE(lowered.ok());
+  EXPECT_THAT(std::string(lowered.status().message()),
+              AllOf(HasSubstr("ds.json: zero_optimization.offload_param.device"),
+                    HasSubstr("offload_optimizer")));
+}
+
+TEST(LowerTest, ParameterOffloadNeedsShardedParameters) {
+  auto lowered = Lower(Inputs(kDeepSpeed, R"({"zero_optimization": {"stage": 2,
+      "offload_param": {"device": "cpu"}, "offload_optimizer": {"device": "cpu"}}})"));
+  ASSERT_FALSE(lowered.ok());
+  EXPECT_THAT(std::string(lowered.status().message()),
+              AllOf(HasSubstr("ds.json: zero_optimization.offload_param.device"),
+                    HasSubstr("stage 3")));
+}
+
+TEST(LowerTest, NvmePathThatIsAFileIsRefusedNamingTheKey) {
+  const std::string file = ::testing::TempDir() + "/lower_test_not_a_dir";
+  std::FILE* f = std::fopen(file.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fclose(f);
+  auto lowered = Lower(Inputs(kDeepSpeed, R"({"zero_optimization": {"stage": 3,
+      "offload_optimizer": {"device": "nvme", "nvme_path": ")" + file + R"("}}})"));
+  ASSERT_FALSE(lowered.ok());
+  EXPECT_THAT(std::string(lowered.status().message()),
+              AllOf(HasSubstr("zero_optimization.offload_optimizer.nvme_path"),
+                    HasSubstr(file), HasSubstr("not a directory")));
+}
+
+TEST(LowerTest, NvmePathThatDoesNotExistYetIsCreatableUnderAWritableParent) {
+  const std::string dir = ::testing::TempDir() + "/lower_test_nvme/deeper";
+  LoweringInputs in = Inputs(kDeepSpeed, R"({"zero_optimization": {"stage": 3,
+      "offload_optimizer": {"device": "nvme", "nvme_path": ")" + dir + R"("}}})");
+  auto lowered = Lower(in);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  EXPECT_EQ(lowered->options.shard.offload_dir, dir);
+  in.check_files = false;  // what a process on another host cannot check
+  EXPECT_TRUE(Lower(in).ok());
+}
+
+TEST(LowerTest, HybridGroupThatDoesNotDivideTheWorldIsRefused) {
+  LoweringInputs in = Inputs(
+      "distributed_type: FSDP\nnum_processes: 4\nnum_machines: 2\nfsdp_config:\n"
+      "  fsdp_sharding_strategy: HYBRID_SHARD\n");
+  in.launcher_world = 3;
+  in.launcher_world_source = "resources.num_processes";
+  auto lowered = Lower(in);
+  ASSERT_FALSE(lowered.ok());
+  EXPECT_THAT(std::string(lowered.status().message()), HasSubstr("num_processes"));
+}
+
+TEST(LowerTest, EngineChecksNameTheJobValue) {
+  LoweringInputs in = Inputs(kFullShard);
+  in.job.seq = 0;
+  auto lowered = Lower(in);
+  ASSERT_FALSE(lowered.ok());
+  EXPECT_THAT(std::string(lowered.status().message()), HasSubstr("--seq"));
+  in = Inputs(kFullShard);
+  in.job.model = "gpt2-nonexistent";
+  lowered = Lower(in);
+  ASSERT_FALSE(lowered.ok());
+  EXPECT_THAT(std::string(lowered.status().message()), HasSubstr("model"));
+}
+
+TEST(LowerTest, DeepSpeedJsonAloneRunsOnTheLauncherCount) {
+  LoweringInputs in;
+  in.job = Job();
+  in.deepspeed = {"ds.json", R"({"zero_optimization": {"stage": 1}})"};
+  in.launcher_world = 3;
+  auto lowered = Lower(in);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  EXPECT_EQ(lowered->options.shard.strategy, shard::Strategy::kShardOptimizer);
+  EXPECT_EQ(lowered->world_size, 3);
+  EXPECT_EQ(lowered->source, "ds.json");
+}
+
+TEST(LowerTest, JsonBesideANonDeepSpeedYamlIsRefused) {
+  auto lowered = Lower(Inputs(kFullShard, R"({"zero_optimization": {"stage": 1}})"));
+  ASSERT_FALSE(lowered.ok());
+  EXPECT_THAT(std::string(lowered.status().message()),
+              AllOf(HasSubstr("acc.yaml: distributed_type"), HasSubstr("not DEEPSPEED")));
+}
+
+TEST(LowerTest, JobWinsKeepsCommandLineValuesAndSaysSo) {
+  LoweringInputs in = Inputs(kFullShard);
+  in.job.shard.strategy = shard::Strategy::kNoShard;
+  in.job_wins = [](TrainOptions& lowered, const TrainOptions& job) {
+    lowered.shard.strategy = job.shard.strategy;
+    return std::vector<std::string>{"--strategy"};
+  };
+  auto lowered = Lower(in);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  EXPECT_EQ(lowered->options.shard.strategy, shard::Strategy::kNoShard);
+  EXPECT_THAT(lowered->notes, Contains(HasSubstr("command line wins over the config for "
+                                                 "--strategy")));
+}
+
+}  // namespace
+}  // namespace accel::config

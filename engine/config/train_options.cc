@@ -1,0 +1,36 @@
+#include "engine/config/train_options.h"
+
+#include "absl/strings/str_cat.h"
+#include "engine/base/status_macros.h"
+
+namespace accel::config {
+
+absl::Status ValidateTrainOptions(const TrainOptions& o) {
+  auto positive = [](const char* flag, int64_t v) -> absl::Status {
+    if (v > 0) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(flag, " must be positive, got ", v));
+  };
+  ACCEL_RETURN_IF_ERROR(positive("--batch", o.batch));
+  ACCEL_RETURN_IF_ERROR(positive("--seq", o.seq));
+  ACCEL_RETURN_IF_ERROR(positive("--grad-accum", o.grad_accum));
+  if (o.steps < 0) return absl::InvalidArgumentError(absl::StrCat("--steps must be >= 0, got ", o.steps));
+  if (o.data.empty()) return absl::InvalidArgumentError("--data is required");
+  if (!(o.schedule.base_lr >= 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("--lr must be >= 0, got ", o.schedule.base_lr));
+  }
+  if (o.schedule.warmup_steps < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--warmup must be >= 0, got ", o.schedule.warmup_steps));
+  }
+  if (!(o.grad_clip >= 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("--grad-clip must be >= 0, got ", o.grad_clip));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<model::Gpt2Config> ModelConfigOf(Env* env, const TrainOptions& options) {
+  if (!options.model_config.empty()) return model::LoadGpt2Config(env, options.model_config);
+  return model::Gpt2Preset(options.model);
+}
+
+}  // namespace accel::config

@@ -1,0 +1,77 @@
+// TrainOptions: everything the engine takes to train one rank — the model, the data, the loop,
+// the optimizer and schedule, the sharding plan, precision, offload, loading and checkpoints.
+// It is what the lowering (lower.h) produces from a config file and a job, and what
+// train::Trainer consumes; it lives here, below train, because config is the only place where a
+// file's settings become engine structs (DESIGN.md §1, "One plan").
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "engine/base/env.h"
+#include "engine/model/gpt2_config.h"
+#include "engine/optim/adamw.h"
+#include "engine/optim/loss_scaling_options.h"
+#include "engine/optim/lr_schedule.h"
+#include "engine/shard/shard_plan.h"
+
+namespace accel::config {
+
+struct TrainOptions {
+  // Model: a preset name, or a Hugging Face config.json (wins when set).
+  std::string model = "gpt2-mini";
+  std::string model_config;
+  std::string init_weights;  // model.safetensors; empty = seeded GPT-2 init
+  std::string data;          // llm.c token shard or raw text
+  int64_t batch = 4;
+  int64_t seq = 64;
+  int64_t steps = 100;
+  int64_t grad_accum = 1;
+  std::optional<uint64_t> shuffle_seed;
+  optim::LrSchedule schedule;  // total_steps is set from `steps`
+  optim::AdamWConfig adamw;
+  float grad_clip = 1.0f;  // 0 turns clipping off
+  uint64_t seed = 1337;
+  shard::ShardOptions shard;
+  // Rank 0 initialises (or reads --init-weights) and broadcasts to the others; otherwise every
+  // rank initialises identically from the seed or reads the file itself.
+  bool sync_module_states = false;
+  // Sharded checkpoints (engine/checkpoint/sharded_checkpoint.h): saved into checkpoint_dir every
+  // checkpoint_every steps (0: never), keeping the newest keep_last (0: all). resume_dir: continue
+  // from its `latest` checkpoint (any world size or strategy).
+  std::string checkpoint_dir;
+  int64_t checkpoint_every = 0;
+  int keep_last = 0;
+  std::string resume_dir;
+  // What a checkpoint save writes (Accelerate's fsdp_state_dict_type / DeepSpeed's
+  // zero3_save_16bit_model). Every rank always writes its own ranges (exact resume); kFull adds
+  // DIR/step_N/model.safetensors in fp32, gathered unit by unit and written by rank 0;
+  // save_16bit adds a bf16 model.safetensors instead (f16 when training in fp16).
+  enum class StateDictType { kSharded, kFull };
+  StateDictType state_dict_type = StateDictType::kSharded;
+  bool save_16bit = false;
+  // Efficient loading of init_weights. cpu_ram_efficient_loading (with sync_module_states): only
+  // rank 0 reads the file, unit by unit, and the others receive what they hold. zero3_init:
+  // every rank reads only the byte ranges it holds, no broadcast.
+  bool cpu_ram_efficient_loading = false;
+  bool zero3_init = false;
+  // fp16 dynamic loss scaling, used when shard.param_dtype or shard.reduce_dtype is f16.
+  optim::LossScalingOptions loss_scaling;
+  // Every this many steps (and at the last), the step's record carries every rank's memory,
+  // bytes communicated since the previous such record, and collective wait time
+  // (StepMetrics::ranks; a small all-gather on the world group). 0: never.
+  int64_t rank_stats_every = 0;
+};
+
+// InvalidArgument naming the flag for a non-positive batch, seq or accumulation, negative
+// steps, no data, or a negative lr, warmup or clip.
+[[nodiscard]] absl::Status ValidateTrainOptions(const TrainOptions& options);
+
+// The model of options.model_config (a config.json) or else of the preset options.model.
+[[nodiscard]] absl::StatusOr<model::Gpt2Config> ModelConfigOf(Env* env,
+                                                              const TrainOptions& options);
+
+}  // namespace accel::config

@@ -1,0 +1,155 @@
+#include "rpc/job_lowering.h"
+
+#include "absl/strings/str_cat.h"
+#include "engine/base/status_macros.h"
+#include "engine/config/mode.h"
+#include "engine/optim/lr_schedule.h"
+#include "engine/shard/shard_plan.h"
+
+namespace accel::rpc {
+namespace {
+
+absl::Status Keyed(const char* key, const absl::Status& s) {
+  return absl::InvalidArgumentError(absl::StrCat(key, ": ", s.message()));
+}
+
+absl::StatusOr<shard::BackwardPrefetch> ParsePrefetch(const std::string& name) {
+  if (name.empty() || name == "backward_pre") return shard::BackwardPrefetch::kBackwardPre;
+  if (name == "backward_post") return shard::BackwardPrefetch::kBackwardPost;
+  if (name == "none") return shard::BackwardPrefetch::kNone;
+  return absl::InvalidArgumentError(
+      absl::StrCat("must be backward_pre, backward_post or none, got ", name));
+}
+
+const char* PrefetchName(shard::BackwardPrefetch p) {
+  switch (p) {
+    case shard::BackwardPrefetch::kNone: return "none";
+    case shard::BackwardPrefetch::kBackwardPre: return "backward_pre";
+    case shard::BackwardPrefetch::kBackwardPost: return "backward_post";
+  }
+  return "none";
+}
+
+}  // namespace
+
+absl::StatusOr<config::TrainOptions> JobOptionsFromSpec(const accel::v1::JobSpec& spec) {
+  config::TrainOptions o;
+  const auto& m = spec.model();
+  o.model = m.preset().empty() ? o.model : m.preset();
+  o.model_config = m.config();
+  o.init_weights = m.init_weights();
+  o.data = spec.data().path();
+  if (spec.data().has_shuffle_seed()) o.shuffle_seed = spec.data().shuffle_seed();
+  const auto& t = spec.train();
+  o.batch = t.micro_batch();
+  o.seq = t.seq_len();
+  o.steps = t.steps();
+  o.grad_accum = t.grad_accum();
+  absl::StatusOr<optim::ScheduleKind> kind = optim::ParseScheduleKind(t.schedule());
+  if (!kind.ok()) return Keyed("train.schedule", kind.status());
+  o.schedule.kind = *kind;
+  o.schedule.base_lr = static_cast<float>(t.lr());
+  o.schedule.min_lr = static_cast<float>(t.min_lr());
+  o.schedule.warmup_steps = t.warmup();
+  o.adamw.beta1 = static_cast<float>(t.beta1());
+  o.adamw.beta2 = static_cast<float>(t.beta2());
+  o.adamw.eps = static_cast<float>(t.eps());
+  o.adamw.weight_decay = static_cast<float>(t.weight_decay());
+  o.grad_clip = static_cast<float>(t.grad_clip());
+  o.seed = t.seed();
+  const auto& sh = spec.sharding();
+  absl::StatusOr<shard::Strategy> strategy =
+      shard::ParseStrategy(sh.strategy().empty() ? "no_shard" : sh.strategy());
+  if (!strategy.ok()) return Keyed("sharding.strategy", strategy.status());
+  o.shard.strategy = *strategy;
+  o.shard.hybrid_group_size = sh.hybrid_group_size();
+  o.shard.forward_prefetch = sh.forward_prefetch();
+  absl::StatusOr<shard::BackwardPrefetch> prefetch = ParsePrefetch(sh.backward_prefetch());
+  if (!prefetch.ok()) return Keyed("sharding.backward_prefetch", prefetch.status());
+  o.shard.backward_prefetch = *prefetch;
+  if (sh.has_reshard_after_forward()) o.shard.reshard_after_forward = sh.reshard_after_forward();
+  o.sync_module_states = sh.sync_module_states();
+  return o;
+}
+
+absl::StatusOr<config::LoweredJob> LowerJobSpec(const accel::v1::JobSpec& spec,
+                                                bool check_files, Env* env) {
+  config::LoweringInputs in;
+  ACCEL_ASSIGN_OR_RETURN(in.job, JobOptionsFromSpec(spec));
+  if (!spec.accelerate_config_text().empty()) {
+    in.accelerate = {spec.accelerate_config_path().empty() ? "accelerate_config"
+                                                           : spec.accelerate_config_path(),
+                     spec.accelerate_config_text()};
+  }
+  if (!spec.deepspeed_config_text().empty()) {
+    in.deepspeed = {spec.deepspeed_config_path().empty() ? "deepspeed_config"
+                                                         : spec.deepspeed_config_path(),
+                    spec.deepspeed_config_text()};
+  }
+  if (spec.resources().has_num_processes()) {
+    in.launcher_world = spec.resources().num_processes();
+    in.launcher_world_source = "resources.num_processes";
+  }
+  in.check_files = check_files;
+  return config::Lower(in, env);
+}
+
+accel::v1::JobSpec ResolvedSpec(const accel::v1::JobSpec& spec, const config::LoweredJob& job) {
+  accel::v1::JobSpec out = spec;
+  out.mutable_resources()->set_num_processes(job.world_size);
+  // A config.json wins over the preset: the preset is not what runs.
+  if (!out.model().config().empty()) out.mutable_model()->clear_preset();
+  const shard::ShardOptions& s = job.options.shard;
+  auto* sh = out.mutable_sharding();
+  sh->set_strategy(std::string(shard::StrategyName(s.strategy)));
+  sh->set_hybrid_group_size(s.hybrid_group_size);
+  sh->set_forward_prefetch(s.forward_prefetch);
+  sh->set_backward_prefetch(PrefetchName(s.backward_prefetch));
+  sh->set_reshard_after_forward(s.reshard_after_forward);
+  sh->set_sync_module_states(job.options.sync_module_states);
+  if (job.plan.has_value()) {
+    // The values the workers train with, where the config decided them.
+    auto* t = out.mutable_train();
+    t->set_micro_batch(job.options.batch);
+    t->set_grad_accum(job.options.grad_accum);
+    t->set_grad_clip(job.options.grad_clip);
+  }
+  return out;
+}
+
+accel::v1::JobPlan PlanToProto(const config::LoweredJob& job, const std::string& device) {
+  const config::TrainOptions& o = job.options;
+  const config::ResolvedMode mode = config::ModeOf(o);
+  accel::v1::JobPlan p;
+  p.set_strategy(std::string(shard::StrategyName(o.shard.strategy)));
+  p.set_hybrid_group_size(o.shard.hybrid_group_size);
+  p.set_precision(config::PrecisionName(o));
+  p.set_params_dtype(std::string(DTypeName(mode.params)));
+  p.set_grads_dtype(std::string(DTypeName(mode.grads)));
+  p.set_master_dtype(std::string(DTypeName(mode.master)));
+  p.set_optimizer_device(config::OptimizerDevice(o));
+  p.set_params_device(config::ParamsDevice(o));
+  p.set_offload_dir(o.shard.offload_dir);
+  p.set_world_size(job.world_size);
+  p.set_micro_batch(o.batch);
+  p.set_grad_accum(o.grad_accum);
+  p.set_global_batch(o.batch * o.grad_accum * job.world_size);
+  p.set_seq_len(o.seq);
+  p.set_grad_clip(o.grad_clip);
+  p.set_state_dict_type(config::StateDictName(o.state_dict_type));
+  p.set_save_16bit(o.save_16bit);
+  p.set_config(job.source);
+  for (const std::string& n : job.notes) p.add_notes(n);
+  p.set_device(device.empty() ? "cpu" : device);
+  auto* m = p.mutable_model();
+  m->set_name(job.model.name);
+  m->set_n_layer(job.model.n_layer);
+  m->set_n_head(job.model.n_head);
+  m->set_n_embd(job.model.n_embd);
+  m->set_vocab_size(job.model.vocab_size);
+  m->set_n_positions(job.model.n_positions);
+  m->set_num_params(job.model.NumParams());
+  return p;
+}
+
+}  // namespace accel::rpc
