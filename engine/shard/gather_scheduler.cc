@@ -6,9 +6,7 @@ namespace accel::shard {
 
 using model::Pass;
 
-int GatherScheduler::NextInForward(int u) const {
-  return u + 1 < plan_->num_units() ? u + 1 : -1;
-}
+int GatherScheduler::NextInForward(int u) const { return u + 1 < plan_->num_units() ? u + 1 : -1; }
 
 int GatherScheduler::NextInBackward(int u) const {
   if (u == 0) return plan_->num_units() - 1 >= 1 ? plan_->num_units() - 1 : -1;

@@ -17,9 +17,8 @@ absl::Status GradReducer::ZeroGrads() {
 absl::StatusOr<float*> GradReducer::LocalGrads(int u) {
   Unit& unit = units_[u];
   if (unit.local.empty()) {
-    ACCEL_ASSIGN_OR_RETURN(unit.local,
-                           ctx_.ops().Acquire(ctx_.unit(u).padded_numel * sizeof(float),
-                                              MemoryCategory::kGrads, /*zero=*/true));
+    ACCEL_ASSIGN_OR_RETURN(unit.local, ctx_.ops().Acquire(ctx_.unit(u).padded_numel * sizeof(float),
+                                                          MemoryCategory::kGrads, /*zero=*/true));
   }
   return unit.local.as<float>();
 }
@@ -92,9 +91,9 @@ class PerUnitReducer final : public GradReducer {
   absl::Status Allocate() override {
     units_.resize(ctx_.num_units());
     for (int u = 0; u < ctx_.num_units(); ++u) {
-      ACCEL_ASSIGN_OR_RETURN(units_[u].reduced,
-                             ctx_.ops().Allocate(ctx_.unit(u).shard_numel * wire_size_,
-                                                 MemoryCategory::kGrads));
+      ACCEL_ASSIGN_OR_RETURN(
+          units_[u].reduced,
+          ctx_.ops().Allocate(ctx_.unit(u).shard_numel * wire_size_, MemoryCategory::kGrads));
     }
     return absl::OkStatus();
   }
@@ -119,8 +118,7 @@ class PerUnitReducer final : public GradReducer {
     comm::Communicator& shard = ctx_.shard_group();
     ACCEL_RETURN_IF_ERROR(ops.BeforeCollective(shard));
     pending_.push_back(
-        {u, shard.ReduceScatter(w, w + us.shard_begin * wire_size_, us.shard_numel,
-                                wire_dtype_)});
+        {u, shard.ReduceScatter(w, w + us.shard_begin * wire_size_, us.shard_numel, wire_dtype_)});
     return absl::OkStatus();
   }
 
@@ -154,11 +152,10 @@ class PerUnitReducer final : public GradReducer {
     char* slice = unit.wire.as<char>() + us.shard_begin * wire_size_;
     if (replicate_ != nullptr) {
       ACCEL_RETURN_IF_ERROR(ops.BeforeCollective(*replicate_));
-      ACCEL_RETURN_IF_ERROR(ctx_.Await(
-          *replicate_, replicate_->AllReduce(slice, us.shard_numel, wire_dtype_)));
+      ACCEL_RETURN_IF_ERROR(
+          ctx_.Await(*replicate_, replicate_->AllReduce(slice, us.shard_numel, wire_dtype_)));
     }
-    ACCEL_RETURN_IF_ERROR(ops.Accumulate(unit.reduced.data(), slice, us.shard_numel,
-                                         wire_dtype_));
+    ACCEL_RETURN_IF_ERROR(ops.Accumulate(unit.reduced.data(), slice, us.shard_numel, wire_dtype_));
     ops.Recycle(std::move(unit.wire));
     return absl::OkStatus();
   }

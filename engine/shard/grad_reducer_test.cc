@@ -35,9 +35,9 @@ absl::StatusOr<std::vector<float>> Reduce(int rank, comm::Communicator& comm, co
   o.reduce_dtype = c.wire;
   o.reduce_every_micro_step = c.every_micro_step;
   ACCEL_ASSIGN_OR_RETURN(ShardPlan plan, ShardPlan::Create(Layout(), 2, rank, o));
-  ACCEL_ASSIGN_OR_RETURN(auto ctx, ShardContext::Create(&Layout(), std::move(plan),
-                                                        {&comm, &comm, nullptr},
-                                                        absl::Seconds(20), &ledger, nullptr));
+  ACCEL_ASSIGN_OR_RETURN(auto ctx,
+                         ShardContext::Create(&Layout(), std::move(plan), {&comm, &comm, nullptr},
+                                              absl::Seconds(20), &ledger, nullptr));
   const bool in_place = c.wire == DType::kF32;
   std::unique_ptr<GradReducer> r =
       c.strategy == Strategy::kNoShard || c.strategy == Strategy::kShardOptimizer
@@ -89,10 +89,9 @@ TEST(GradReducerTest, InPlaceBoundaryGradientsAreKeptNotCopied) {
         MemoryLedger ledger;
         ShardOptions o;
         ACCEL_ASSIGN_OR_RETURN(ShardPlan plan, ShardPlan::Create(Layout(), 2, rank, o));
-        ACCEL_ASSIGN_OR_RETURN(auto ctx, ShardContext::Create(&Layout(), std::move(plan),
-                                                              {&comm, &comm, nullptr},
-                                                              absl::Seconds(20), &ledger,
-                                                              nullptr));
+        ACCEL_ASSIGN_OR_RETURN(
+            auto ctx, ShardContext::Create(&Layout(), std::move(plan), {&comm, &comm, nullptr},
+                                           absl::Seconds(20), &ledger, nullptr));
         std::unique_ptr<GradReducer> r = CreateBoundaryReducer(ctx.get(), true, true);
         ACCEL_RETURN_IF_ERROR(r->Allocate());
         ACCEL_ASSIGN_OR_RETURN(float* g, r->LocalGrads(1));

@@ -106,9 +106,9 @@ class MasterValues final : public OptimizerValues {
 
   absl::Status Allocate() override {
     for (int u = 0; u < ctx_.num_units(); ++u) {
-      ACCEL_ASSIGN_OR_RETURN(masters_[u], ctx_.optimizer_ops().Allocate(
-                                              ctx_.optimizer_span(u).length * sizeof(float),
-                                              MemoryCategory::kOptimizerState));
+      ACCEL_ASSIGN_OR_RETURN(
+          masters_[u], ctx_.optimizer_ops().Allocate(ctx_.optimizer_span(u).length * sizeof(float),
+                                                     MemoryCategory::kOptimizerState));
     }
     return absl::OkStatus();
   }
@@ -170,13 +170,13 @@ class MasterValues final : public OptimizerValues {
     if (ctx_.optimizer_offloaded()) {
       // Offloaded masters reach the collective through this rank's slot of the result.
       float* mine = all.as<float>() + shard.rank() * us.shard_numel;
-      ACCEL_RETURN_IF_ERROR(MoveValues(ops, Master(u), {mine, DType::kF32, false},
-                                       us.shard_numel, MemoryCategory::kOther));
+      ACCEL_RETURN_IF_ERROR(MoveValues(ops, Master(u), {mine, DType::kF32, false}, us.shard_numel,
+                                       MemoryCategory::kOther));
       send = mine;
     }
     ACCEL_RETURN_IF_ERROR(ops.BeforeCollective(shard));
-    absl::Status s = ctx_.AwaitOnHost(
-        shard, shard.AllGather(send, all.data(), us.shard_numel, DType::kF32));
+    absl::Status s =
+        ctx_.AwaitOnHost(shard, shard.AllGather(send, all.data(), us.shard_numel, DType::kF32));
     if (s.ok()) {
       s = MoveValues(ops, {all.data(), DType::kF32, false}, {out, DType::kF32, true}, us.numel,
                      MemoryCategory::kOther);

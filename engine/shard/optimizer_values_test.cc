@@ -26,17 +26,17 @@ class OptimizerValuesTest : public ::testing::Test {
     o.master_dtype = master_dtype;
     auto plan = ShardPlan::Create(*layout_, 1, 0, o);
     ASSERT_TRUE(plan.ok()) << plan.status();
-    auto ctx = ShardContext::Create(layout_.get(), std::move(*plan),
-                                    {self_.get(), self_.get(), nullptr}, absl::Seconds(5),
-                                    &ledger_, nullptr);
+    auto ctx =
+        ShardContext::Create(layout_.get(), std::move(*plan), {self_.get(), self_.get(), nullptr},
+                             absl::Seconds(5), &ledger_, nullptr);
     ASSERT_TRUE(ctx.ok()) << ctx.status();
     ctx_ = std::move(*ctx);
     if (offload) ctx_->SetOptimizerOps(CreateHostDeviceOps(&ledger_, MemoryPool::kHost));
     params_ = CreateShardedParams(ctx_.get(), &ctx_->ops());
     const bool fp32 = param_dtype == DType::kF32;
     grads_ = CreatePerUnitReducer(ctx_.get(), fp32, nullptr);
-    values_ = master_dtype != DType::kF32       ? CreateLowPrecisionValues(ctx_.get(), params_.get())
-              : !fp32 || offload ? CreateMasterValues(ctx_.get(), params_.get())
+    values_ = master_dtype != DType::kF32 ? CreateLowPrecisionValues(ctx_.get(), params_.get())
+              : !fp32 || offload          ? CreateMasterValues(ctx_.get(), params_.get())
                                  : CreateInPlaceValues(ctx_.get(), params_.get(), grads_.get());
     ASSERT_TRUE(params_->Allocate().ok());
     ASSERT_TRUE(values_->Allocate().ok());

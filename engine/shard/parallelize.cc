@@ -8,8 +8,8 @@ absl::StatusOr<ShardParts> Parallelize(const model::Gpt2Layout* layout, ShardPla
                                        ProcessGroups groups, absl::Duration timeout,
                                        MemoryLedger* ledger, DeviceOps* ops) {
   ShardParts parts;
-  ACCEL_ASSIGN_OR_RETURN(parts.context, ShardContext::Create(layout, std::move(plan), groups,
-                                                             timeout, ledger, ops));
+  ACCEL_ASSIGN_OR_RETURN(
+      parts.context, ShardContext::Create(layout, std::move(plan), groups, timeout, ledger, ops));
   ACCEL_RETURN_IF_ERROR(ApplyOffload(parts));
   ApplyPrecision(parts);
   ApplyPlacement(parts);
@@ -39,8 +39,8 @@ absl::Status ApplyOffload(ShardParts& parts) {
 void ApplyPrecision(ShardParts& parts) {
   const ShardOptions& o = parts.context->options();
   const bool fp32 = o.param_dtype == DType::kF32 && o.reduce_dtype == DType::kF32;
-  parts.precision = fp32 ? CreateFp32Precision(parts.context.get())
-                         : CreateMixedPrecision(parts.context.get());
+  parts.precision =
+      fp32 ? CreateFp32Precision(parts.context.get()) : CreateMixedPrecision(parts.context.get());
 }
 
 void ApplyPlacement(ShardParts& parts) {

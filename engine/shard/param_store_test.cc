@@ -80,8 +80,7 @@ TEST(ParamStoreTest, ResidentParamsGatherEveryRanksUpdatedSlice) {
   absl::Status s = comm::testing::RunGroup(
       2, absl::Seconds(20), [](int rank, comm::Communicator& comm) -> absl::Status {
         MemoryLedger ledger;
-        ACCEL_ASSIGN_OR_RETURN(auto ctx,
-                               Context(rank, comm, Strategy::kShardOptimizer, &ledger));
+        ACCEL_ASSIGN_OR_RETURN(auto ctx, Context(rank, comm, Strategy::kShardOptimizer, &ledger));
         std::unique_ptr<ParamStore> store = CreateResidentParams(ctx.get(), true);
         ACCEL_RETURN_IF_ERROR(store->Allocate());
         ACCEL_RETURN_IF_ERROR(LoadAll(*ctx, *store));
@@ -114,10 +113,10 @@ TEST(ParamStoreTest, AnOffloadedHomeKeepsTheShardsInItsPool) {
         ACCEL_RETURN_IF_ERROR(LoadAll(*ctx, *store));
         int64_t shard_bytes = 0;
         for (int u = 0; u < ctx->num_units(); ++u) shard_bytes += ctx->unit(u).shard_numel * 4;
-        ACCEL_RETURN_IF_ERROR(Check(
-            ledger.Get(MemoryPool::kHost, MemoryCategory::kParams).current == shard_bytes &&
-                ledger.Get(MemoryPool::kDevice, MemoryCategory::kParams).current == 0,
-            "shards not in the host pool"));
+        ACCEL_RETURN_IF_ERROR(
+            Check(ledger.Get(MemoryPool::kHost, MemoryCategory::kParams).current == shard_bytes &&
+                      ledger.Get(MemoryPool::kDevice, MemoryCategory::kParams).current == 0,
+                  "shards not in the host pool"));
         ACCEL_RETURN_IF_ERROR(
             Check(store->OptimizerSpanParams(1).on_host, "offloaded shards are host memory"));
         ACCEL_ASSIGN_OR_RETURN(const void* full, store->Use(1, Pass::kForward));

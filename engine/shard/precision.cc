@@ -11,8 +11,8 @@ std::string Precision::DTypesJson() const {
   const std::string params(DTypeName(options_.param_dtype));
   const std::string grads(DTypeName(options_.reduce_dtype));
   const std::string master = low_precision() || fp32() ? params : "f32";
-  return absl::StrCat(R"({"params":")", params, R"(","grads":")", grads, R"(","master":")",
-                      master, R"(","optimizer":")", low_precision() ? params : "f32", R"("})");
+  return absl::StrCat(R"({"params":")", params, R"(","grads":")", grads, R"(","master":")", master,
+                      R"(","optimizer":")", low_precision() ? params : "f32", R"("})");
 }
 
 namespace {

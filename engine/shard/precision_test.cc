@@ -20,9 +20,9 @@ class PrecisionTest : public ::testing::Test {
     o.master_dtype = master_dtype;
     auto plan = ShardPlan::Create(*layout_, 1, 0, o);
     EXPECT_TRUE(plan.ok()) << plan.status();
-    auto ctx = ShardContext::Create(layout_.get(), std::move(*plan),
-                                    {self_.get(), self_.get(), nullptr}, absl::Seconds(5),
-                                    &ledger_, nullptr);
+    auto ctx =
+        ShardContext::Create(layout_.get(), std::move(*plan), {self_.get(), self_.get(), nullptr},
+                             absl::Seconds(5), &ledger_, nullptr);
     EXPECT_TRUE(ctx.ok()) << ctx.status();
     return std::move(*ctx);
   }

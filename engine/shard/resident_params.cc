@@ -12,8 +12,7 @@ absl::Status ParamStore::LoadBlock(ShardContext& ctx, DeviceBlock& block, bool o
   if (block.empty()) return absl::OkStatus();
   ACCEL_RETURN_IF_ERROR(block.ops()->Zero(block.data(), block.bytes()));
   return MoveValues(ctx.ops(), {values, DType::kF32, true},
-                    {block.data(), ctx.options().param_dtype, on_host}, n,
-                    MemoryCategory::kOther);
+                    {block.data(), ctx.options().param_dtype, on_host}, n, MemoryCategory::kOther);
 }
 
 namespace {
@@ -21,7 +20,8 @@ namespace {
 class ResidentParams final : public ParamStore {
  public:
   ResidentParams(ShardContext* ctx, bool gather_after_update)
-      : ctx_(*ctx), gather_after_update_(gather_after_update),
+      : ctx_(*ctx),
+        gather_after_update_(gather_after_update),
         size_(DTypeSize(ctx->options().param_dtype)) {}
 
   absl::Status Allocate() override {
@@ -37,12 +37,10 @@ class ResidentParams final : public ParamStore {
   absl::Status Release(int, model::Pass) override { return absl::OkStatus(); }
   const void* gathered(int u) const override { return full_[u].data(); }
 
-  std::pair<int64_t, int64_t> HeldRange(int u) const override {
-    return {0, ctx_.unit(u).numel};
-  }
+  std::pair<int64_t, int64_t> HeldRange(int u) const override { return {0, ctx_.unit(u).numel}; }
   MutableValueRef OptimizerSpanParams(int u) override {
-    return {full_[u].as<char>() + ctx_.optimizer_span(u).begin * size_,
-            ctx_.options().param_dtype, /*on_host=*/false};
+    return {full_[u].as<char>() + ctx_.optimizer_span(u).begin * size_, ctx_.options().param_dtype,
+            /*on_host=*/false};
   }
   absl::Status Load(int u, const float* values) override {
     return LoadBlock(ctx_, full_[u], false, values, ctx_.unit(u).numel);

@@ -21,9 +21,10 @@ absl::StatusOr<std::unique_ptr<ShardContext>> ShardContext::Create(
   }
   if (plan.hybrid() && plan.num_replicas() > 1 &&
       (groups.replicate == nullptr || groups.replicate->size() != plan.num_replicas())) {
-    return absl::InvalidArgumentError(absl::StrCat("hybrid sharding needs a replicate "
-                                                   "communicator of ",
-                                                   plan.num_replicas(), " ranks"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("hybrid sharding needs a replicate "
+                     "communicator of ",
+                     plan.num_replicas(), " ranks"));
   }
   for (DType d : {plan.options().param_dtype, plan.options().reduce_dtype}) {
     if (d != DType::kF32 && d != DType::kBF16 && d != DType::kF16) {
@@ -32,8 +33,8 @@ absl::StatusOr<std::unique_ptr<ShardContext>> ShardContext::Create(
                        std::string(DTypeName(d))));
     }
   }
-  std::unique_ptr<ShardContext> c(new ShardContext(
-      layout, std::move(plan), groups, timeout, ledger ? ledger : MemoryLedger::Default()));
+  std::unique_ptr<ShardContext> c(new ShardContext(layout, std::move(plan), groups, timeout,
+                                                   ledger ? ledger : MemoryLedger::Default()));
   if (ops == nullptr) {
     c->owned_ops_ = CreateHostDeviceOps(c->ledger_);
     ops = c->owned_ops_.get();
@@ -82,8 +83,7 @@ absl::Status ShardContext::AwaitOnHost(comm::Communicator& comm,
   return s;
 }
 
-absl::Status ShardContext::OnHost(
-    const std::function<std::shared_ptr<comm::Work>()>& collective) {
+absl::Status ShardContext::OnHost(const std::function<std::shared_ptr<comm::Work>()>& collective) {
   const absl::Time start = absl::Now();
   absl::Status s = collective()->Wait(timeout_);
   comm_wait_seconds_ += absl::ToDoubleSeconds(absl::Now() - start);
@@ -95,9 +95,8 @@ absl::StatusOr<std::vector<double>> ShardContext::AllGatherDouble(comm::Communic
   // A double travels through an f32 all-gather as its two 32-bit halves (a bit copy).
   constexpr size_t kDoubleAsFloats = sizeof(double) / sizeof(float);
   std::vector<double> all(host_comm.size());
-  ACCEL_RETURN_IF_ERROR(OnHost([&] {
-    return host_comm.AllGather(&value, all.data(), kDoubleAsFloats, DType::kF32);
-  }));
+  ACCEL_RETURN_IF_ERROR(OnHost(
+      [&] { return host_comm.AllGather(&value, all.data(), kDoubleAsFloats, DType::kF32); }));
   return all;
 }
 

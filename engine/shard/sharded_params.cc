@@ -99,8 +99,8 @@ class ShardedParams final : public ParamStore, public GatherTarget {
 
  private:
   struct Unit {
-    DeviceBlock shard;  // shard_numel, in home_
-    DeviceBlock full;   // padded_numel in compute memory, while gathered
+    DeviceBlock shard;                   // shard_numel, in home_
+    DeviceBlock full;                    // padded_numel in compute memory, while gathered
     std::shared_ptr<comm::Work> gather;  // in-flight all-gather into `full`
     bool gathered = false;
     bool keep_for_step = false;   // the root, or a unit under the persistence threshold
@@ -118,8 +118,8 @@ class ShardedParams final : public ParamStore, public GatherTarget {
     DeviceOps& ops = ctx_.ops();
     comm::Communicator& shard = ctx_.shard_group();
     // Every element is overwritten by the gather: no need to zero.
-    ACCEL_ASSIGN_OR_RETURN(unit.full, ops.Acquire(us.padded_numel * size_,
-                                                  MemoryCategory::kParams, /*zero=*/false));
+    ACCEL_ASSIGN_OR_RETURN(
+        unit.full, ops.Acquire(us.padded_numel * size_, MemoryCategory::kParams, /*zero=*/false));
     const void* send = unit.shard.data();
     if (offloaded() && us.shard_numel > 0) {
       // The offloaded shard comes to compute memory first: into this rank's slot of the unit.
@@ -128,8 +128,8 @@ class ShardedParams final : public ParamStore, public GatherTarget {
       send = mine;
     }
     ACCEL_RETURN_IF_ERROR(ops.BeforeCollective(shard));
-    unit.gather = shard.AllGather(send, unit.full.data(), us.shard_numel,
-                                  ctx_.options().param_dtype);
+    unit.gather =
+        shard.AllGather(send, unit.full.data(), us.shard_numel, ctx_.options().param_dtype);
     return absl::OkStatus();
   }
 
