@@ -9,7 +9,7 @@ namespace accel::shard {
 std::vector<ParamView> ShardedModel::ParamViews() {
   std::vector<ParamView> views;
   const std::vector<OwnedRange> owned = OwnedRanges();
-  for (const LayoutEntry& e : layout_->flat().entries()) {
+  for (const LayoutEntry& e : ctx().layout().flat().entries()) {
     ParamView v;
     v.entry = &e;
     const int64_t first = e.offset, last = e.offset + e.numel;

@@ -12,7 +12,7 @@
 #include "engine/comm/gloo_communicator.h"
 #include "engine/comm/store.h"
 #include "engine/shard/shard_plan.h"
-#include "engine/shard/sharded_model.h"
+#include "engine/shard/shard_context.h"
 
 namespace accel::shard {
 

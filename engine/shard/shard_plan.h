@@ -127,7 +127,6 @@ class ShardPlan {
   int num_units() const { return static_cast<int>(units_.size()); }
   const UnitShard& unit(int u) const { return units_[u]; }
   int64_t total_padded() const { return total_padded_; }
-  int64_t total_shard() const { return total_shard_; }
 
   // The flat ranges [begin, end) this rank updates and keeps optimizer state for: whole units
   // under no_shard, else the real part of its shard of each unit (empty shards skipped).

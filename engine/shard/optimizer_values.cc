@@ -1,0 +1,212 @@
+// The three OptimizerValues (optimizer_values.h): in place, low precision, masters.
+#include "engine/shard/optimizer_values.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "engine/base/status_macros.h"
+
+namespace accel::shard {
+namespace {
+
+// What the in-place variants share: the parameters are the optimizer's values, so loading and
+// saving go to and from the ParamStore alone.
+class ParamsAreValues : public OptimizerValues {
+ public:
+  ParamsAreValues(ShardContext* ctx, ParamStore* params) : ctx_(*ctx), params_(*params) {}
+  absl::Status Allocate() override { return absl::OkStatus(); }
+  absl::Status Load(int u, const float* values) override { return params_.Load(u, values); }
+  absl::Status Save(int u, float* out) override {
+    ACCEL_ASSIGN_OR_RETURN(const void* full, params_.GatherForSave(u));
+    ACCEL_RETURN_IF_ERROR(MoveValues(ctx_.ops(), {full, ctx_.options().param_dtype, false},
+                                     {out, DType::kF32, true}, ctx_.unit(u).numel,
+                                     MemoryCategory::kOther));
+    params_.DoneSaving(u);
+    return absl::OkStatus();
+  }
+
+ protected:
+  ShardContext& ctx_;
+  ParamStore& params_;
+};
+
+// fp32 copies of the reduced gradients' optimizer spans, in the optimizer's memory.
+class GradCopies {
+ public:
+  explicit GradCopies(ShardContext* ctx) : ctx_(*ctx), grads_(ctx->num_units()) {}
+  absl::Status Prepare(const GradReducer& reducer, double loss_scale) {
+    const float unscale = static_cast<float>(1.0 / loss_scale);
+    DeviceOps& ops = ctx_.optimizer_ops();
+    for (int u = 0; u < ctx_.num_units(); ++u) {
+      const int64_t n = ctx_.optimizer_span(u).length;
+      ACCEL_ASSIGN_OR_RETURN(grads_[u],
+                             ops.Acquire(n * sizeof(float), MemoryCategory::kGrads, false));
+      float* g = grads_[u].as<float>();
+      ACCEL_RETURN_IF_ERROR(MoveValues(ctx_.ops(), reducer.ReducedOptimizerSpan(u),
+                                       {g, DType::kF32, ctx_.optimizer_offloaded()}, n,
+                                       MemoryCategory::kGrads));
+      if (unscale != 1.0f) ACCEL_RETURN_IF_ERROR(ops.Scale(g, n, unscale));
+    }
+    return absl::OkStatus();
+  }
+  const float* grads(int u) const { return grads_[u].as<float>(); }
+  void Release() {
+    for (DeviceBlock& g : grads_) ctx_.optimizer_ops().Recycle(std::move(g));
+  }
+
+ private:
+  ShardContext& ctx_;
+  std::vector<DeviceBlock> grads_;  // per unit, from PrepareGrads to FinishStep
+};
+
+class InPlaceValues final : public ParamsAreValues {
+ public:
+  InPlaceValues(ShardContext* ctx, ParamStore* params, const GradReducer* reducer)
+      : ParamsAreValues(ctx, params), reducer_(reducer) {}
+  // fp32 without loss scaling: the reduced gradients are what the optimizer reads.
+  absl::Status PrepareGrads(const GradReducer&, double) override { return absl::OkStatus(); }
+  const float* Grads(int u) const override {
+    return static_cast<const float*>(reducer_->ReducedOptimizerSpan(u).data);
+  }
+  DeviceOps& grads_ops() const override { return ctx_.ops(); }
+  Span Params(int u) override {
+    return {static_cast<float*>(params_.OptimizerSpanParams(u).data), nullptr};
+  }
+  absl::Status FinishStep() override { return absl::OkStatus(); }
+
+ private:
+  const GradReducer* reducer_;
+};
+
+class LowPrecisionValues final : public ParamsAreValues {
+ public:
+  LowPrecisionValues(ShardContext* ctx, ParamStore* params)
+      : ParamsAreValues(ctx, params), copies_(ctx) {}
+  absl::Status PrepareGrads(const GradReducer& reducer, double loss_scale) override {
+    return copies_.Prepare(reducer, loss_scale);
+  }
+  const float* Grads(int u) const override { return copies_.grads(u); }
+  DeviceOps& grads_ops() const override { return ctx_.optimizer_ops(); }
+  Span Params(int u) override {
+    return {nullptr, static_cast<uint16_t*>(params_.OptimizerSpanParams(u).data)};
+  }
+  absl::Status FinishStep() override {
+    copies_.Release();
+    return absl::OkStatus();
+  }
+
+ private:
+  GradCopies copies_;
+};
+
+class MasterValues final : public OptimizerValues {
+ public:
+  MasterValues(ShardContext* ctx, ParamStore* params)
+      : ctx_(*ctx), params_(*params), copies_(ctx), masters_(ctx->num_units()) {}
+
+  absl::Status Allocate() override {
+    for (int u = 0; u < ctx_.num_units(); ++u) {
+      ACCEL_ASSIGN_OR_RETURN(
+          masters_[u], ctx_.optimizer_ops().Allocate(ctx_.optimizer_span(u).length * sizeof(float),
+                                                     MemoryCategory::kOptimizerState));
+    }
+    return absl::OkStatus();
+  }
+  absl::Status PrepareGrads(const GradReducer& reducer, double loss_scale) override {
+    return copies_.Prepare(reducer, loss_scale);
+  }
+  const float* Grads(int u) const override { return copies_.grads(u); }
+  DeviceOps& grads_ops() const override { return ctx_.optimizer_ops(); }
+  Span Params(int u) override { return {masters_[u].as<float>(), nullptr}; }
+
+  absl::Status FinishStep() override {
+    copies_.Release();
+    // Round each updated master into the parameters this rank keeps.
+    DeviceOps& optimizer_ops = ctx_.optimizer_ops();
+    for (int u = 0; u < ctx_.num_units(); ++u) {
+      const MutableValueRef dst = params_.OptimizerSpanParams(u);
+      const int64_t n = ctx_.optimizer_span(u).length;
+      ACCEL_RETURN_IF_ERROR(MoveValues(ctx_.ops(), Master(u), dst, n, MemoryCategory::kParams));
+      // NVMe offload: the parameters and this master back to their files before the next
+      // unit is read (a no-op for memory that is not file-backed).
+      if (dst.on_host) {
+        ACCEL_RETURN_IF_ERROR(optimizer_ops.EvictRange(dst.data, n * DTypeSize(dst.dtype)));
+      }
+      ACCEL_RETURN_IF_ERROR(optimizer_ops.EvictRange(masters_[u].data(), masters_[u].bytes()));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Load(int u, const float* values) override {
+    // The master takes the part of the held values inside its span; padding stays zero.
+    const auto [held_begin, held_end] = params_.HeldRange(u);
+    const OptimizerSpan span = ctx_.optimizer_span(u);
+    DeviceBlock& master = masters_[u];
+    if (!master.empty()) {
+      ACCEL_RETURN_IF_ERROR(master.ops()->Zero(master.data(), master.bytes()));
+    }
+    const int64_t from = std::max(held_begin, span.begin);
+    const int64_t to = std::min({held_end, ctx_.unit(u).numel, span.begin + span.length});
+    if (to > from) {
+      ACCEL_RETURN_IF_ERROR(MoveValues(
+          ctx_.ops(), {values + (from - held_begin), DType::kF32, true},
+          {master.as<float>() + (from - span.begin), DType::kF32, ctx_.optimizer_offloaded()},
+          to - from, MemoryCategory::kOther));
+    }
+    return params_.Load(u, values);
+  }
+
+  absl::Status Save(int u, float* out) override {
+    const UnitShard& us = ctx_.unit(u);
+    if (ctx_.optimizer_span(u).length == us.padded_numel) {  // this rank holds the whole unit
+      return MoveValues(ctx_.ops(), Master(u), {out, DType::kF32, true}, us.numel,
+                        MemoryCategory::kOther);
+    }
+    DeviceOps& ops = ctx_.ops();
+    comm::Communicator& shard = ctx_.shard_group();
+    ACCEL_ASSIGN_OR_RETURN(DeviceBlock all, ops.Acquire(us.padded_numel * sizeof(float),
+                                                        MemoryCategory::kCommunication, false));
+    const void* send = masters_[u].data();
+    if (ctx_.optimizer_offloaded()) {
+      // Offloaded masters reach the collective through this rank's slot of the result.
+      float* mine = all.as<float>() + shard.rank() * us.shard_numel;
+      ACCEL_RETURN_IF_ERROR(MoveValues(ops, Master(u), {mine, DType::kF32, false}, us.shard_numel,
+                                       MemoryCategory::kOther));
+      send = mine;
+    }
+    ACCEL_RETURN_IF_ERROR(ops.BeforeCollective(shard));
+    absl::Status s =
+        ctx_.AwaitOnHost(shard, shard.AllGather(send, all.data(), us.shard_numel, DType::kF32));
+    if (s.ok()) {
+      s = MoveValues(ops, {all.data(), DType::kF32, false}, {out, DType::kF32, true}, us.numel,
+                     MemoryCategory::kOther);
+    }
+    ops.Recycle(std::move(all));
+    return s;
+  }
+
+ private:
+  ValueRef Master(int u) const {
+    return {masters_[u].data(), DType::kF32, ctx_.optimizer_offloaded()};
+  }
+
+  ShardContext& ctx_;
+  ParamStore& params_;
+  GradCopies copies_;
+  std::vector<DeviceBlock> masters_;  // per unit: the optimizer span, fp32
+};
+
+}  // namespace
+
+std::unique_ptr<OptimizerValues> CreateInPlaceValues(ShardContext* ctx, ParamStore* params,
+                                                     const GradReducer* reducer) {
+  return std::make_unique<InPlaceValues>(ctx, params, reducer);
+}
+std::unique_ptr<OptimizerValues> CreateLowPrecisionValues(ShardContext* ctx, ParamStore* params) {
+  return std::make_unique<LowPrecisionValues>(ctx, params);
+}
+std::unique_ptr<OptimizerValues> CreateMasterValues(ShardContext* ctx, ParamStore* params) {
+  return std::make_unique<MasterValues>(ctx, params);
+}
+
+}  // namespace accel::shard

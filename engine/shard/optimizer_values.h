@@ -1,0 +1,63 @@
+// OptimizerValues: what the optimizer updates and reads, and how its result reaches the
+// parameters — one of:
+//   - in place (CreateInPlaceValues; fp32 without offload): the optimizer updates the fp32
+//     parameters this rank keeps, on the reduced gradients themselves;
+//   - low precision (CreateLowPrecisionValues; ShardOptions::master_dtype bf16): it updates the
+//     bf16 parameters themselves (OwnedRange::params16), on fp32 copies of the gradients;
+//   - masters (CreateMasterValues; mixed precision, or any offloaded optimizer): it updates fp32
+//     master copies of its optimizer spans, in the optimizer's memory (ShardContext::
+//     optimizer_ops, charged as optimizer state), on fp32 copies of the gradients there; at the
+//     end of the step each master is rounded into the parameters (MoveValues) and, for NVMe
+//     offload, written back to its file.
+// Gradient copies are unscaled by the loss scale (fp16) and given back at FinishStep. A save
+// reads what the optimizer holds (the masters, not their rounded copies); a load sets both.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "engine/shard/grad_reducer.h"
+#include "engine/shard/param_store.h"
+#include "engine/shard/shard_context.h"
+
+namespace accel::shard {
+
+class OptimizerValues {
+ public:
+  virtual ~OptimizerValues() = default;
+
+  // Allocates what is kept between steps (masters).
+  [[nodiscard]] virtual absl::Status Allocate() = 0;
+  // After the last micro-step's reduction: the fp32, unscaled gradients the optimizer reads.
+  [[nodiscard]] virtual absl::Status PrepareGrads(const GradReducer& reducer,
+                                                  double loss_scale) = 0;
+  // Unit u's fp32 gradients over its optimizer span (ShardContext::optimizer_span), in the
+  // memory of grads_ops().
+  virtual const float* Grads(int unit) const = 0;
+  virtual DeviceOps& grads_ops() const = 0;
+  // The values the optimizer updates for unit u, at the span's first element: fp32 `params`, or
+  // under low precision bf16 `params16` (the other null).
+  struct Span {
+    float* params = nullptr;
+    uint16_t* params16 = nullptr;
+  };
+  virtual Span Params(int unit) = 0;
+  // After the update: gradient copies go back and the updated values reach the parameters.
+  [[nodiscard]] virtual absl::Status FinishStep() = 0;
+
+  // Sets unit u from `values`, ParamStore::HeldRange(u)'s elements in fp32 host memory (the
+  // master, and the parameters rounded from it).
+  [[nodiscard]] virtual absl::Status Load(int unit, const float* values) = 0;
+  // Unit u's numel fp32 values as the optimizer holds them into host `out`, on every rank.
+  // Collective over the shard group where the values are sharded.
+  [[nodiscard]] virtual absl::Status Save(int unit, float* out) = 0;
+};
+
+// The arguments must outlive the result.
+std::unique_ptr<OptimizerValues> CreateInPlaceValues(ShardContext* ctx, ParamStore* params,
+                                                     const GradReducer* reducer);
+std::unique_ptr<OptimizerValues> CreateLowPrecisionValues(ShardContext* ctx, ParamStore* params);
+std::unique_ptr<OptimizerValues> CreateMasterValues(ShardContext* ctx, ParamStore* params);
+
+}  // namespace accel::shard

@@ -1,0 +1,84 @@
+#include "engine/shard/parallelize.h"
+
+#include "engine/base/status_macros.h"
+
+namespace accel::shard {
+
+absl::StatusOr<ShardParts> Parallelize(const model::Gpt2Layout* layout, ShardPlan plan,
+                                       ProcessGroups groups, absl::Duration timeout,
+                                       MemoryLedger* ledger, DeviceOps* ops) {
+  ShardParts parts;
+  ACCEL_ASSIGN_OR_RETURN(
+      parts.context, ShardContext::Create(layout, std::move(plan), groups, timeout, ledger, ops));
+  ACCEL_RETURN_IF_ERROR(ApplyOffload(parts));
+  ApplyPrecision(parts);
+  ApplyPlacement(parts);
+  ApplyPrefetch(parts);
+  ApplyReduction(parts);
+  ApplyOptimizerValues(parts);
+  ACCEL_RETURN_IF_ERROR(parts.params->Allocate());
+  ACCEL_RETURN_IF_ERROR(parts.optimizer->Allocate());
+  ACCEL_RETURN_IF_ERROR(parts.grads->Allocate());
+  return parts;
+}
+
+absl::Status ApplyOffload(ShardParts& parts) {
+  ShardContext& ctx = *parts.context;
+  const ShardOptions& o = ctx.options();
+  if (!o.offload_optimizer) return absl::OkStatus();
+  if (o.offload_dir.empty()) {
+    ctx.SetOptimizerOps(CreateHostDeviceOps(ctx.ledger(), MemoryPool::kHost));
+    return absl::OkStatus();
+  }
+  ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<DeviceOps> files,
+                         CreateFileBackedDeviceOps(ctx.ledger(), o.offload_dir));
+  ctx.SetOptimizerOps(std::move(files));
+  return absl::OkStatus();
+}
+
+void ApplyPrecision(ShardParts& parts) {
+  const ShardOptions& o = parts.context->options();
+  const bool fp32 = o.param_dtype == DType::kF32 && o.reduce_dtype == DType::kF32;
+  parts.precision =
+      fp32 ? CreateFp32Precision(parts.context.get()) : CreateMixedPrecision(parts.context.get());
+}
+
+void ApplyPlacement(ShardParts& parts) {
+  ShardContext* ctx = parts.context.get();
+  const ShardPlan& plan = ctx->plan();
+  if (plan.params_persistent()) {
+    parts.params = CreateResidentParams(ctx, /*gather_after_update=*/plan.optimizer_sharded());
+    return;
+  }
+  DeviceOps* home = ctx->options().offload_params ? &ctx->optimizer_ops() : &ctx->ops();
+  parts.params = CreateShardedParams(ctx, home);
+}
+
+void ApplyPrefetch(ShardParts& parts) { parts.params->SchedulePrefetch(); }
+
+void ApplyReduction(ShardParts& parts) {
+  ShardContext* ctx = parts.context.get();
+  const ShardPlan& plan = ctx->plan();
+  const bool in_place = parts.precision->fp32();
+  if (!plan.reduce_per_unit()) {
+    parts.grads = CreateBoundaryReducer(ctx, in_place,
+                                        /*collective_all_reduce=*/!plan.optimizer_sharded());
+    return;
+  }
+  comm::Communicator* replicate = ctx->groups().replicate;
+  const bool across_replicas = plan.hybrid() && replicate != nullptr && replicate->size() > 1;
+  parts.grads = CreatePerUnitReducer(ctx, in_place, across_replicas ? replicate : nullptr);
+}
+
+void ApplyOptimizerValues(ShardParts& parts) {
+  ShardContext* ctx = parts.context.get();
+  if (parts.precision->low_precision()) {
+    parts.optimizer = CreateLowPrecisionValues(ctx, parts.params.get());
+  } else if (!parts.precision->fp32() || ctx->optimizer_offloaded()) {
+    parts.optimizer = CreateMasterValues(ctx, parts.params.get());
+  } else {
+    parts.optimizer = CreateInPlaceValues(ctx, parts.params.get(), parts.grads.get());
+  }
+}
+
+}  // namespace accel::shard

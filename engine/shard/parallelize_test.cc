@@ -1,0 +1,91 @@
+// Parallelize: each plan gets the parts it should, and the bytes they keep are the ZeRO
+// formulas (one rank: Ψ padded elements; fp32 or bf16 mixed; offload moves the masters).
+#include "engine/shard/parallelize.h"
+
+#include "engine/comm/self_communicator.h"
+#include "gtest/gtest.h"
+
+namespace accel::shard {
+namespace {
+
+struct Kept {
+  int64_t params, grads, optimizer, host_optimizer;
+};
+
+class ParallelizeTest : public ::testing::Test {
+ protected:
+  Kept Run(const ShardOptions& o) {
+    MemoryLedger ledger;
+    auto plan = ShardPlan::Create(*layout_, 1, 0, o);
+    EXPECT_TRUE(plan.ok()) << plan.status();
+    psi_ = plan->total_padded();
+    auto parts = Parallelize(layout_.get(), std::move(*plan), {self_.get(), self_.get(), nullptr},
+                             absl::Seconds(5), &ledger, nullptr);
+    EXPECT_TRUE(parts.ok()) << parts.status();
+    return {ledger.Get(MemoryPool::kDevice, MemoryCategory::kParams).current,
+            ledger.Get(MemoryPool::kDevice, MemoryCategory::kGrads).current,
+            ledger.Get(MemoryPool::kDevice, MemoryCategory::kOptimizerState).current,
+            ledger.Get(MemoryPool::kHost, MemoryCategory::kOptimizerState).current};
+  }
+  std::unique_ptr<model::Gpt2Layout> layout_ = [] {
+    auto l = model::Gpt2Layout::Create({"t", 2, 2, 6, 11, 7});
+    return std::make_unique<model::Gpt2Layout>(std::move(*l));
+  }();
+  std::unique_ptr<comm::Communicator> self_ = comm::CreateSelfCommunicator();
+  int64_t psi_ = 0;
+};
+
+TEST_F(ParallelizeTest, Fp32KeepsParametersAndGradientsAndNoMasters) {
+  for (Strategy s : {Strategy::kNoShard, Strategy::kShardOptimizer, Strategy::kShardGradOp,
+                     Strategy::kFullShard}) {
+    ShardOptions o;
+    o.strategy = s;
+    const Kept k = Run(o);
+    EXPECT_EQ(k.params, 4 * psi_) << StrategyName(s);
+    EXPECT_EQ(k.grads, 4 * psi_) << StrategyName(s);
+    EXPECT_EQ(k.optimizer, 0) << StrategyName(s);
+  }
+}
+
+TEST_F(ParallelizeTest, MixedPrecisionKeeps16BitCopiesAndFp32Masters) {
+  ShardOptions o;
+  o.strategy = Strategy::kShardGradOp;
+  o.param_dtype = o.reduce_dtype = DType::kBF16;
+  const Kept k = Run(o);
+  EXPECT_EQ(k.params, 2 * psi_);
+  EXPECT_EQ(k.grads, 2 * psi_);
+  EXPECT_EQ(k.optimizer, 4 * psi_);
+  o.master_dtype = DType::kBF16;  // low precision: no masters
+  EXPECT_EQ(Run(o).optimizer, 0);
+}
+
+TEST_F(ParallelizeTest, OffloadMovesTheMastersAndParameterShardsToTheHost) {
+  ShardOptions o;
+  o.strategy = Strategy::kFullShard;
+  o.offload_optimizer = true;
+  Kept k = Run(o);
+  EXPECT_EQ(k.optimizer, 0);
+  EXPECT_EQ(k.host_optimizer, 4 * psi_);
+  EXPECT_EQ(k.params, 4 * psi_);
+  o.offload_params = true;
+  k = Run(o);
+  EXPECT_EQ(k.params, 0);
+}
+
+TEST_F(ParallelizeTest, AnUnwritableOffloadDirectoryIsRefusedByName) {
+  ShardOptions o;
+  o.strategy = Strategy::kFullShard;
+  o.offload_optimizer = true;
+  o.offload_dir = "/nonexistent/accel-offload";
+  auto plan = ShardPlan::Create(*layout_, 1, 0, o);
+  ASSERT_TRUE(plan.ok());
+  MemoryLedger ledger;
+  auto parts = Parallelize(layout_.get(), std::move(*plan), {self_.get(), self_.get(), nullptr},
+                           absl::Seconds(5), &ledger, nullptr);
+  ASSERT_FALSE(parts.ok());
+  EXPECT_EQ(parts.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(parts.status().message().find("/nonexistent/accel-offload"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace accel::shard

@@ -1,0 +1,111 @@
+// ShardContext: what every part of a sharded model shares (parallelize.h) — the layout and the
+// plan, this rank's communicators, the memory the model computes in and the memory the
+// optimizer's state lives in, host views of the groups, and the clock of time spent blocked in
+// collectives. The parts hold a reference to it; it outlives them.
+//
+// Memory: ops() is the compute memory (host memory, or a CUDA device); optimizer_ops() is where
+// offloaded state lives (host memory, or files for NVMe offload) and is ops() itself without
+// offload. Collectives on host values (the loss, the norm, broadcast weights) go through
+// host_world() / host_shard(): the groups themselves when ops() is host memory, views that stage
+// through device blocks otherwise (staged_communicator.h).
+// Not thread-safe (one trainer thread).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "engine/base/memory_ledger.h"
+#include "engine/comm/communicator.h"
+#include "engine/model/param_specs.h"
+#include "engine/shard/device_ops.h"
+#include "engine/shard/shard_plan.h"
+
+namespace accel::shard {
+
+// The communicators of one rank. Non-hybrid: shard == world, replicate == nullptr. Hybrid:
+// shard = this rank's group of hybrid_group_size consecutive ranks, replicate = the ranks with
+// the same position in the other groups. Not owned.
+struct ProcessGroups {
+  comm::Communicator* world = nullptr;
+  comm::Communicator* shard = nullptr;
+  comm::Communicator* replicate = nullptr;
+};
+
+// The part of a unit the optimizer updates, relative to the unit: the whole padded unit when
+// optimizer state is not sharded, else this rank's shard.
+struct OptimizerSpan {
+  int64_t begin = 0;   // first element, relative to the unit
+  int64_t length = 0;  // elements, padding included
+};
+
+class ShardContext {
+ public:
+  // InvalidArgument when the communicators do not match the plan's sizes, or a dtype is not
+  // fp32, bf16 or fp16. `ops` (not owned) is the compute memory; null: host memory charged to
+  // `ledger`'s device pool (ledger null: MemoryLedger::Default()).
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<ShardContext>> Create(
+      const model::Gpt2Layout* layout, ShardPlan plan, ProcessGroups groups,
+      absl::Duration timeout, MemoryLedger* ledger, DeviceOps* ops);
+
+  const model::Gpt2Layout& layout() const { return *layout_; }
+  const ShardPlan& plan() const { return plan_; }
+  const ShardOptions& options() const { return plan_.options(); }
+  int num_units() const { return plan_.num_units(); }
+  const UnitShard& unit(int u) const { return plan_.unit(u); }
+  OptimizerSpan optimizer_span(int u) const;
+  const ProcessGroups& groups() const { return groups_; }
+  comm::Communicator& shard_group() const { return *groups_.shard; }
+  absl::Duration timeout() const { return timeout_; }
+  MemoryLedger* ledger() const { return ledger_; }
+
+  DeviceOps& ops() const { return *ops_; }
+  DeviceOps& optimizer_ops() const { return *optimizer_ops_; }
+  bool optimizer_offloaded() const { return optimizer_ops_ != ops_; }
+  // Moves the optimizer's state to `ops` (ApplyOffload); the context owns it from then on.
+  void SetOptimizerOps(std::unique_ptr<DeviceOps> ops);
+  comm::Communicator* host_world() const { return host_world_; }
+  comm::Communicator* host_shard() const { return host_shard_; }
+
+  // Later block work sees the collective's results (a host wait on host memory); the time the
+  // host spends blocked counts as exposed communication.
+  [[nodiscard]] absl::Status Await(comm::Communicator& comm,
+                                   const std::shared_ptr<comm::Work>& work);
+  // The results on the host too: Await, then the Work's own Status.
+  [[nodiscard]] absl::Status AwaitOnHost(comm::Communicator& comm,
+                                         const std::shared_ptr<comm::Work>& work);
+  // A collective on host memory through a host view, its time counted as exposed communication.
+  [[nodiscard]] absl::Status OnHost(
+      const std::function<std::shared_ptr<comm::Work>()>& collective);
+  // Every rank's `value` in rank order, through an f32 all-gather of its bits on a host view.
+  [[nodiscard]] absl::StatusOr<std::vector<double>> AllGatherDouble(
+      comm::Communicator& host_comm, double value);
+  // Seconds blocked in collectives since the last call: the host's waits, plus on a device the
+  // compute stream's (DeviceOps::TakeStreamWaitSeconds; call after the ops are synchronised).
+  double TakeCommWaitSeconds();
+
+ private:
+  ShardContext(const model::Gpt2Layout* layout, ShardPlan plan, ProcessGroups groups,
+               absl::Duration timeout, MemoryLedger* ledger)
+      : layout_(layout), plan_(std::move(plan)), groups_(groups), timeout_(timeout),
+        ledger_(ledger) {}
+
+  const model::Gpt2Layout* layout_;
+  ShardPlan plan_;
+  ProcessGroups groups_;
+  absl::Duration timeout_;
+  MemoryLedger* ledger_;
+  std::unique_ptr<DeviceOps> owned_ops_;            // the host ops when Create got none
+  std::unique_ptr<DeviceOps> owned_optimizer_ops_;  // offloaded state's ops
+  DeviceOps* ops_ = nullptr;
+  DeviceOps* optimizer_ops_ = nullptr;
+  std::unique_ptr<comm::Communicator> staged_world_, staged_shard_;
+  comm::Communicator* host_world_ = nullptr;
+  comm::Communicator* host_shard_ = nullptr;
+  double comm_wait_seconds_ = 0;
+};
+
+}  // namespace accel::shard
