@@ -1,0 +1,58 @@
+// DeepSpeed JSONs from DeepSpeed's own examples and tutorials (tests/config/, see its README),
+// each with a key the resolver once mishandled: fixed batch sizes that a job's micro batch must
+// not override.
+#include <string>
+
+#include "engine/base/env.h"
+#include "engine/config/test_util.h"
+#include "nlohmann/json.hpp"
+#include "gtest/gtest.h"
+
+namespace accel::config {
+namespace {
+
+using testing::ExampleJob;
+using testing::HasWarning;
+using testing::PlanMatches;
+using testing::ResolveFile;
+
+// Every JSON here runs under the questionnaire's JSON-file-mode YAML (2 processes).
+absl::StatusOr<TrainPlan> Resolve(const std::string& json, ConfigInputs inputs = ExampleJob()) {
+  return ResolveFile("tests/config/ds_file_mode.yaml", std::move(inputs), "tests/config/" + json);
+}
+
+TEST(RealConfigsDeepSpeedTest, FixedTrainBatchSizeGivesTheMicroBatchOverTheJobs) {
+  // DeepSpeed's CIFAR tutorial config: only train_batch_size (16). DeepSpeed derives the micro
+  // batch, 16 / (1 × 2) = 8; the job's 2 does not replace it.
+  auto plan = Resolve("ds_cifar_train_batch_only.json");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(PlanMatches(*plan, R"({"strategy": "no_shard", "gradient_accumulation_steps": 1,
+      "train_micro_batch_size_per_gpu": 8, "train_batch_size": 16})", /*complete=*/false));
+  EXPECT_TRUE(HasWarning(*plan, "ds_cifar_train_batch_only.json: train_batch_size: 16 over 1 "
+                                "accumulation step(s) × 2 processes gives a micro batch of 8, "
+                                "which is kept over the job's micro batch size 2"));
+  ConfigInputs same = ExampleJob();
+  same.job.micro_batch_size = 8;
+  plan = Resolve("ds_cifar_train_batch_only.json", same);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_FALSE(HasWarning(*plan, "is kept over the job's"));
+
+  // With train_micro_batch_size_per_gpu "auto" the job's 2 fills it (as Accelerate does), and
+  // the batch rule is checked on the final values: 16 != 2 × 1 × 2 fails, as in DeepSpeed.
+  auto text = ReadFileToString(
+      Env::Default(), testing::SourcePath("tests/config/ds_cifar_train_batch_only.json"));
+  ASSERT_TRUE(text.ok());
+  nlohmann::json json = nlohmann::json::parse(*text);
+  json["train_micro_batch_size_per_gpu"] = "auto";
+  auto bad = testing::ResolveText("distributed_type: DEEPSPEED\nnum_processes: 2\n", json.dump(),
+                                  ExampleJob());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("train_batch_size: Check batch related parameters. "
+                                        "train_batch_size is not equal to micro_batch_per_gpu * "
+                                        "gradient_acc_step * world_size 16 != 2 * 1 * 2"),
+            std::string::npos)
+      << bad.status();
+}
+
+}  // namespace
+}  // namespace accel::config
