@@ -137,9 +137,7 @@ void ReadOptimizer(Reader& r, DsOptimizer* out) {
     if (r.Bool(key("amsgrad")).value_or(false)) {
       r.Error(key("amsgrad"), "AMSGrad is not supported by this engine");
     }
-    if (r.Bool(key("bias_correction")).value_or(true) == false) {
-      r.Error(key("bias_correction"), "Adam without bias correction is not supported");
-    }
+    out->bias_correction = r.Bool(key("bias_correction"));
     out->eps = ReadAutoable<double>(r.IsAuto(key("eps")), r.Has(key("eps")),
                                     [&] { return r.Number(key("eps"), 0.0, 1.0); });
     if (r.IsAuto(key("betas"))) {

@@ -1,6 +1,6 @@
 // DeepSpeed JSONs from DeepSpeed's own examples and tutorials (tests/config/, see its README),
-// each with a key the resolver once mishandled: fixed batch sizes that a job's micro batch must
-// not override.
+// each with a key the resolver once mishandled: Adam without bias correction (carried to the
+// optimizer), and fixed batch sizes that a job's micro batch must not override.
 #include <string>
 
 #include "engine/base/env.h"
@@ -19,6 +19,28 @@ using testing::ResolveFile;
 // Every JSON here runs under the questionnaire's JSON-file-mode YAML (2 processes).
 absl::StatusOr<TrainPlan> Resolve(const std::string& json, ConfigInputs inputs = ExampleJob()) {
   return ResolveFile("tests/config/ds_file_mode.yaml", std::move(inputs), "tests/config/" + json);
+}
+
+TEST(RealConfigsDeepSpeedTest, AdamWithoutBiasCorrectionIsCarriedToThePlan) {
+  // BingBertSquad's shape: fixed batch sizes (24 = 3 × 4 × 2), Adam with bias_correction false.
+  auto plan = Resolve("ds_squad_adam_no_bias_correction.json");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_TRUE(plan->optimizer.has_value());
+  EXPECT_EQ(plan->optimizer->type, "Adam");
+  EXPECT_FALSE(plan->optimizer->bias_correction);
+  EXPECT_DOUBLE_EQ(*plan->optimizer->lr, 3e-5);
+  EXPECT_DOUBLE_EQ(*plan->optimizer->weight_decay, 0.0);
+  EXPECT_EQ(plan->strategy, Strategy::kZero1);
+  // The file's micro batch 3 stays, not the job's 2 (Accelerate fills only "auto").
+  EXPECT_TRUE(PlanMatches(*plan, R"({"gradient_accumulation_steps": 4,
+      "train_micro_batch_size_per_gpu": 3, "train_batch_size": 24})", /*complete=*/false));
+  EXPECT_TRUE(HasWarning(*plan, "ds_squad_adam_no_bias_correction.json: "
+                                "train_micro_batch_size_per_gpu: 3 (fixed in the file) is kept "
+                                "over the job's micro batch size 2"));
+  // The default stays on.
+  plan = Resolve("zero_stage2_config.json");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(plan->optimizer->bias_correction);
 }
 
 TEST(RealConfigsDeepSpeedTest, FixedTrainBatchSizeGivesTheMicroBatchOverTheJobs) {

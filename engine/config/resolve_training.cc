@@ -98,6 +98,7 @@ void ResolveOptimizer(Context& c, const DeepSpeedJson& json) {
     OptimizerPlan plan;
     plan.type = o.type;
     plan.adam_w_mode = o.type == "AdamW" || o.adam_w_mode.value_or(true);
+    plan.bias_correction = o.bias_correction.value_or(true);
     // Accelerate's DummyOptim defaults: lr 0.001, weight_decay 0.
     auto fill = [&](const Autoable<double>& v, const std::optional<double>& from_job,
                     double dummy_default, const char* key) -> std::optional<double> {
