@@ -1,6 +1,7 @@
 // DeepSpeed JSONs from DeepSpeed's own examples and tutorials (tests/config/, see its README),
-// each with a key the resolver once mishandled: Adam without bias correction (carried to the
-// optimizer), and fixed batch sizes that a job's micro batch must not override.
+// each with a key the resolver once mishandled: settings of features this engine does not have
+// (warned), Adam without bias correction (carried to the optimizer), and fixed batch sizes that
+// a job's micro batch must not override.
 #include <string>
 
 #include "engine/base/env.h"
@@ -19,6 +20,34 @@ using testing::ResolveFile;
 // Every JSON here runs under the questionnaire's JSON-file-mode YAML (2 processes).
 absl::StatusOr<TrainPlan> Resolve(const std::string& json, ConfigInputs inputs = ExampleJob()) {
   return ResolveFile("tests/config/ds_file_mode.yaml", std::move(inputs), "tests/config/" + json);
+}
+
+TEST(RealConfigsDeepSpeedTest, UlyssesSeqParallelDataTypeIsWarnedAndIgnored) {
+  auto plan = Resolve("ds_ulysses_seq_parallel.json");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(PlanMatches(*plan, R"({"strategy": "full_shard", "save_16bit_model": true,
+      "train_micro_batch_size_per_gpu": 2, "train_batch_size": 4})", /*complete=*/false));
+  EXPECT_TRUE(HasWarning(*plan, "ds_ulysses_seq_parallel.json: "
+                                "seq_parallel_communication_data_type: does nothing here: this "
+                                "engine has no sequence parallelism; ignored"));
+  // Its value is still checked, as DeepSpeed checks it.
+  auto bad = testing::ResolveText(
+      "distributed_type: DEEPSPEED\nnum_processes: 2\n",
+      R"({"zero_optimization": {"stage": 3}, "seq_parallel_communication_data_type": "int8"})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find(
+                "seq_parallel_communication_data_type: \"int8\" is not one of fp32, fp16, bf16"),
+            std::string::npos)
+      << bad.status();
+}
+
+TEST(RealConfigsDeepSpeedTest, DeepCompileSectionIsWarnedAndIgnored) {
+  auto plan = Resolve("ds_deepcompile_zero3.json");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->strategy, Strategy::kFullShard);
+  EXPECT_TRUE(HasWarning(*plan, "ds_deepcompile_zero3.json: compile: does nothing here: this "
+                                "engine does not compile the model (deepcompile: true is not "
+                                "applied); ignored"));
 }
 
 TEST(RealConfigsDeepSpeedTest, AdamWithoutBiasCorrectionIsCarriedToThePlan) {
