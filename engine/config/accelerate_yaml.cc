@@ -173,6 +173,7 @@ AccelerateConfig ReadAccelerateConfig(const Document& doc, Diagnostics* diag) {
                                    : "expected a mapping of Accelerate keys at the top level");
     return out;
   }
+  diag->DuplicateKeys(doc);
   r.CheckKeys({}, AccelerateTopLevelKeys());
   ReadDistributedType(r, &out);
   ReadMixedPrecision(r, &out);

@@ -256,6 +256,7 @@ DeepSpeedJson ReadDeepSpeedJson(const Document& doc, Diagnostics* diag) {
     diag->Error(doc.source, "", "expected a JSON object at the top level");
     return out;
   }
+  diag->DuplicateKeys(doc);
   r.CheckKeys({}, TopLevelKeys());
   out.train_batch_size = AutoInt(r, "train_batch_size", int64_t{1} << 40);
   out.train_micro_batch_size_per_gpu = AutoInt(r, "train_micro_batch_size_per_gpu", 1 << 24);

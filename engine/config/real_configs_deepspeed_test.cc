@@ -1,7 +1,7 @@
 // DeepSpeed JSONs from DeepSpeed's own examples and tutorials (tests/config/, see its README),
 // each with a key the resolver once mishandled: settings of features this engine does not have
-// (warned), Adam without bias correction (carried to the optimizer), and fixed batch sizes that
-// a job's micro batch must not override.
+// (warned), a repeated key (refused), Adam without bias correction (carried to the optimizer),
+// and fixed batch sizes that a job's micro batch must not override.
 #include <string>
 
 #include "engine/base/env.h"
@@ -48,6 +48,18 @@ TEST(RealConfigsDeepSpeedTest, DeepCompileSectionIsWarnedAndIgnored) {
   EXPECT_TRUE(HasWarning(*plan, "ds_deepcompile_zero3.json: compile: does nothing here: this "
                                 "engine does not compile the model (deepcompile: true is not "
                                 "applied); ignored"));
+}
+
+TEST(RealConfigsDeepSpeedTest, RepeatedKeyNamesTheFileTheKeyPathAndTheLine) {
+  // Python's json keeps the last "stage" (3) without a word; DeepSpeed's loader refuses the file.
+  auto plan = Resolve("ds_zero2_duplicate_stage.json");
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(plan.status().message().find("ds_zero2_duplicate_stage.json:15:5: "
+                                         "zero_optimization.stage: key given twice (also at "
+                                         "line 8)"),
+            std::string::npos)
+      << plan.status();
 }
 
 TEST(RealConfigsDeepSpeedTest, AdamWithoutBiasCorrectionIsCarriedToThePlan) {
