@@ -138,13 +138,24 @@ void ReadIgnoredSections(Reader& r) {
   if (r.Has({"downcast_bf16"})) r.Bool({"downcast_bf16"});  // 'no' / 'yes' / bool
   auto env = r.String({"compute_environment"});
   if (env.has_value() && !EqualsIgnoreCase(*env, "LOCAL_MACHINE")) {
-    if (EqualsIgnoreCase(*env, "AMAZON_SAGEMAKER")) {
-      r.Error({"compute_environment"}, "\"AMAZON_SAGEMAKER\" is not supported by this engine");
-    } else {
-      r.Error({"compute_environment"},
-              absl::StrCat(Quote(*env), " is not one of LOCAL_MACHINE, AMAZON_SAGEMAKER"));
-    }
+    r.Error({"compute_environment"},
+            absl::StrCat(Quote(*env), " is not one of LOCAL_MACHINE, AMAZON_SAGEMAKER"));
   }
+}
+
+// A SageMaker config describes a SageMaker training job (instance type, IAM role, region,
+// estimator arguments), not a training setup: one error says so, instead of a list of its
+// unknown keys or repeated additional_args blocks.
+bool IsSageMaker(Reader& r) {
+  const json* env = r.Find({"compute_environment"});
+  if (env == nullptr || !env->is_string() ||
+      !EqualsIgnoreCase(env->get_ref<const std::string&>(), "AMAZON_SAGEMAKER")) {
+    return false;
+  }
+  r.Error({"compute_environment"},
+          "\"AMAZON_SAGEMAKER\" is not supported by this engine: it does not launch SageMaker "
+          "training jobs; use a LOCAL_MACHINE config (accelerate config, \"This machine\")");
+  return true;
 }
 
 }  // namespace
@@ -173,6 +184,7 @@ AccelerateConfig ReadAccelerateConfig(const Document& doc, Diagnostics* diag) {
                                    : "expected a mapping of Accelerate keys at the top level");
     return out;
   }
+  if (IsSageMaker(r)) return out;
   diag->DuplicateKeys(doc);
   r.CheckKeys({}, AccelerateTopLevelKeys());
   ReadDistributedType(r, &out);

@@ -9,7 +9,7 @@
 // silently, DeepSpeed's loader refuses them) does not fail the parse: it is recorded in
 // Document::duplicate_keys with its line, the tree keeps the first value, and the reader
 // (ReadAccelerateConfig, ReadDeepSpeedJson) reports it as an error among the file's other
-// problems.
+// problems, after what makes a file unusable altogether (a SageMaker config).
 //
 // Errors (all InvalidArgument, naming the source): malformed text with line and column, input
 // over kMaxConfigBytes, nesting deeper than kMaxDepth, more than kMaxNodes nodes (alias bombs).
