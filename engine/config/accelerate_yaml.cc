@@ -105,6 +105,22 @@ void ReadParallelism(Reader& r, ParallelismSection* out) {
   r.String({"parallelism_config", "parallelism_config_cp_comm_strategy"});
 }
 
+// mpirun_config (MULTI_CPU launched through mpirun with a hostfile): accepted, so that the
+// file's training settings still apply, and warned, since the workers here are started by this
+// engine (one per process of num_processes), never by mpirun.
+void ReadMpirun(Reader& r) {
+  const KeyPath base = {"mpirun_config"};
+  const json* obj = r.Object(base);
+  if (obj == nullptr || obj->empty()) return;
+  r.CheckKeys(base, {"mpirun_hostfile", "mpirun_ccl"});
+  auto hostfile = r.String({"mpirun_config", "mpirun_hostfile"});
+  r.Int({"mpirun_config", "mpirun_ccl"}, 0, 1 << 16);
+  r.Warn(base, absl::StrCat("ignored: this engine launches its own processes, so mpirun "
+                            "settings (mpirun_hostfile",
+                            hostfile ? absl::StrCat(" ", *hostfile) : "",
+                            ", mpirun_ccl) do nothing here"));
+}
+
 void ReadIgnoredSections(Reader& r) {
   // Accepted so that generated files load; they carry nothing this engine uses.
   if (const json* dynamo = r.Object({"dynamo_config"}); dynamo != nullptr && !dynamo->empty()) {
@@ -131,7 +147,7 @@ void ReadIgnoredSections(Reader& r) {
     }
   }
   r.Object({"ipex_config"});
-  r.Object({"mpirun_config"});
+  ReadMpirun(r);
   for (const char* key : {"debug", "enable_cpu_affinity", "tpu_use_cluster", "tpu_use_sudo"}) {
     r.Bool({key});
   }

@@ -1,5 +1,6 @@
-// Accelerate YAMLs the resolver once mishandled (tests/config/, see its README): a SageMaker
-// config is refused in one line; repeated keys are reported with a file's other problems.
+// Accelerate YAMLs the resolver once mishandled (tests/config/, see its README): an mpirun
+// MULTI_CPU config is read with a warning, a SageMaker config is refused in one line, and
+// repeated keys are reported with a file's other problems.
 #include <string>
 #include <utility>
 
@@ -9,8 +10,39 @@
 namespace accel::config {
 namespace {
 
+using testing::HasWarning;
+using testing::PlanMatches;
 using testing::ResolveFile;
 using testing::ResolveText;
+
+TEST(RealConfigsAccelerateTest, MpirunMultiCpuRunsWithAWarningThatMpirunDoesNothing) {
+  // Accelerate would prefix the launch with `mpirun -f hostfile -n 16 -ppn 4`; the training
+  // settings of the file (MULTI_CPU, 16 processes on 4 machines, bf16) are what the plan keeps.
+  auto plan = ResolveFile("tests/config/accelerate_mpirun_multi_cpu.yaml");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(PlanMatches(*plan, R"({"distributed_type": "MULTI_CPU", "num_processes": 16,
+      "num_machines": 4, "strategy": "no_shard", "mixed_precision": {"mode": "bf16",
+      "param_dtype": "bf16", "reduce_dtype": "fp32", "master_dtype": "fp32",
+      "optimizer_dtype": "fp32"}})", /*complete=*/false));
+  EXPECT_TRUE(HasWarning(*plan, "accelerate_mpirun_multi_cpu.yaml:14:1: mpirun_config: ignored: "
+                                "this engine launches its own processes, so mpirun settings "
+                                "(mpirun_hostfile /home/user/hostfile, mpirun_ccl) do nothing "
+                                "here"));
+}
+
+TEST(RealConfigsAccelerateTest, MpirunConfigKeysAreStillChecked) {
+  auto plan = ResolveText(
+      "distributed_type: MULTI_CPU\nnum_processes: 2\nmpirun_config:\n  mpirun_hostfle: h\n");
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.status().message().find("test.yaml:4:3: mpirun_config.mpirun_hostfle: unknown "
+                                         "key (did you mean \"mpirun_hostfile\"?)"),
+            std::string::npos)
+      << plan.status();
+  // An empty section (what some generated files carry) says nothing.
+  plan = ResolveText("distributed_type: MULTI_CPU\nnum_processes: 2\nmpirun_config: {}\n");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_FALSE(HasWarning(*plan, "mpirun"));
+}
 
 TEST(RealConfigsAccelerateTest, SageMakerIsRefusedInOneLineNamingComputeEnvironment) {
   // The questionnaire's file, and the same with the docs' later snippets appended, which repeat
