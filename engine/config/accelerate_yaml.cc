@@ -105,6 +105,22 @@ void ReadParallelism(Reader& r, ParallelismSection* out) {
   r.String({"parallelism_config", "parallelism_config_cp_comm_strategy"});
 }
 
+// mpirun_config (MULTI_CPU launched through mpirun with a hostfile): accepted, so that the
+// file's training settings still apply, and warned, since the workers here are started by this
+// engine (one per process of num_processes), never by mpirun.
+void ReadMpirun(Reader& r) {
+  const KeyPath base = {"mpirun_config"};
+  const json* obj = r.Object(base);
+  if (obj == nullptr || obj->empty()) return;
+  r.CheckKeys(base, {"mpirun_hostfile", "mpirun_ccl"});
+  auto hostfile = r.String({"mpirun_config", "mpirun_hostfile"});
+  r.Int({"mpirun_config", "mpirun_ccl"}, 0, 1 << 16);
+  r.Warn(base, absl::StrCat("ignored: this engine launches its own processes, so mpirun "
+                            "settings (mpirun_hostfile",
+                            hostfile ? absl::StrCat(" ", *hostfile) : "",
+                            ", mpirun_ccl) do nothing here"));
+}
+
 void ReadIgnoredSections(Reader& r) {
   // Accepted so that generated files load; they carry nothing this engine uses.
   if (const json* dynamo = r.Object({"dynamo_config"}); dynamo != nullptr && !dynamo->empty()) {
@@ -131,20 +147,31 @@ void ReadIgnoredSections(Reader& r) {
     }
   }
   r.Object({"ipex_config"});
-  r.Object({"mpirun_config"});
+  ReadMpirun(r);
   for (const char* key : {"debug", "enable_cpu_affinity", "tpu_use_cluster", "tpu_use_sudo"}) {
     r.Bool({key});
   }
   if (r.Has({"downcast_bf16"})) r.Bool({"downcast_bf16"});  // 'no' / 'yes' / bool
   auto env = r.String({"compute_environment"});
   if (env.has_value() && !EqualsIgnoreCase(*env, "LOCAL_MACHINE")) {
-    if (EqualsIgnoreCase(*env, "AMAZON_SAGEMAKER")) {
-      r.Error({"compute_environment"}, "\"AMAZON_SAGEMAKER\" is not supported by this engine");
-    } else {
-      r.Error({"compute_environment"},
-              absl::StrCat(Quote(*env), " is not one of LOCAL_MACHINE, AMAZON_SAGEMAKER"));
-    }
+    r.Error({"compute_environment"},
+            absl::StrCat(Quote(*env), " is not one of LOCAL_MACHINE, AMAZON_SAGEMAKER"));
   }
+}
+
+// A SageMaker config describes a SageMaker training job (instance type, IAM role, region,
+// estimator arguments), not a training setup: one error says so, instead of a list of its
+// unknown keys or repeated additional_args blocks.
+bool IsSageMaker(Reader& r) {
+  const json* env = r.Find({"compute_environment"});
+  if (env == nullptr || !env->is_string() ||
+      !EqualsIgnoreCase(env->get_ref<const std::string&>(), "AMAZON_SAGEMAKER")) {
+    return false;
+  }
+  r.Error({"compute_environment"},
+          "\"AMAZON_SAGEMAKER\" is not supported by this engine: it does not launch SageMaker "
+          "training jobs; use a LOCAL_MACHINE config (accelerate config, \"This machine\")");
+  return true;
 }
 
 }  // namespace
@@ -173,6 +200,8 @@ AccelerateConfig ReadAccelerateConfig(const Document& doc, Diagnostics* diag) {
                                    : "expected a mapping of Accelerate keys at the top level");
     return out;
   }
+  if (IsSageMaker(r)) return out;
+  diag->DuplicateKeys(doc);
   r.CheckKeys({}, AccelerateTopLevelKeys());
   ReadDistributedType(r, &out);
   ReadMixedPrecision(r, &out);

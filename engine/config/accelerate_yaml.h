@@ -8,6 +8,8 @@
 //   dynamo_backend                  -> dynamo_config.dynamo_backend
 //   fsdp_backward_prefetch_policy   -> fsdp_backward_prefetch (Accelerate 1.x ignores it)
 //   spaces in fsdp_transformer_layer_cls_to_wrap are stripped (Accelerate fails on them)
+// A SageMaker config (compute_environment: AMAZON_SAGEMAKER) is refused with that one error,
+// before anything else is read; keys given twice (Document::duplicate_keys) are errors.
 // A field is nullopt when the key is absent or null; precedence and defaults are applied by
 // the resolver, not here. Values are parsed as values.h describes.
 #pragma once

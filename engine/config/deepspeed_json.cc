@@ -2,6 +2,7 @@
 #include "engine/config/deepspeed_json.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "engine/config/values.h"
 
 namespace accel::config {
@@ -26,7 +27,8 @@ std::vector<std::string_view> TopLevelKeys() {
   std::vector<std::string_view> keys = {
       "train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps",
       "gradient_clipping", "communication_data_type", "fp16", "bf16", "bfloat16", "optimizer",
-      "scheduler", "zero_optimization", "aio", "activation_checkpointing"};
+      "scheduler", "zero_optimization", "aio", "activation_checkpointing",
+      "seq_parallel_communication_data_type", "compile"};
   for (std::string_view k : kInert) keys.push_back(k);
   for (std::string_view k : kUnsupported) keys.push_back(k);
   return keys;
@@ -51,6 +53,30 @@ void ReadUnsupported(Reader& r) {
            "configures DeepSpeed's own checkpointing API, which the model must call; it does "
            "not switch activation checkpointing on here (ignored)");
   }
+}
+
+// DeepSpeed settings for features this engine has no counterpart of, which change nothing
+// about the result: accepted with a warning naming the key.
+void ReadNoEffect(Reader& r) {
+  const KeyPath seq = {"seq_parallel_communication_data_type"};
+  if (r.Has(seq) && r.Enum(seq, FloatTypeNames())) {
+    r.Warn(seq, "does nothing here: this engine has no sequence parallelism; ignored");
+  }
+  // compile: torch.compile / DeepCompile (its keys change between DeepSpeed versions, so they
+  // are not checked one by one).
+  const KeyPath compile = {"compile"};
+  const nlohmann::json* c = r.Object(compile);
+  if (c == nullptr || c->empty()) return;
+  std::vector<std::string> on;  // the switches of DeepCompile and of the older torch.compile form
+  for (const char* key : {"deepcompile", "enabled"}) {
+    if (c->contains(key) && (*c)[key].is_boolean() && (*c)[key].get<bool>()) {
+      on.push_back(absl::StrCat(key, ": true"));
+    }
+  }
+  r.Warn(compile, absl::StrCat("does nothing here: this engine does not compile the model",
+                               on.empty() ? "" : absl::StrCat(" (", absl::StrJoin(on, ", "),
+                                                              " is not applied)"),
+                               "; ignored"));
 }
 
 void ReadFp16(Reader& r, DsFp16* out) {
@@ -137,9 +163,7 @@ void ReadOptimizer(Reader& r, DsOptimizer* out) {
     if (r.Bool(key("amsgrad")).value_or(false)) {
       r.Error(key("amsgrad"), "AMSGrad is not supported by this engine");
     }
-    if (r.Bool(key("bias_correction")).value_or(true) == false) {
-      r.Error(key("bias_correction"), "Adam without bias correction is not supported");
-    }
+    out->bias_correction = r.Bool(key("bias_correction"));
     out->eps = ReadAutoable<double>(r.IsAuto(key("eps")), r.Has(key("eps")),
                                     [&] { return r.Number(key("eps"), 0.0, 1.0); });
     if (r.IsAuto(key("betas"))) {
@@ -232,6 +256,7 @@ DeepSpeedJson ReadDeepSpeedJson(const Document& doc, Diagnostics* diag) {
     diag->Error(doc.source, "", "expected a JSON object at the top level");
     return out;
   }
+  diag->DuplicateKeys(doc);
   r.CheckKeys({}, TopLevelKeys());
   out.train_batch_size = AutoInt(r, "train_batch_size", int64_t{1} << 40);
   out.train_micro_batch_size_per_gpu = AutoInt(r, "train_micro_batch_size_per_gpu", 1 << 24);
@@ -241,6 +266,7 @@ DeepSpeedJson ReadDeepSpeedJson(const Document& doc, Diagnostics* diag) {
       [&] { return r.Number({"gradient_clipping"}, 0.0); });
   out.communication_data_type = r.Enum({"communication_data_type"}, FloatTypeNames());
   ReadUnsupported(r);
+  ReadNoEffect(r);
   ReadFp16(r, &out.fp16);
   ReadBf16(r, &out.bf16);
   ReadOptimizer(r, &out.optimizer);

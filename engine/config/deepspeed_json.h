@@ -91,6 +91,7 @@ struct DsOptimizer {
   Autoable<std::array<double, 2>> betas;
   Autoable<double> eps;
   std::optional<bool> adam_w_mode;
+  std::optional<bool> bias_correction;
 };
 
 struct DsScheduler {

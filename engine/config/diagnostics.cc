@@ -43,6 +43,13 @@ void Diagnostics::Warn(std::string_view source, std::string_view path, std::stri
   warnings_.push_back(Format(source, Mark{}, path, message));
 }
 
+void Diagnostics::DuplicateKeys(const Document& doc) {
+  for (const DuplicateKey& d : doc.duplicate_keys) {
+    errors_.push_back(Format(doc.source, d.mark, PathString(d.path),
+                             absl::StrCat("key given twice (also at line ", d.first_line, ")")));
+  }
+}
+
 absl::Status Diagnostics::ToStatus() const {
   if (errors_.empty()) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrJoin(errors_, "\n"));

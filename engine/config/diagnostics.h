@@ -25,12 +25,21 @@ struct Mark {
   int column = 0;  // 1-based
 };
 
+// A key given twice in one mapping: where the repeat stands, and the line of the first one.
+struct DuplicateKey {
+  KeyPath path;
+  Mark mark;
+  int first_line = 0;
+};
+
 // A parsed YAML or JSON file (or the environment) as one JSON tree. For YAML, `marks` records
-// where each key sat in the text, keyed by PathString of the key.
+// where each key sat in the text, keyed by PathString of the key. `duplicate_keys` lists every
+// repeated key (the tree keeps the first value); the readers report them as errors.
 struct Document {
   std::string source;
   nlohmann::json root;
   std::map<std::string, Mark> marks;
+  std::vector<DuplicateKey> duplicate_keys;
 
   // Mark of the key at `path` or of its nearest ancestor that has one.
   Mark MarkOf(const KeyPath& path) const;
@@ -43,6 +52,8 @@ class Diagnostics {
   // For messages not tied to a document key (a path may still be given as text).
   void Error(std::string_view source, std::string_view path, std::string_view message);
   void Warn(std::string_view source, std::string_view path, std::string_view message);
+  // Each of doc.duplicate_keys as an error at the repeat ("key given twice (also at line N)").
+  void DuplicateKeys(const Document& doc);
 
   bool ok() const { return errors_.empty(); }
   const std::vector<std::string>& errors() const { return errors_; }

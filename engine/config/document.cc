@@ -2,6 +2,7 @@
 
 #include <exception>
 #include <regex>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "yaml-cpp/yaml.h"
@@ -79,7 +80,8 @@ class YamlConverter {
  public:
   YamlConverter(Document* doc) : doc_(doc) {}
 
-  // Returns false (with error_ set) when a limit is hit or the YAML has a duplicate key.
+  // Returns false (with error_ set) when a limit is hit. A duplicate key is recorded in
+  // doc_->duplicate_keys and its value skipped.
   bool Convert(const YAML::Node& node, KeyPath* path, int depth, json* out) {
     if (++nodes_ > kMaxNodes) {
       error_ = absl::StrCat("more than ", kMaxNodes, " YAML nodes (alias expansion?)");
@@ -125,11 +127,9 @@ class YamlConverter {
           path->push_back(key);
           const Mark mark{m.line + 1, m.column + 1};
           if (out->contains(key)) {
-            error_ = absl::StrCat(PathString(*path), ": key given twice (also at line ",
-                                  doc_->MarkOf(*path).line, ")");
-            error_mark_ = mark;
+            doc_->duplicate_keys.push_back({*path, mark, doc_->MarkOf(*path).line});
             path->pop_back();
-            return false;
+            continue;
           }
           doc_->marks.emplace(PathString(*path), mark);
           json value;
@@ -145,14 +145,66 @@ class YamlConverter {
   }
 
   const std::string& error() const { return error_; }
-  Mark error_mark() const { return error_mark_; }
 
  private:
   Document* doc_;
   size_t nodes_ = 0;
   std::string error_;
-  Mark error_mark_;
 };
+
+// nlohmann::json keeps the last of a repeated key without a word (DeepSpeed's own loader
+// refuses them). This walks text that parsed already, so it trusts the syntax, and records every
+// key given twice in its object, with its position and the first one's line.
+void FindJsonDuplicateKeys(std::string_view text, Document* doc) {
+  struct Frame {
+    bool object;
+    bool expect_key;
+    int64_t index = 0;                 // arrays: the current element
+    std::string key;                   // objects: the current member
+    std::map<std::string, int> lines;  // objects: each key's first line
+  };
+  std::vector<Frame> stack;
+  KeyPath path;  // the path of the innermost open container
+  int line = 1;
+  size_t line_start = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    if (ch == '\n') {
+      ++line;
+      line_start = i + 1;
+    } else if (ch == '{' || ch == '[') {
+      if (!stack.empty()) {
+        path.push_back(stack.back().object ? stack.back().key
+                                           : std::to_string(stack.back().index));
+      }
+      stack.push_back({ch == '{', ch == '{'});
+    } else if (ch == '}' || ch == ']') {
+      stack.pop_back();
+      if (!stack.empty()) path.pop_back();
+    } else if (ch == ',') {
+      if (stack.back().object) {
+        stack.back().expect_key = true;
+      } else {
+        ++stack.back().index;
+      }
+    } else if (ch == '"') {
+      const size_t start = i;
+      for (++i; text[i] != '"'; ++i) {
+        if (text[i] == '\\') ++i;
+      }
+      if (stack.empty() || !stack.back().object || !stack.back().expect_key) continue;
+      Frame& top = stack.back();
+      top.expect_key = false;
+      top.key = json::parse(text.substr(start, i - start + 1)).get<std::string>();
+      const Mark mark{line, static_cast<int>(start - line_start) + 1};
+      auto [it, first] = top.lines.emplace(top.key, line);
+      if (first) continue;
+      KeyPath key_path = path;
+      key_path.push_back(top.key);
+      doc->duplicate_keys.push_back({std::move(key_path), mark, it->second});
+    }
+  }
+}
 
 std::string Located(std::string_view source, Mark mark) {
   if (mark.line <= 0) return std::string(source);
@@ -190,8 +242,7 @@ absl::StatusOr<Document> ParseYamlDocument(std::string_view text, std::string_vi
     YamlConverter converter(&doc);
     KeyPath path;
     if (!converter.Convert(node, &path, 0, &doc.root)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(Located(doc.source, converter.error_mark()), ": ", converter.error()));
+      return absl::InvalidArgumentError(absl::StrCat(doc.source, ": ", converter.error()));
     }
   } catch (const YAML::Exception& e) {
     const Mark mark{e.mark.line + 1, e.mark.column + 1};
@@ -217,6 +268,7 @@ absl::StatusOr<Document> ParseJsonDocument(std::string_view text, std::string_vi
   }
   try {
     doc.root = json::parse(text.begin(), text.end());
+    FindJsonDuplicateKeys(text, &doc);
   } catch (const json::parse_error& e) {
     // e.byte is the 1-based index of the byte where parsing stopped.
     const Mark mark = MarkAtOffset(text, e.byte > 0 ? e.byte - 1 : 0);

@@ -3,8 +3,13 @@
 //
 // YAML scalars are typed the way PyYAML (YAML 1.1, what Accelerate loads with) types them: plain
 // true/false/yes/no/on/off are booleans, plain digits integers, plain numbers with a dot floats,
-// null/~/empty null, quoted text always a string. Duplicate keys are an error here (PyYAML keeps
-// the last one silently).
+// null/~/empty null, quoted text always a string.
+//
+// A key given twice in one mapping (YAML or JSON; PyYAML and Python's json keep the last one
+// silently, DeepSpeed's loader refuses them) does not fail the parse: it is recorded in
+// Document::duplicate_keys with its line, the tree keeps the first value, and the reader
+// (ReadAccelerateConfig, ReadDeepSpeedJson) reports it as an error among the file's other
+// problems, after what makes a file unusable altogether (a SageMaker config).
 //
 // Errors (all InvalidArgument, naming the source): malformed text with line and column, input
 // over kMaxConfigBytes, nesting deeper than kMaxDepth, more than kMaxNodes nodes (alias bombs).

@@ -66,9 +66,51 @@ TEST(YamlDocumentTest, ErrorsNameLineAndColumn) {
   EXPECT_EQ(doc.status().message().rfind("bad.yaml:", 0), 0u) << doc.status();
   EXPECT_NE(doc.status().message().find("malformed YAML"), std::string::npos);
 
-  doc = ParseYamlDocument("a: 1\na: 2\n", "dup.yaml");
-  ASSERT_FALSE(doc.ok());
-  EXPECT_EQ(doc.status().message(), "dup.yaml:2:1: a: key given twice (also at line 1)");
+}
+
+// A repeated key does not fail the parse: it is recorded (the first value kept) for the reader to
+// report with the file's other problems.
+::testing::AssertionResult Duplicates(const Document& doc, std::string_view want) {
+  Diagnostics diag;
+  diag.DuplicateKeys(doc);
+  std::string got;
+  for (const std::string& e : diag.errors()) got += e + "\n";
+  if (got == want) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "got:\n" << got << "want:\n" << want;
+}
+
+TEST(YamlDocumentTest, RepeatedKeysAreRecordedWithBothLines) {
+  auto doc = ParseYamlDocument("a: 1\na: 2\nb:\n  c: 1\n  d: 2\n  c: 3\n", "dup.yaml");
+  ASSERT_TRUE(doc.ok()) << doc.status();
+  EXPECT_EQ(doc->root["a"], 1);
+  EXPECT_EQ(doc->root["b"]["c"], 1);
+  EXPECT_TRUE(Duplicates(*doc, "dup.yaml:2:1: a: key given twice (also at line 1)\n"
+                               "dup.yaml:6:3: b.c: key given twice (also at line 4)\n"));
+}
+
+TEST(JsonDocumentTest, RepeatedKeysAreRecordedWithPathAndLines) {
+  // Nested objects, objects inside arrays, an escaped spelling of the same key, and keys that
+  // only look alike (in strings, in other objects) are not repeats.
+  const char* text = R"({
+  "zero_optimization": {"stage": 2,
+    "offload_param": {"device": "cpu"},
+    "stage": 3},
+  "list": [{"x": 1}, {"x": 2, "y": "\"x\": 3", "x": 4}],
+  "a\u0062": 1, "ab": 2,
+  "device": "cpu"
+})";
+  auto doc = ParseJsonDocument(text, "ds.json");
+  ASSERT_TRUE(doc.ok()) << doc.status();
+  EXPECT_TRUE(Duplicates(*doc, "ds.json:4:5: zero_optimization.stage: key given twice (also at "
+                               "line 2)\n"
+                               "ds.json:5:48: list.1.x: key given twice (also at line 5)\n"
+                               "ds.json:6:17: ab: key given twice (also at line 6)\n"));
+  doc = ParseJsonDocument(R"({"a": {"b": 1}, "c": [1, {"b": 2}], "s": "{\"a\": 1}"})", "ok.json");
+  ASSERT_TRUE(doc.ok());
+  EXPECT_TRUE(doc->duplicate_keys.empty());
+  doc = ParseJsonDocument(R"("just a string")", "s.json");
+  ASSERT_TRUE(doc.ok());
+  EXPECT_TRUE(doc->duplicate_keys.empty());
 }
 
 TEST(YamlDocumentTest, LimitsAliasBombsAndNesting) {

@@ -141,15 +141,7 @@ TEST(RealConfigsTest, DeepSpeedStandardMultiNode) {
 
 // --- DeepSpeed JSON-file mode -------------------------------------------------------------
 
-ConfigInputs Job() {
-  ConfigInputs inputs;
-  inputs.job.micro_batch_size = 2;
-  inputs.job.hidden_size = 1024;
-  inputs.job.lr = 1e-4;
-  inputs.job.weight_decay = 0.01;
-  inputs.job.steps = 500;
-  return inputs;
-}
+ConfigInputs Job() { return testing::ExampleJob(); }
 
 constexpr char kBuckets1024[] = R"({"prefetch": {"bucket_size": 943718,
     "param_persistence_threshold": 10240, "max_live_parameters": 1000000000,

@@ -103,7 +103,8 @@ TEST(ResolveDeepSpeedTest, BatchRuleDerivesTheMicroBatchFromTheTotal) {
   const TrainPlan q = MustResolve(
       kDs, R"({"zero_optimization": {"stage": 2}, "train_micro_batch_size_per_gpu": 2})", inputs);
   EXPECT_EQ(q.train_micro_batch_size_per_gpu, 2);
-  EXPECT_TRUE(HasWarning(q, "2 wins over the job's micro batch size 8"));
+  EXPECT_TRUE(HasWarning(q, "test.json: train_micro_batch_size_per_gpu: 2 (fixed in the file) "
+                            "is kept over the job's micro batch size 8"));
 }
 
 TEST(ResolveDeepSpeedTest, PrecisionFromMixedPrecisionRequest) {

@@ -26,16 +26,19 @@ void ResolveBatch(Context& c, const BatchKeys& keys) {
   TrainPlan& p = c.plan;
   const int64_t ga = p.gradient_accumulation_steps;
   const int64_t world = std::max(1, p.num_processes);
+  const std::optional<int64_t> job_micro = c.job().micro_batch_size;
+  // Accelerate fills train_micro_batch_size_per_gpu from the job (its DataLoader) only when it
+  // is "auto"; a fixed value is kept, and with the key absent DeepSpeed derives it from a fixed
+  // train_batch_size. Otherwise ("auto", or nothing given) the job's micro batch counts.
   std::optional<int64_t> micro;
+  const char* fixed_key = nullptr;  // the file key the micro batch comes from
   if (keys.micro.has_value()) {
     micro = keys.micro.value;
-    if (c.job().micro_batch_size && *c.job().micro_batch_size != *micro) {
-      c.diag->Warn(keys.source, "train_micro_batch_size_per_gpu",
-                   absl::StrCat(*micro, " wins over the job's micro batch size ",
-                                *c.job().micro_batch_size));
-    }
+    fixed_key = "train_micro_batch_size_per_gpu";
+  } else if (keys.micro.absent() && keys.total.has_value()) {
+    fixed_key = "train_batch_size";
   } else {
-    micro = c.job().micro_batch_size;  // "auto" or absent: the job's (Accelerate: DataLoader's)
+    micro = job_micro;
   }
   if (keys.total.has_value()) {
     const int64_t total = keys.total.value;
@@ -55,6 +58,19 @@ void ResolveBatch(Context& c, const BatchKeys& keys) {
                                  total, " != ", *micro, " * ", ga, " * ", world));
       return;
     }
+  }
+  if (fixed_key != nullptr && job_micro && micro && *job_micro != *micro) {
+    const bool derived = keys.micro.absent();
+    c.diag->Warn(
+        keys.source, fixed_key,
+        absl::StrCat(derived ? absl::StrCat(keys.total.value, " over ", ga,
+                                            " accumulation step(s) × ", world,
+                                            " processes gives a micro batch of ", *micro,
+                                            ", which")
+                             : absl::StrCat(*micro, " (fixed in the file)"),
+                     " is kept over the job's micro batch size ", *job_micro,
+                     " (Accelerate fills train_micro_batch_size_per_gpu from the job only when "
+                     "it is \"auto\")"));
   }
   if (!micro.has_value()) {
     c.MissingJobValue(keys.source, "train_micro_batch_size_per_gpu", "the job's micro batch");
@@ -82,6 +98,7 @@ void ResolveOptimizer(Context& c, const DeepSpeedJson& json) {
     OptimizerPlan plan;
     plan.type = o.type;
     plan.adam_w_mode = o.type == "AdamW" || o.adam_w_mode.value_or(true);
+    plan.bias_correction = o.bias_correction.value_or(true);
     // Accelerate's DummyOptim defaults: lr 0.001, weight_decay 0.
     auto fill = [&](const Autoable<double>& v, const std::optional<double>& from_job,
                     double dummy_default, const char* key) -> std::optional<double> {

@@ -98,6 +98,16 @@ std::string Merge(std::string_view base, std::string_view overrides) {
   return b.dump();
 }
 
+ConfigInputs ExampleJob() {
+  ConfigInputs inputs;
+  inputs.job.micro_batch_size = 2;
+  inputs.job.hidden_size = 1024;
+  inputs.job.lr = 1e-4;
+  inputs.job.weight_decay = 0.01;
+  inputs.job.steps = 500;
+  return inputs;
+}
+
 bool HasWarning(const TrainPlan& plan, std::string_view needle) {
   for (const std::string& w : plan.warnings) {
     if (w.find(needle) != std::string::npos) return true;

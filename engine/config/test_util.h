@@ -29,6 +29,10 @@ absl::StatusOr<TrainPlan> ResolveFile(std::string_view relative, ConfigInputs in
 // `base` with the keys of `overrides` replaced (one level deep; nested objects replace whole).
 std::string Merge(std::string_view base, std::string_view overrides);
 
+// A job as a submitted job file gives it: micro batch 2, hidden size 1024, lr 1e-4, weight
+// decay 0.01, 500 steps (what JSON-file mode fills "auto" from).
+ConfigInputs ExampleJob();
+
 // True when some warning contains `needle`.
 bool HasWarning(const TrainPlan& plan, std::string_view needle);
 

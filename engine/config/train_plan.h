@@ -119,6 +119,9 @@ struct OptimizerPlan {
   std::optional<std::array<double, 2>> betas;
   std::optional<double> eps;
   bool adam_w_mode = true;  // Adam with decoupled weight decay
+  // Adam's bias corrections (1 - beta^step); false: DeepSpeed's `bias_correction: false`
+  // (optim::AdamWConfig::bias_correction).
+  bool bias_correction = true;
 };
 struct SchedulerPlan {
   std::string type;  // "WarmupLR", "WarmupDecayLR", "WarmupCosineLR"

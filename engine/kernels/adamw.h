@@ -4,7 +4,8 @@
 //   m  = beta1 m + (1 - beta1) g
 //   v  = beta2 v + (1 - beta2) g²
 //   p -= lr / (1 - beta1^step) * m / (sqrt(v) / sqrt(1 - beta2^step) + eps)
-// step is 1-based. params, m, v (n) are updated in place; grads is read only.
+// step is 1-based. With bias_correction false (DeepSpeed's Adam `bias_correction: false`) both
+// corrections are 1: p -= lr * m / (sqrt(v) + eps). params, m, v (n) are updated in place; grads is read only.
 // AdamWUpdateBf16 is the low-precision form (bf16 params and moments, no fp32 master: FSDP
 // with bf16 weights and no mixed precision): the same fp32 arithmetic on the widened values,
 // each result rounded to bf16 (nearest even) when stored.
@@ -24,6 +25,7 @@ struct AdamWHyper {
   float weight_decay = 0.0f;
   int64_t step = 1;
   float grad_scale = 1.0f;
+  bool bias_correction = true;  // false: divide by neither 1 - beta1^step nor sqrt(1 - beta2^step)
 };
 
 #define ACCEL_ADAMW_KERNELS                                                          \

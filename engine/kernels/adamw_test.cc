@@ -48,8 +48,12 @@ void DoubleStep(std::vector<double>& p, std::vector<double>& m, std::vector<doub
     p[i] *= 1.0 - lr * wd;
     m[i] = b1 * m[i] + (1.0 - b1) * g;
     v[i] = b2 * v[i] + (1.0 - b2) * g * g;
-    p[i] -= lr / (1.0 - std::pow(b1, h.step)) * m[i] /
-            (std::sqrt(v[i]) / std::sqrt(1.0 - std::pow(b2, h.step)) + eps);
+    if (h.bias_correction) {
+      p[i] -= lr / (1.0 - std::pow(b1, h.step)) * m[i] /
+              (std::sqrt(v[i]) / std::sqrt(1.0 - std::pow(b2, h.step)) + eps);
+    } else {
+      p[i] -= lr * m[i] / (std::sqrt(v[i]) + eps);
+    }
   }
 }
 
@@ -61,6 +65,23 @@ void ExpectNear(const std::vector<float>& actual, const std::vector<double>& wan
 
 using UpdateFn = void (*)(float*, float*, float*, const float*, int64_t, const AdamWHyper&);
 
+// Parameters and moments updated by a kernel and, beside them, by the formula in double.
+struct Tracked {
+  explicit Tracked(const std::vector<float>& p0)
+      : p(p0), m(p0.size(), 0.0f), v(p0.size(), 0.0f), dp(p0.begin(), p0.end()),
+        dm(p0.size(), 0.0), dv(p0.size(), 0.0) {}
+  // One step of both; the kernel must stay within 1e-6 of the formula.
+  void Step(UpdateFn update, const std::vector<float>& g, const AdamWHyper& h) {
+    update(p.data(), m.data(), v.data(), g.data(), static_cast<int64_t>(p.size()), h);
+    DoubleStep(dp, dm, dv, std::vector<double>(g.begin(), g.end()), h);
+    ExpectNear(p, dp, 1e-6);
+    ExpectNear(m, dm, 1e-6);
+    ExpectNear(v, dv, 1e-6);
+  }
+  std::vector<float> p, m, v;
+  std::vector<double> dp, dm, dv;
+};
+
 TEST(AdamWTest, TwoStepsMatchFormulaInDouble) {
   const std::vector<float> p0 = {0.5f, -1.0f, 2.0f, 0.0f};
   const std::vector<float> g1 = {0.1f, -0.2f, 3.0f, 0.0f}, g2 = {-0.3f, -0.1f, 1.0f, 1e-3f};
@@ -69,26 +90,55 @@ TEST(AdamWTest, TwoStepsMatchFormulaInDouble) {
   h.weight_decay = 0.1f;
   h.grad_scale = 0.5f;
   for (UpdateFn update : {&AdamWUpdate, &ref::AdamWUpdate}) {
-    std::vector<float> p = p0, m(4, 0.0f), v(4, 0.0f);
-    std::vector<double> dp(p0.begin(), p0.end()), dm(4, 0.0), dv(4, 0.0);
-    int64_t step = 1;
-    for (const auto* g : {&g1, &g2}) {
-      h.step = step++;
-      update(p.data(), m.data(), v.data(), g->data(), 4, h);
-      DoubleStep(dp, dm, dv, std::vector<double>(g->begin(), g->end()), h);
-      ExpectNear(p, dp, 1e-6);
-      ExpectNear(m, dm, 1e-6);
-      ExpectNear(v, dv, 1e-6);
-      if (h.step == 1) {
-        // Adam's first step moves each parameter by lr against its gradient's sign (|g| >> eps),
-        // after decay; a zero gradient leaves only the decay.
-        for (int i = 0; i < 3; ++i) {
-          const float decayed = p0[i] * (1.0f - h.lr * h.weight_decay);
-          EXPECT_NEAR(p[i], decayed - std::copysign(h.lr, g1[i]), 1e-6f) << i;
-        }
-        EXPECT_EQ(p[3], 0.0f);
-      }
+    Tracked t(p0);
+    h.step = 1;
+    t.Step(update, g1, h);
+    // Adam's first step moves each parameter by lr against its gradient's sign (|g| >> eps),
+    // after decay; a zero gradient leaves only the decay.
+    for (int i = 0; i < 3; ++i) {
+      const float decayed = p0[i] * (1.0f - h.lr * h.weight_decay);
+      EXPECT_NEAR(t.p[i], decayed - std::copysign(h.lr, g1[i]), 1e-6f) << i;
     }
+    EXPECT_EQ(t.p[3], 0.0f);
+    h.step = 2;
+    t.Step(update, g2, h);
+  }
+}
+
+TEST(AdamWTest, WithoutBiasCorrectionMatchesTheUncorrectedFormula) {
+  // DeepSpeed's Adam with bias_correction: false: p -= lr * m / (sqrt(v) + eps).
+  const std::vector<float> p0 = {0.5f, -1.0f, 2.0f, 0.25f};
+  const std::vector<std::vector<float>> grads = {
+      {0.1f, -0.2f, 3.0f, 0.0f}, {-0.3f, -0.1f, 1.0f, 1e-3f}, {0.2f, 0.4f, -2.0f, 0.5f}};
+  AdamWHyper h;
+  h.lr = 0.01f;
+  h.weight_decay = 0.1f;
+  h.grad_scale = 0.5f;
+  h.bias_correction = false;
+  for (UpdateFn update : {&AdamWUpdate, &ref::AdamWUpdate}) {
+    Tracked t(p0);
+    h.step = 1;
+    t.Step(update, grads[0], h);
+    // Uncorrected, the first step is lr·(1-b1)·g / (sqrt(1-b2)·|g| + eps): about
+    // 0.1 / 0.0316 = 3.16 lr against the gradient's sign, not the corrected step's lr.
+    for (int i = 0; i < 3; ++i) {
+      const double decayed = p0[i] * (1.0 - h.lr * h.weight_decay);
+      const double g = 0.5 * grads[0][i];
+      const double step = h.lr * (1 - h.beta1) * g / (std::sqrt((1 - h.beta2) * g * g) + h.eps);
+      EXPECT_NEAR(t.p[i], decayed - step, 1e-6) << i;
+      EXPECT_GT(std::fabs(step), 3.0 * h.lr) << i;
+    }
+    for (h.step = 2; h.step <= 3; ++h.step) t.Step(update, grads[h.step - 1], h);
+    // The same steps with bias correction end elsewhere; the moments do not depend on it.
+    AdamWHyper corrected = h;
+    corrected.bias_correction = true;
+    Tracked c(p0);
+    for (corrected.step = 1; corrected.step <= 3; ++corrected.step) {
+      c.Step(update, grads[corrected.step - 1], corrected);
+    }
+    EXPECT_GT(std::fabs(c.p[0] - t.p[0]), 1e-3f);
+    EXPECT_EQ(c.m, t.m);
+    EXPECT_EQ(c.v, t.v);
   }
 }
 
@@ -135,7 +185,9 @@ TEST(AdamWTest, GradScaleEqualsPrescaledGrads) {
 
 TEST(AdamWTest, FastMatchesRefOverSizesHypersAndThreads) {
   const int64_t sizes[] = {0, 1, 3, 17, 65, 100003};
-  AdamWHyper hypers[3];
+  AdamWHyper hypers[4];
+  hypers[3].bias_correction = false;
+  hypers[3].weight_decay = 0.05f;
   hypers[1].weight_decay = 0.1f;
   hypers[1].grad_scale = 0.25f;
   hypers[1].lr = 6e-4f;
@@ -149,7 +201,8 @@ TEST(AdamWTest, FastMatchesRefOverSizesHypersAndThreads) {
     for (int64_t n : sizes) {
       for (AdamWHyper h : hypers) {
         SCOPED_TRACE(::testing::Message() << "threads=" << threads << " n=" << n
-                                          << " wd=" << h.weight_decay);
+                                          << " wd=" << h.weight_decay
+                                          << " bias_correction=" << h.bias_correction);
         testing::TestRng rng(seed++);
         std::vector<float> fp = rng.NormalVector(n, 0.f, 0.1f), fm(n, 0.f), fv(n, 0.f);
         auto rp = fp, rm = fm, rv = fv;

@@ -85,6 +85,7 @@ kernels::AdamWHyper AdamW::NextHyper(float lr, float grad_scale) {
   hyper.eps = config_.eps;
   hyper.step = step_;
   hyper.grad_scale = grad_scale;
+  hyper.bias_correction = config_.bias_correction;
   return hyper;
 }
 

@@ -27,6 +27,9 @@ struct AdamWConfig {
   float beta2 = 0.999f;
   float eps = 1e-8f;
   float weight_decay = 0.0f;
+  // Adam's bias corrections (1 - beta^step); false is DeepSpeed's `bias_correction: false`
+  // (kernels::AdamWHyper::bias_correction).
+  bool bias_correction = true;
   // The moments' dtype: f32, or bf16 for low precision (bf16 parameters without an fp32
   // master, updated through StepBf16).
   DType state_dtype = DType::kF32;

@@ -70,6 +70,28 @@ TEST(AdamWTest, AShardUpdatesExactlyLikeItsSliceOfTheWhole) {
   for (int64_t i = begin; i < end; ++i) ASSERT_EQ(full[i], shard_params[i]) << i;
 }
 
+TEST(AdamWTest, BiasCorrectionFalseReachesTheKernel) {
+  // One step from zero moments, no decay: m = (1-b1)·g, v = (1-b2)·g², and the update is
+  // lr·m/(sqrt(v)+eps) uncorrected (about 3.16·lr for b1 = 0.9, b2 = 0.999), lr corrected.
+  model::Gpt2Layout layout = Layout();
+  const int64_t n = layout.num_params();
+  for (bool correct : {true, false}) {
+    AdamWConfig config;
+    config.bias_correction = correct;
+    auto opt = AdamW::Create(layout, 0, n, config);
+    ASSERT_TRUE(opt.ok());
+    std::vector<float> params(n, 0.0f), grads(n, 0.5f);
+    const float lr = 1e-3f;
+    ASSERT_TRUE(opt->Step(params.data(), grads.data(), lr).ok());
+    const double b1 = config.beta1, b2 = config.beta2, eps = config.eps;
+    const double m = (1 - b1) * 0.5, v = (1 - b2) * 0.25;
+    const double want = correct ? -lr * (m / (1 - b1)) / (std::sqrt(v / (1 - b2)) + eps)
+                                : -lr * m / (std::sqrt(v) + eps);
+    EXPECT_NEAR(params[0], want, 1e-6 * std::fabs(want)) << "bias_correction=" << correct;
+    EXPECT_NEAR(params[n - 1], want, 1e-6 * std::fabs(want)) << "bias_correction=" << correct;
+  }
+}
+
 TEST(AdamWTest, RejectsBadHyperparameters) {
   model::Gpt2Layout layout = Layout();
   AdamWConfig bad_beta;

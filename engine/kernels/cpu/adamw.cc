@@ -79,9 +79,11 @@ Consts MakeConsts(const AdamWHyper& h) {
   c.grad_scale = h.grad_scale;
   // decay == 1 when weight_decay == 0, and p * 1.0f == p exactly: no branch needed.
   c.decay = h.weight_decay != 0.0f ? 1.0f - h.lr * h.weight_decay : 1.0f;
-  c.step_size = static_cast<float>(h.lr / (1.0 - std::pow(static_cast<double>(h.beta1), step)));
-  c.bc2_sqrt =
-      static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(h.beta2), step)));
+  // Without bias correction both corrections are 1 (and x / 1.0f == x: no branch in the loop).
+  const double bc1 = h.bias_correction ? 1.0 - std::pow(static_cast<double>(h.beta1), step) : 1.0;
+  const double bc2 = h.bias_correction ? 1.0 - std::pow(static_cast<double>(h.beta2), step) : 1.0;
+  c.step_size = static_cast<float>(h.lr / bc1);
+  c.bc2_sqrt = static_cast<float>(std::sqrt(bc2));
   return c;
 }
 

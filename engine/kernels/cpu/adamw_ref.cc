@@ -13,10 +13,10 @@ namespace accel::kernels::ref {
 void AdamWUpdate(float* params, float* m, float* v, const float* grads, int64_t n,
                  const AdamWHyper& h) {
   const double step = static_cast<double>(h.step);
-  const float step_size =
-      static_cast<float>(h.lr / (1.0 - std::pow(static_cast<double>(h.beta1), step)));
-  const float bc2_sqrt =
-      static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(h.beta2), step)));
+  const double bc1 = h.bias_correction ? 1.0 - std::pow(static_cast<double>(h.beta1), step) : 1.0;
+  const double bc2 = h.bias_correction ? 1.0 - std::pow(static_cast<double>(h.beta2), step) : 1.0;
+  const float step_size = static_cast<float>(h.lr / bc1);
+  const float bc2_sqrt = static_cast<float>(std::sqrt(bc2));
   const float decay = 1.0f - h.lr * h.weight_decay;
   const float one_minus_beta1 = 1.0f - h.beta1;
   const float one_minus_beta2 = 1.0f - h.beta2;

@@ -79,8 +79,10 @@ AdamWConsts MakeConsts(const AdamWHyper& h) {
   k.beta2 = h.beta2;
   k.one_minus_beta1 = 1.0f - h.beta1;
   k.one_minus_beta2 = 1.0f - h.beta2;
-  k.step_size = static_cast<float>(h.lr / (1.0 - std::pow(static_cast<double>(h.beta1), step)));
-  k.bc2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(h.beta2), step)));
+  const double bc1 = h.bias_correction ? 1.0 - std::pow(static_cast<double>(h.beta1), step) : 1.0;
+  const double bc2 = h.bias_correction ? 1.0 - std::pow(static_cast<double>(h.beta2), step) : 1.0;
+  k.step_size = static_cast<float>(h.lr / bc1);
+  k.bc2_sqrt = static_cast<float>(std::sqrt(bc2));
   k.eps = h.eps;
   k.grad_scale = h.grad_scale;
   return k;

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "engine/kernels/adamw.h"
@@ -78,9 +79,11 @@ TEST(CudaCastTest, BitExactWithTheCpuConversions) {
 
 TEST(CudaAdamWTest, MatchesRefAndWritesTheLowPrecisionCopy) {
   ACCEL_SKIP_WITHOUT_GPU();
+  const std::pair<int, bool> kSteps[] = {{1, true}, {10, true}, {10, false}};  // bias correction
   for (int64_t n : {1, 31, 1000, 4099}) {
-    for (int step : {1, 10}) {
-      SCOPED_TRACE(::testing::Message() << "n=" << n << " step=" << step);
+    for (const auto& [step, bias_correction] : kSteps) {
+      SCOPED_TRACE(::testing::Message() << "n=" << n << " step=" << step
+                                        << " bias_correction=" << bias_correction);
       TestRng rng(100 + n + step);
       std::vector<float> p = rng.NormalVector(n), m = rng.NormalVector(n, 0, 0.1f),
                          v = rng.UniformVector(n, 0.0f, 0.01f), g = rng.NormalVector(n);
@@ -88,6 +91,7 @@ TEST(CudaAdamWTest, MatchesRefAndWritesTheLowPrecisionCopy) {
       h.lr = 3e-3f;
       h.weight_decay = 0.1f;
       h.step = step;
+      h.bias_correction = bias_correction;
       h.grad_scale = 0.5f;
       DeviceArray<float> dp(p), dm(m), dv(v), dg(g);
       DeviceArray<uint16_t> dbf(n);
