@@ -13,23 +13,6 @@ absl::Status Keyed(const char* key, const absl::Status& s) {
   return absl::InvalidArgumentError(absl::StrCat(key, ": ", s.message()));
 }
 
-absl::StatusOr<shard::BackwardPrefetch> ParsePrefetch(const std::string& name) {
-  if (name.empty() || name == "backward_pre") return shard::BackwardPrefetch::kBackwardPre;
-  if (name == "backward_post") return shard::BackwardPrefetch::kBackwardPost;
-  if (name == "none") return shard::BackwardPrefetch::kNone;
-  return absl::InvalidArgumentError(
-      absl::StrCat("must be backward_pre, backward_post or none, got ", name));
-}
-
-const char* PrefetchName(shard::BackwardPrefetch p) {
-  switch (p) {
-    case shard::BackwardPrefetch::kNone: return "none";
-    case shard::BackwardPrefetch::kBackwardPre: return "backward_pre";
-    case shard::BackwardPrefetch::kBackwardPost: return "backward_post";
-  }
-  return "none";
-}
-
 }  // namespace
 
 absl::StatusOr<config::TrainOptions> JobOptionsFromSpec(const accel::v1::JobSpec& spec) {
@@ -64,7 +47,8 @@ absl::StatusOr<config::TrainOptions> JobOptionsFromSpec(const accel::v1::JobSpec
   o.shard.strategy = *strategy;
   o.shard.hybrid_group_size = sh.hybrid_group_size();
   o.shard.forward_prefetch = sh.forward_prefetch();
-  absl::StatusOr<shard::BackwardPrefetch> prefetch = ParsePrefetch(sh.backward_prefetch());
+  absl::StatusOr<shard::BackwardPrefetch> prefetch =
+      config::ParseBackwardPrefetch(sh.backward_prefetch());
   if (!prefetch.ok()) return Keyed("sharding.backward_prefetch", prefetch.status());
   o.shard.backward_prefetch = *prefetch;
   if (sh.has_reshard_after_forward()) o.shard.reshard_after_forward = sh.reshard_after_forward();
@@ -104,7 +88,7 @@ accel::v1::JobSpec ResolvedSpec(const accel::v1::JobSpec& spec, const config::Lo
   sh->set_strategy(std::string(shard::StrategyName(s.strategy)));
   sh->set_hybrid_group_size(s.hybrid_group_size);
   sh->set_forward_prefetch(s.forward_prefetch);
-  sh->set_backward_prefetch(PrefetchName(s.backward_prefetch));
+  sh->set_backward_prefetch(std::string(config::Name(s.backward_prefetch)));
   sh->set_reshard_after_forward(s.reshard_after_forward);
   sh->set_sync_module_states(job.options.sync_module_states);
   if (job.plan.has_value()) {

@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "engine/base/logging.h"
 #include "engine/base/status_macros.h"
+#include "engine/config/train_plan.h"
 #include "engine/comm/file_store.h"
 #include "engine/kernels/threading.h"
 #include "worker/standalone_config.h"
@@ -160,20 +161,6 @@ int EnvInt(const char* name, int fallback) {
   return std::atoi(v);
 }
 
-absl::StatusOr<shard::BackwardPrefetch> ParseBackwardPrefetch(const std::string& name) {
-  if (name == "backward_pre" || name == "BACKWARD_PRE") return shard::BackwardPrefetch::kBackwardPre;
-  if (name == "backward_post" || name == "BACKWARD_POST") {
-    return shard::BackwardPrefetch::kBackwardPost;
-  }
-  if (name == "none" || name == "NO_PREFETCH") return shard::BackwardPrefetch::kNone;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--backward-prefetch must be backward_pre, backward_post or none, got ", name));
-}
-
-}  // namespace
-
-namespace {
-
 // "resident 851204 kB, peak 2201004 kB" from /proc/self/status (VmRSS, VmHWM): what the kernel
 // says this process holds in RAM, which offload to files lowers and the ledger cannot show.
 std::string ResidentSetSummary() {
@@ -298,7 +285,13 @@ absl::Status RunStandalone(StandaloneFlags f) {
   const int threads = f.threads > 0 ? f.threads : static_cast<int>(std::thread::hardware_concurrency());
   kernels::SetNumThreads(threads);
   ACCEL_ASSIGN_OR_RETURN(f.train.shard.strategy, shard::ParseStrategy(f.strategy));
-  ACCEL_ASSIGN_OR_RETURN(f.train.shard.backward_prefetch, ParseBackwardPrefetch(f.backward_prefetch));
+  absl::StatusOr<shard::BackwardPrefetch> prefetch =
+      config::ParseBackwardPrefetch(f.backward_prefetch);
+  if (!prefetch.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--backward-prefetch ", prefetch.status().message()));
+  }
+  f.train.shard.backward_prefetch = *prefetch;
   const int rank = f.rank >= 0 ? f.rank : EnvInt("RANK", 0);
   const int world = f.world_size >= 0 ? f.world_size : EnvInt("WORLD_SIZE", 1);
   if (world < 1 || rank < 0 || rank >= world) {

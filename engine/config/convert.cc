@@ -32,7 +32,7 @@ absl::StatusOr<Conversion> ConvertToDeepSpeed(const TrainPlan& p, std::string_vi
   int stage = 0;
   switch (p.strategy) {
     case Strategy::kNoShard: stage = 0; break;
-    case Strategy::kZero1: stage = 1; break;
+    case Strategy::kShardOptimizer: stage = 1; break;
     case Strategy::kShardGradOp: stage = 2; break;
     case Strategy::kFullShard: stage = 3; break;
     case Strategy::kHybridShard:
@@ -142,7 +142,7 @@ absl::StatusOr<Conversion> ConvertToFsdp(const TrainPlan& p) {
     case Strategy::kFullShard: strategy = "FULL_SHARD"; break;
     case Strategy::kHybridShard: strategy = "HYBRID_SHARD"; break;
     case Strategy::kHybridShardZero2: strategy = "HYBRID_SHARD_ZERO2"; break;
-    case Strategy::kZero1:
+    case Strategy::kShardOptimizer:
       blocked.push_back("ZeRO stage 1 (FSDP has no optimizer-only sharding; SHARD_GRAD_OP also "
                         "shards gradients)");
       break;

@@ -12,27 +12,6 @@ namespace {
 
 
 
-shard::Strategy ToStrategy(Strategy s) {
-  switch (s) {
-    case Strategy::kNoShard: return shard::Strategy::kNoShard;
-    case Strategy::kZero1: return shard::Strategy::kShardOptimizer;
-    case Strategy::kShardGradOp: return shard::Strategy::kShardGradOp;
-    case Strategy::kFullShard: return shard::Strategy::kFullShard;
-    case Strategy::kHybridShard: return shard::Strategy::kHybridShard;
-    case Strategy::kHybridShardZero2: return shard::Strategy::kHybridShardZero2;
-  }
-  return shard::Strategy::kNoShard;
-}
-
-shard::BackwardPrefetch ToPrefetch(BackwardPrefetch p) {
-  switch (p) {
-    case BackwardPrefetch::kNone: return shard::BackwardPrefetch::kNone;
-    case BackwardPrefetch::kBackwardPre: return shard::BackwardPrefetch::kBackwardPre;
-    case BackwardPrefetch::kBackwardPost: return shard::BackwardPrefetch::kBackwardPost;
-  }
-  return shard::BackwardPrefetch::kNone;
-}
-
 bool IsHybrid(shard::Strategy s) {
   return s == shard::Strategy::kHybridShard || s == shard::Strategy::kHybridShardZero2;
 }
@@ -62,6 +41,7 @@ void ApplyOptimizer(const OptimizerPlan& opt, TrainOptions& o,
     o.adamw.beta2 = static_cast<float>((*opt.betas)[1]);
   }
   if (opt.eps) o.adamw.eps = static_cast<float>(*opt.eps);
+  o.adamw.bias_correction = opt.bias_correction;
   // Adam with adam_w_mode false adds weight decay to the gradient (L2); with no decay it is the
   // same update as AdamW.
   if (!opt.adam_w_mode && o.adamw.weight_decay > 0) {
@@ -121,11 +101,11 @@ absl::Status ApplyTrainPlan(const TrainPlan& p, TrainOptions* options,
   const bool ds = p.distributed_type == DistributedType::kDeepSpeed;
 
   // Sharding.
-  o.shard.strategy = ToStrategy(p.strategy);
+  o.shard.strategy = p.strategy;
   o.shard.hybrid_group_size = IsHybrid(o.shard.strategy) ? p.shard_group_size : 0;
   o.shard.reshard_after_forward = p.reshard_after_forward;
   o.shard.forward_prefetch = p.forward_prefetch;
-  o.shard.backward_prefetch = ToPrefetch(p.backward_prefetch);
+  o.shard.backward_prefetch = p.backward_prefetch;
   if (p.prefetch.bucket_size) o.shard.prefetch_bucket_numel = *p.prefetch.bucket_size;
   if (p.prefetch.param_persistence_threshold) {
     o.shard.param_persistence_threshold = *p.prefetch.param_persistence_threshold;

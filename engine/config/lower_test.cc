@@ -184,5 +184,16 @@ TEST(LowerTest, JobWinsKeepsCommandLineValuesAndSaysSo) {
                                                  "--strategy")));
 }
 
+TEST(LowerTest, AdamWithoutBiasCorrectionReachesTheOptimizer) {
+  auto lowered = Lower(Inputs(kDeepSpeed, R"({"zero_optimization": {"stage": 1},
+      "optimizer": {"type": "Adam", "params": {"lr": 1e-4, "bias_correction": false}}})"));
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  EXPECT_FALSE(lowered->options.adamw.bias_correction);
+  auto corrected = Lower(Inputs(kDeepSpeed, R"({"zero_optimization": {"stage": 1},
+      "optimizer": {"type": "Adam", "params": {"lr": 1e-4}}})"));
+  ASSERT_TRUE(corrected.ok()) << corrected.status();
+  EXPECT_TRUE(corrected->options.adamw.bias_correction);
+}
+
 }  // namespace
 }  // namespace accel::config

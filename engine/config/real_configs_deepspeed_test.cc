@@ -71,7 +71,7 @@ TEST(RealConfigsDeepSpeedTest, AdamWithoutBiasCorrectionIsCarriedToThePlan) {
   EXPECT_FALSE(plan->optimizer->bias_correction);
   EXPECT_DOUBLE_EQ(*plan->optimizer->lr, 3e-5);
   EXPECT_DOUBLE_EQ(*plan->optimizer->weight_decay, 0.0);
-  EXPECT_EQ(plan->strategy, Strategy::kZero1);
+  EXPECT_EQ(plan->strategy, Strategy::kShardOptimizer);
   // The file's micro batch 3 stays, not the job's 2 (Accelerate fills only "auto").
   EXPECT_TRUE(PlanMatches(*plan, R"({"gradient_accumulation_steps": 4,
       "train_micro_batch_size_per_gpu": 3, "train_batch_size": 24})", /*complete=*/false));

@@ -312,7 +312,7 @@ void ResolveDeepSpeed(Context& c, const DeepSpeedJson* json) {
                               p.gradient_accumulation_steps, ". Using DeepSpeed's value."));
   }
 
-  static const Strategy kByStage[] = {Strategy::kNoShard, Strategy::kZero1,
+  static const Strategy kByStage[] = {Strategy::kNoShard, Strategy::kShardOptimizer,
                                       Strategy::kShardGradOp, Strategy::kFullShard};
   p.strategy = kByStage[std::clamp(stage, 0, 3)];
   p.reshard_after_forward = stage == 3;

@@ -51,7 +51,7 @@ TEST(ResolveDeepSpeedTest, PluginModeEnvironmentAndYamlPrecedence) {
   p = MustResolve(std::string(kDs) + "deepspeed_config:\n  zero_stage: 1\n"
                                      "  offload_param_device: none\n"
                                      "  gradient_clipping: 0.0\n", "", inputs);
-  EXPECT_EQ(p.strategy, Strategy::kZero1);
+  EXPECT_EQ(p.strategy, Strategy::kShardOptimizer);
   EXPECT_EQ(p.offload_params, OffloadDevice::kNone);
   EXPECT_EQ(p.offload_optimizer, OffloadDevice::kCpu);
   EXPECT_DOUBLE_EQ(p.gradient_clipping, 0.0);  // explicit 0 = no clipping
@@ -69,7 +69,7 @@ TEST(ResolveDeepSpeedTest, JsonValuesWinOverTheEnvironmentAndSaySo) {
   ConfigInputs inputs;
   inputs.env = {{"ACCELERATE_DEEPSPEED_ZERO_STAGE", "3"}};
   const TrainPlan p = MustResolve(kDs, R"({"zero_optimization": {"stage": 1}})", inputs);
-  EXPECT_EQ(p.strategy, Strategy::kZero1);
+  EXPECT_EQ(p.strategy, Strategy::kShardOptimizer);
   EXPECT_TRUE(HasWarning(p, "environment: ACCELERATE_DEEPSPEED_ZERO_STAGE: ignored: test.json "
                             "sets zero_optimization.stage to 1"));
 }
@@ -227,7 +227,7 @@ TEST(ResolvePlanTest, FindsTheJsonBesideTheYamlAndHonoursTheCommandLine) {
   inputs.deepspeed_config = "/cfg/z1.json";  // --deepspeed-config wins
   plan = ResolvePlan(inputs, &env);
   ASSERT_TRUE(plan.ok()) << plan.status();
-  EXPECT_EQ(plan->strategy, Strategy::kZero1);
+  EXPECT_EQ(plan->strategy, Strategy::kShardOptimizer);
 
   inputs.deepspeed_config = "/cfg/missing.json";
   plan = ResolvePlan(inputs, &env);

@@ -1,5 +1,9 @@
 #include "engine/config/train_plan.h"
 
+#include <string>
+
+#include "absl/strings/str_cat.h"
+
 namespace accel::config {
 
 std::string_view Name(DistributedType v) {
@@ -13,17 +17,7 @@ std::string_view Name(DistributedType v) {
   return "?";
 }
 
-std::string_view Name(Strategy v) {
-  switch (v) {
-    case Strategy::kNoShard: return "no_shard";
-    case Strategy::kZero1: return "zero1";
-    case Strategy::kShardGradOp: return "shard_grad_op";
-    case Strategy::kFullShard: return "full_shard";
-    case Strategy::kHybridShard: return "hybrid_shard";
-    case Strategy::kHybridShardZero2: return "hybrid_shard_zero2";
-  }
-  return "?";
-}
+std::string_view Name(Strategy v) { return shard::StrategyName(v); }
 
 std::string_view Name(OffloadDevice v) {
   switch (v) {
@@ -50,6 +44,16 @@ std::string_view Name(BackwardPrefetch v) {
     case BackwardPrefetch::kBackwardPost: return "backward_post";
   }
   return "?";
+}
+
+absl::StatusOr<BackwardPrefetch> ParseBackwardPrefetch(std::string_view name) {
+  if (name.empty() || name == "backward_pre" || name == "BACKWARD_PRE") {
+    return BackwardPrefetch::kBackwardPre;
+  }
+  if (name == "backward_post" || name == "BACKWARD_POST") return BackwardPrefetch::kBackwardPost;
+  if (name == "none" || name == "NO_PREFETCH") return BackwardPrefetch::kNone;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "must be backward_pre, backward_post or none, got '", std::string(name), "'"));
 }
 
 std::string_view Name(StateDictType v) {

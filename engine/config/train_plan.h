@@ -3,9 +3,9 @@
 // job file (see resolve.h). Both vocabularies land on the same fields, so the engine never asks
 // which file the user wrote.
 //
-// The enums here belong to the config module; engine/shard maps them onto its own types (this
-// module must not depend on the engine). Every enum has a lower-case name used in the plan's JSON
-// (plan_json.h) and in messages.
+// Strategy and BackwardPrefetch are the engine's own (engine/shard); the rest belong to the
+// config module. Every enum has a lower-case name used in the plan's JSON (plan_json.h) and in
+// messages.
 #pragma once
 
 #include <array>
@@ -15,24 +15,24 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "engine/shard/shard_plan.h"
+
 namespace accel::config {
 
 // Accelerate's distributed_type values that this engine runs.
 enum class DistributedType { kNo, kMultiCpu, kMultiGpu, kFsdp, kDeepSpeed };
 
-// How parameters, gradients and optimizer state are split across ranks (DESIGN.md §3.1).
-enum class Strategy {
-  kNoShard,           // FSDP NO_SHARD, ZeRO-0, DDP
-  kZero1,             // ZeRO-1: optimizer state sharded only
-  kShardGradOp,       // FSDP SHARD_GRAD_OP, ZeRO-2
-  kFullShard,         // FSDP FULL_SHARD, ZeRO-3
-  kHybridShard,       // FSDP HYBRID_SHARD: full_shard inside a node, replicate across nodes
-  kHybridShardZero2,  // FSDP _HYBRID_SHARD_ZERO2: shard_grad_op inside a node
-};
+// How parameters, gradients and optimizer state are split across ranks (DESIGN.md §3.1), and
+// when the next unit's all-gather is issued in backward: the engine's own enums (shard_plan.h),
+// so the plan and the engine name them once. FSDP NO_SHARD / ZeRO-0 / DDP are kNoShard, ZeRO-1
+// kShardOptimizer ("zero1"), FSDP SHARD_GRAD_OP / ZeRO-2 kShardGradOp, FULL_SHARD / ZeRO-3
+// kFullShard, HYBRID_SHARD and _HYBRID_SHARD_ZERO2 the hybrid ones.
+using Strategy = shard::Strategy;
+using BackwardPrefetch = shard::BackwardPrefetch;
 
 enum class OffloadDevice { kNone, kCpu, kNvme };
 enum class WrapPolicy { kTransformerBased, kSizeBased, kNoWrap };
-enum class BackwardPrefetch { kNone, kBackwardPre, kBackwardPost };
 // What periodic checkpoints hold: one gathered file, one file per rank (loadable at another
 // world size), or raw per-rank flat shards (same world size only).
 enum class StateDictType { kFull, kSharded, kLocal };
@@ -44,6 +44,10 @@ std::string_view Name(Strategy v);         // "no_shard", "zero1", ...
 std::string_view Name(OffloadDevice v);    // "none", "cpu", "nvme"
 std::string_view Name(WrapPolicy v);       // "transformer_based_wrap", ...
 std::string_view Name(BackwardPrefetch v);  // "none", "backward_pre", "backward_post"
+// The job file's and command line's spelling ("backward_pre", "backward_post", "none") or
+// FSDP's ("BACKWARD_PRE", "BACKWARD_POST", "NO_PREFETCH"); empty is backward_pre.
+// InvalidArgument listing the names otherwise.
+[[nodiscard]] absl::StatusOr<BackwardPrefetch> ParseBackwardPrefetch(std::string_view name);
 std::string_view Name(StateDictType v);    // "full", "sharded", "local"
 std::string_view Name(PrecisionMode v);    // "no", "fp16", "bf16"
 std::string_view Name(FloatType v);        // "fp32", "bf16", "fp16"
