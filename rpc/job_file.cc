@@ -2,6 +2,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <climits>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -87,21 +89,33 @@ absl::Status Walk(const Ctx& c, const YAML::Node& node, const std::string& prefi
 }
 
 // Scalar readers bound to a destination.
-Handler Int(const Ctx& c, std::function<void(int64_t)> set) {
-  return [&c, set](const YAML::Node& n, const std::string& path) -> absl::Status {
+Handler Int(const Ctx& c, std::function<void(int64_t)> set, int64_t min = INT64_MIN,
+            int64_t max = INT64_MAX) {
+  return [&c, set, min, max](const YAML::Node& n, const std::string& path) -> absl::Status {
     int64_t v;
     if (!n.IsScalar() || !YAML::convert<int64_t>::decode(n, v)) {
       return Bad(c, n, path, absl::StrCat("must be an integer, got ", Show(n)));
     }
+    if (v < min || v > max) {
+      return Bad(c, n, path,
+                 absl::StrCat("must be an integer from ", min, " to ", max, ", got ", Show(n)));
+    }
     set(v);
     return absl::OkStatus();
   };
+}
+// An int32 field of the spec: a value outside int32 is an error, never truncated.
+Handler Int32(const Ctx& c, std::function<void(int32_t)> set) {
+  return Int(c, [set](int64_t v) { set(static_cast<int32_t>(v)); }, INT32_MIN, INT32_MAX);
 }
 Handler Real(const Ctx& c, std::function<void(double)> set) {
   return [&c, set](const YAML::Node& n, const std::string& path) -> absl::Status {
     double v;
     if (!n.IsScalar() || !YAML::convert<double>::decode(n, v)) {
       return Bad(c, n, path, absl::StrCat("must be a number, got ", Show(n)));
+    }
+    if (!std::isfinite(v)) {
+      return Bad(c, n, path, absl::StrCat("must be a finite number, got ", Show(n)));
     }
     set(v);
     return absl::OkStatus();
@@ -182,16 +196,16 @@ absl::Status ParseInto(const Ctx& c, const YAML::Node& root, JobSpec& s) {
       {"checkpoint",
        Section(c, {{"dir", Path(c, [k](const std::string& v) { k->set_dir(v); })},
                    {"every_n_steps", Int(c, [k](int64_t v) { k->set_every_n_steps(v); })},
-                   {"keep_last", Int(c, [k](int64_t v) { k->set_keep_last(static_cast<int32_t>(v)); })}})},
+                   {"keep_last", Int32(c, [k](int32_t v) { k->set_keep_last(v); })}})},
       {"resources",
-       Section(c, {{"num_processes", Int(c, [r](int64_t v) { r->set_num_processes(static_cast<int32_t>(v)); })},
+       Section(c, {{"num_processes", Int32(c, [r](int32_t v) { r->set_num_processes(v); })},
                    {"device", Str(c, [r](const std::string& v) { r->set_device(v); })},
                    {"threads_per_process",
-                    Int(c, [r](int64_t v) { r->set_threads_per_process(static_cast<int32_t>(v)); })}})},
+                    Int32(c, [r](int32_t v) { r->set_threads_per_process(v); })}})},
       {"sharding",
        Section(c, {{"strategy", Str(c, [sh](const std::string& v) { sh->set_strategy(v); })},
                    {"hybrid_group_size",
-                    Int(c, [sh](int64_t v) { sh->set_hybrid_group_size(static_cast<int32_t>(v)); })},
+                    Int32(c, [sh](int32_t v) { sh->set_hybrid_group_size(v); })},
                    {"forward_prefetch", Bool(c, [sh](bool v) { sh->set_forward_prefetch(v); })},
                    {"backward_prefetch",
                     Str(c, [sh](const std::string& v) { sh->set_backward_prefetch(v); })},
@@ -202,8 +216,8 @@ absl::Status ParseInto(const Ctx& c, const YAML::Node& root, JobSpec& s) {
        Path(c, [&s](const std::string& v) { s.set_accelerate_config_path(v); })},
       {"deepspeed_config",
        Path(c, [&s](const std::string& v) { s.set_deepspeed_config_path(v); })},
-      {"max_restarts", Int(c, [&s](int64_t v) { s.set_max_restarts(static_cast<int32_t>(v)); })},
-      {"priority", Int(c, [&s](int64_t v) { s.set_priority(static_cast<int32_t>(v)); })},
+      {"max_restarts", Int32(c, [&s](int32_t v) { s.set_max_restarts(v); })},
+      {"priority", Int32(c, [&s](int32_t v) { s.set_priority(v); })},
       {"comm_timeout_s", Real(c, [&s](double v) { s.set_comm_timeout_s(v); })},
       {"heartbeat_timeout_s", Real(c, [&s](double v) { s.set_heartbeat_timeout_s(v); })},
       {"stop_grace_s", Real(c, [&s](double v) { s.set_stop_grace_s(v); })},

@@ -1,8 +1,10 @@
 #include "rpc/job_file.h"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -77,6 +79,25 @@ TEST(JobFileTest, ErrorsNameTheFileLineAndKeyPath) {
   EXPECT_THAT(Msg(section.status()), HasSubstr("train: must be a mapping"));
 }
 
+// Probes of issue 16: 64-bit values in 32-bit fields are refused, never truncated
+// (num_processes 4294967297 once ran on 1 rank), and infinite reals are refused.
+TEST(JobFileTest, OutOfRangeIntegersAndNonFiniteRealsNameTheKey) {
+  auto parse = [](const std::string& body) {
+    return Msg(ParseJobYaml("data: {path: /d}\n" + body, "job.yaml", "/").status());
+  };
+  EXPECT_THAT(parse("resources: {num_processes: 4294967297}\n"),
+              HasSubstr("resources.num_processes: must be an integer from -2147483648 to "
+                        "2147483647, got '4294967297'"));
+  EXPECT_THAT(parse("max_restarts: 4294967296\n"), HasSubstr("max_restarts: must be an integer"));
+  EXPECT_THAT(parse("priority: 4294967301\n"), HasSubstr("priority: must be an integer"));
+  EXPECT_THAT(parse("checkpoint: {keep_last: 4294967295}\n"), HasSubstr("checkpoint.keep_last"));
+  for (const char* key : {"lr", "eps", "weight_decay"}) {
+    EXPECT_THAT(parse(absl::StrCat("train: {", key, ": .inf}\n")),
+                HasSubstr(absl::StrCat("train.", key, ": must be a finite number")));
+  }
+  EXPECT_THAT(parse("comm_timeout_s: .nan\n"), HasSubstr("comm_timeout_s: must be a finite"));
+}
+
 TEST(JobFileTest, ValidationNamesTheKey) {
   auto check = [](const std::function<void(accel::v1::JobSpec&)>& edit) {
     accel::v1::JobSpec s = DefaultJobSpec();
@@ -97,6 +118,13 @@ TEST(JobFileTest, ValidationNamesTheKey) {
               HasSubstr("sharding.hybrid_group_size"));
   EXPECT_THAT(check([](auto& s) { s.mutable_checkpoint()->set_every_n_steps(5); }), HasSubstr("checkpoint.dir"));
   EXPECT_THAT(check([](auto& s) { s.mutable_train()->set_beta1(1.0); }), HasSubstr("train.beta1"));
+  // What a client other than accelctl might send.
+  EXPECT_THAT(check([](auto& s) { s.mutable_train()->set_lr(INFINITY); }),
+              HasSubstr("train.lr: must be a finite number"));
+  EXPECT_THAT(check([](auto& s) { s.set_comm_timeout_s(INFINITY); }),
+              HasSubstr("comm_timeout_s: must be a finite number"));
+  EXPECT_THAT(check([](auto& s) { s.mutable_resources()->set_threads_per_process(100000); }),
+              HasSubstr("resources.threads_per_process: must be at most 1024"));
   EXPECT_EQ(check([](auto&) {}), "");
   accel::v1::JobSpec s = DefaultJobSpec();
   s.mutable_data()->set_path("/no/such/data.txt");

@@ -2,12 +2,14 @@
 // job spec's JSON form, as acceld stores it. Parsing the YAML job file is job_file.cc.
 #include <google/protobuf/util/json_util.h>
 
+#include <cmath>
 #include <filesystem>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/base/status_macros.h"
+#include "engine/config/train_plan.h"
 #include "engine/model/gpt2_config.h"
 #include "engine/optim/lr_schedule.h"
 #include "engine/shard/shard_plan.h"
@@ -18,6 +20,10 @@ namespace {
 
 namespace fs = std::filesystem;
 using accel::v1::JobSpec;
+
+// More compute threads than any machine has cores only thrash (and past a few thousand the
+// OpenMP runtime fails to start them).
+constexpr int kMaxThreadsPerProcess = 1024;
 
 absl::Status Invalid(const std::string& path, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
@@ -51,6 +57,16 @@ absl::Status ValidateJobSpec(const JobSpec& s, bool check_files) {
   ACCEL_RETURN_IF_ERROR(at_least("train.seq_len", t.seq_len(), 1));
   ACCEL_RETURN_IF_ERROR(at_least("train.warmup", t.warmup(), 0));
   ACCEL_RETURN_IF_ERROR(at_least("train.log_every", t.log_every(), 1));
+  // A spec from any client: every real is finite (an infinite lr or timeout trains nothing or
+  // waits forever), every count in range.
+  for (const auto& [key, v] :
+       {std::pair<const char*, double>{"train.lr", t.lr()}, {"train.min_lr", t.min_lr()},
+        {"train.weight_decay", t.weight_decay()}, {"train.beta1", t.beta1()},
+        {"train.beta2", t.beta2()}, {"train.eps", t.eps()}, {"train.grad_clip", t.grad_clip()},
+        {"comm_timeout_s", s.comm_timeout_s()}, {"heartbeat_timeout_s", s.heartbeat_timeout_s()},
+        {"stop_grace_s", s.stop_grace_s()}}) {
+    if (!std::isfinite(v)) return Invalid(key, absl::StrCat("must be a finite number, got ", v));
+  }
   if (!(t.lr() > 0)) return Invalid("train.lr", absl::StrCat("must be > 0, got ", t.lr()));
   if (!(t.min_lr() >= 0)) return Invalid("train.min_lr", "must be >= 0");
   if (!optim::ParseScheduleKind(t.schedule()).ok()) {
@@ -67,6 +83,11 @@ absl::Status ValidateJobSpec(const JobSpec& s, bool check_files) {
   }
   const int num_processes = r.has_num_processes() ? r.num_processes() : 1;
   ACCEL_RETURN_IF_ERROR(at_least("resources.threads_per_process", r.threads_per_process(), 1));
+  if (r.threads_per_process() > kMaxThreadsPerProcess) {
+    return Invalid("resources.threads_per_process",
+                   absl::StrCat("must be at most ", kMaxThreadsPerProcess, ", got ",
+                                r.threads_per_process()));
+  }
   // Whether the acceld has GPUs is acceld's to say (at submit).
   if (r.device() != "cpu" && r.device() != "cuda") {
     return Invalid("resources.device", absl::StrCat("must be cpu or cuda, got '", r.device(), "'"));
@@ -81,10 +102,10 @@ absl::Status ValidateJobSpec(const JobSpec& s, bool check_files) {
                                   sh.hybrid_group_size()));
     }
   }
-  const std::string& bp = sh.backward_prefetch();
-  if (bp != "backward_pre" && bp != "backward_post" && bp != "none") {
-    return Invalid("sharding.backward_prefetch",
-                   absl::StrCat("must be backward_pre, backward_post or none, got '", bp, "'"));
+  if (absl::StatusOr<shard::BackwardPrefetch> bp =
+          config::ParseBackwardPrefetch(sh.backward_prefetch());
+      !bp.ok()) {
+    return Invalid("sharding.backward_prefetch", std::string(bp.status().message()));
   }
   ACCEL_RETURN_IF_ERROR(at_least("checkpoint.every_n_steps", k.every_n_steps(), 0));
   ACCEL_RETURN_IF_ERROR(at_least("checkpoint.keep_last", k.keep_last(), 0));

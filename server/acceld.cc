@@ -1,15 +1,21 @@
 #include "server/acceld.h"
 
 #include <grpcpp/health_check_service_interface.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "engine/base/logging.h"
@@ -29,6 +35,58 @@ absl::StatusOr<std::string> ReadPem(const std::string& path, const char* flag) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// One acceld per state directory: an exclusive flock on <dir>/lock, held for the daemon's
+// life and taken before anything in the directory is opened. The holder's pid is in the file,
+// so a second acceld can say who has it.
+absl::StatusOr<std::shared_ptr<void>> LockStateDir(const std::string& dir) {
+  const std::string path = dir + "/lock";
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return absl::UnavailableError(
+        absl::StrCat("--state-dir: cannot open ", path, ": ", std::strerror(errno)));
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    char pid[32] = {0};
+    const ssize_t n = ::pread(fd, pid, sizeof(pid) - 1, 0);
+    ::close(fd);
+    const std::string holder(pid, n > 0 ? static_cast<size_t>(n) : 0);
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--state-dir ", dir, " is in use by acceld pid ",
+        holder.empty() ? std::string("?") : std::string(absl::StripAsciiWhitespace(holder)),
+        " (", path, "); stop it or give another --state-dir"));
+  }
+  const std::string pid = absl::StrCat(::getpid(), "\n");
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) < 0) {
+    ACCEL_LOG(warn, "cannot record this pid in {}: {}", path, std::strerror(errno));
+  }
+  return std::shared_ptr<void>(nullptr, [fd](void*) { ::close(fd); });
+}
+
+// A unix socket path is only ever replaced when it is a socket nobody serves: a regular file
+// there is refused, and a live socket means another daemon.
+absl::Status ClearUnixSocket(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) return absl::OkStatus();  // nothing there
+  if (!S_ISSOCK(st.st_mode)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--unix-socket: ", path, " exists and is not a socket; refusing to replace it"));
+  }
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  const bool live =
+      fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  if (fd >= 0) ::close(fd);
+  if (live) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--unix-socket: ", path, " is served by another process"));
+  }
+  std::error_code ec;
+  std::filesystem::remove(path, ec);
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -65,6 +123,7 @@ absl::StatusOr<std::unique_ptr<Acceld>> Acceld::Start(AcceldOptions o) {
                                                ec.message()));
   }
   chmod(o.state_dir.c_str(), 0700);
+  ACCEL_ASSIGN_OR_RETURN(d->state_lock_, LockStateDir(o.state_dir));
   ACCEL_ASSIGN_OR_RETURN(d->token_, EnsureTokenFile(o.token_file));
   ACCEL_ASSIGN_OR_RETURN(d->store_, StateStore::Open(o.state_dir + "/state.db"));
   // Timestamps users read are wall time; deadlines and heartbeats use the steady clock.
@@ -90,11 +149,14 @@ absl::StatusOr<std::unique_ptr<Acceld>> Acceld::Start(AcceldOptions o) {
     builder.AddListeningPort(o.listen, creds, &tcp_port);
   }
   if (!o.unix_socket.empty()) {
-    std::filesystem::remove(o.unix_socket, ec);
+    ACCEL_RETURN_IF_ERROR(ClearUnixSocket(o.unix_socket));
     builder.AddListeningPort(absl::StrCat("unix:", o.unix_socket),
                              grpc::InsecureServerCredentials());
   }
   builder.SetMaxReceiveMessageSize(64 << 20);
+  // gRPC sets SO_REUSEPORT by default: a second daemon on the same port would bind it too and
+  // the kernel would split clients between them. A taken port must fail at start instead.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
 
   // The manager launches nothing before Start(); it learns the bound address before that.
   ManagerOptions mo;

@@ -58,6 +58,8 @@ class Acceld {
   void Shutdown();
 
  private:
+  // The state directory's lock (held for the daemon's life; released last).
+  std::shared_ptr<void> state_lock_;
   Acceld() = default;
 
   AcceldOptions options_;

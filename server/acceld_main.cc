@@ -88,7 +88,12 @@ int main(int argc, char** argv) {
       accel::server::Acceld::Start(o);
   if (!daemon.ok()) {
     std::fprintf(stderr, "acceld: error: %s\n", std::string(daemon.status().message()).c_str());
-    return 1;
+    // Input that cannot work (a taken state directory or socket, bad flags) is 2, as for flags.
+    const absl::StatusCode code = daemon.status().code();
+    return code == absl::StatusCode::kFailedPrecondition ||
+                   code == absl::StatusCode::kInvalidArgument
+               ? 2
+               : 1;
   }
   int sig = 0;
   sigwait(&stop_signals, &sig);
