@@ -1,7 +1,11 @@
 #include "rpc/job_file.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
@@ -129,6 +133,42 @@ TEST(JobFileTest, ValidationNamesTheKey) {
   accel::v1::JobSpec s = DefaultJobSpec();
   s.mutable_data()->set_path("/no/such/data.txt");
   EXPECT_THAT(Msg(ValidateJobSpec(s, /*check_files=*/true)), HasSubstr("data.path: no such file"));
+  EXPECT_THAT(check([](auto& s) { s.mutable_train()->set_min_lr(1.0); }),
+              HasSubstr("train.min_lr: must be at most train.lr"));
+  EXPECT_THAT(check([](auto& s) { s.set_comm_timeout_s(1e-300); }),
+              HasSubstr("comm_timeout_s: must be at least 0.001"));
+}
+
+// Probes of issue 16: a FIFO as data.path hung the job forever; a directory as data.path or
+// model.config, and a checkpoint dir that is a file or read-only, were found only at run time.
+TEST(JobFileTest, FilesAreCheckedForTheirKindAtTheDoor) {
+  const std::string dir = ::testing::TempDir() + "/job_file_kinds_" + std::to_string(getpid());
+  std::filesystem::create_directories(dir + "/ro");
+  const std::string fifo = dir + "/fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::ofstream(dir + "/data.txt") << "text";
+  auto with = [&](const std::function<void(accel::v1::JobSpec&)>& edit) {
+    accel::v1::JobSpec s = DefaultJobSpec();
+    s.mutable_data()->set_path(dir + "/data.txt");
+    edit(s);
+    return Msg(ValidateJobSpec(s, /*check_files=*/true));
+  };
+  EXPECT_EQ(with([](auto&) {}), "");
+  EXPECT_THAT(with([&](auto& s) { s.mutable_data()->set_path(fifo); }),
+              HasSubstr("data.path: " + fifo + " is a FIFO, not a regular file"));
+  EXPECT_THAT(with([&](auto& s) { s.mutable_data()->set_path(dir); }),
+              HasSubstr("is a directory, not a regular file"));
+  EXPECT_THAT(with([&](auto& s) { s.mutable_model()->set_config(dir); }),
+              HasSubstr("model.config: " + dir + " is a directory"));
+  EXPECT_THAT(with([&](auto& s) { s.mutable_checkpoint()->set_dir(dir + "/data.txt"); }),
+              HasSubstr("checkpoint.dir: " + dir + "/data.txt is not a directory"));
+  EXPECT_EQ(with([&](auto& s) { s.mutable_checkpoint()->set_dir(dir + "/new/ckpt"); }), "");
+  if (geteuid() != 0) {  // root writes anywhere
+    chmod((dir + "/ro").c_str(), 0500);
+    EXPECT_THAT(with([&](auto& s) { s.mutable_checkpoint()->set_dir(dir + "/ro"); }),
+                HasSubstr("is not writable"));
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(JobFileTest, ReadsTheAccelerateConfigNextToTheJobFile) {

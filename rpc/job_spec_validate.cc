@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "engine/base/path_checks.h"
 #include "engine/base/status_macros.h"
 #include "engine/config/train_plan.h"
 #include "engine/model/gpt2_config.h"
@@ -57,6 +58,7 @@ absl::Status ValidateJobSpec(const JobSpec& s, bool check_files) {
   ACCEL_RETURN_IF_ERROR(at_least("train.seq_len", t.seq_len(), 1));
   ACCEL_RETURN_IF_ERROR(at_least("train.warmup", t.warmup(), 0));
   ACCEL_RETURN_IF_ERROR(at_least("train.log_every", t.log_every(), 1));
+  ACCEL_RETURN_IF_ERROR(at_least("train.max_nonfinite_steps", t.max_nonfinite_steps(), 0));
   // A spec from any client: every real is finite (an infinite lr or timeout trains nothing or
   // waits forever), every count in range.
   for (const auto& [key, v] :
@@ -69,6 +71,10 @@ absl::Status ValidateJobSpec(const JobSpec& s, bool check_files) {
   }
   if (!(t.lr() > 0)) return Invalid("train.lr", absl::StrCat("must be > 0, got ", t.lr()));
   if (!(t.min_lr() >= 0)) return Invalid("train.min_lr", "must be >= 0");
+  if (t.min_lr() > t.lr()) {
+    return Invalid("train.min_lr", absl::StrCat("must be at most train.lr (", t.lr(), "), got ",
+                                                t.min_lr()));
+  }
   if (!optim::ParseScheduleKind(t.schedule()).ok()) {
     return Invalid("train.schedule",
                    absl::StrCat("must be constant, linear or cosine, got '", t.schedule(), "'"));
@@ -113,17 +119,30 @@ absl::Status ValidateJobSpec(const JobSpec& s, bool check_files) {
     return Invalid("checkpoint.dir", "required when checkpoint.every_n_steps is set");
   }
   ACCEL_RETURN_IF_ERROR(at_least("max_restarts", s.max_restarts(), 0));
-  if (!(s.comm_timeout_s() > 0)) return Invalid("comm_timeout_s", "must be > 0");
+  // A deadline under a millisecond cannot be met by any collective; it is a typo.
+  if (!(s.comm_timeout_s() >= 0.001)) {
+    return Invalid("comm_timeout_s", absl::StrCat("must be at least 0.001 (seconds), got ",
+                                                  s.comm_timeout_s()));
+  }
   if (!(s.heartbeat_timeout_s() >= 0)) return Invalid("heartbeat_timeout_s", "must be >= 0");
   if (!(s.stop_grace_s() >= 0)) return Invalid("stop_grace_s", "must be >= 0");
   if (check_files) {
-    auto exists = [](const char* key, const std::string& p) -> absl::Status {
-      if (!p.empty() && !fs::exists(p)) return Invalid(key, absl::StrCat("no such file: ", p));
-      return absl::OkStatus();
-    };
-    ACCEL_RETURN_IF_ERROR(exists("data.path", s.data().path()));
-    ACCEL_RETURN_IF_ERROR(exists("model.config", s.model().config()));
-    ACCEL_RETURN_IF_ERROR(exists("model.init_weights", s.model().init_weights()));
+    // What a rank opens: regular files to read (a FIFO would block it forever), a directory it
+    // can write checkpoints into.
+    for (const auto& [key, path] :
+         {std::pair<const char*, std::string>{"data.path", s.data().path()},
+          {"model.config", s.model().config()},
+          {"model.init_weights", s.model().init_weights()}}) {
+      if (path.empty()) continue;
+      if (absl::Status f = CheckReadableFile(path); !f.ok()) {
+        return Invalid(key, std::string(f.message()));
+      }
+    }
+    if (!k.dir().empty()) {
+      if (absl::Status d = CheckWritableDirectory(k.dir()); !d.ok()) {
+        return Invalid("checkpoint.dir", std::string(d.message()));
+      }
+    }
   }
   return absl::OkStatus();
 }

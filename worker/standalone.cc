@@ -62,6 +62,10 @@ void AddStandaloneFlags(CLI::App& app, StandaloneFlags& f) {
   app.add_option("--grad-clip", t.grad_clip, "global-norm clipping threshold; 0 turns it off")
       ->capture_default_str();
   app.add_option("--seed", t.seed, "initialisation seed")->capture_default_str();
+  app.add_option("--max-nonfinite-steps", t.max_nonfinite_steps,
+                 "fail after this many steps in a row with a non-finite loss or gradient norm "
+                 "(0: never)")
+      ->capture_default_str();
   app.add_option("--shuffle", f.shuffle, "shuffle data windows with this seed (default: llm.c order)");
   app.add_option("--threads", f.threads, "compute threads (0 = all cores)")->capture_default_str();
   app.add_option("--log-every", f.log_every, "print progress every N steps")->capture_default_str();

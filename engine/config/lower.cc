@@ -1,14 +1,10 @@
 #include "engine/config/lower.h"
 
-#include <unistd.h>
-
-#include <filesystem>
-#include <system_error>
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "engine/base/path_checks.h"
 #include "engine/base/status_macros.h"
 #include "engine/config/accelerate_yaml.h"
 #include "engine/config/document.h"
@@ -109,34 +105,16 @@ std::string OffloadDirKey(const LoweringInputs& in, const LoweredJob& job) {
   return absl::StrCat(file, ": zero_optimization.offload_optimizer.nvme_path");
 }
 
-// The NVMe offload directory: an existing writable directory, or one the worker can create
-// (its nearest existing ancestor is a writable directory), as DeepSpeed creates its swap
-// folders under nvme_path.
-absl::Status CheckOffloadDir(const std::string& dir) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::path p = fs::absolute(dir, ec);
-  while (!p.empty() && !fs::exists(p, ec)) {
-    if (p == p.parent_path()) break;
-    p = p.parent_path();
-  }
-  if (!fs::is_directory(p, ec)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        dir, " is not a directory (", p.string(), " is ",
-        fs::exists(p, ec) ? "a file" : "missing", ")"));
-  }
-  if (::access(p.c_str(), W_OK | X_OK) != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(dir, " is not writable (", p.string(), ": permission denied)"));
-  }
-  return absl::OkStatus();
-}
-
 // What the engine itself would refuse when a rank starts: the loop's values, the model, the
 // shard plan over the real world (rank 0's; every rank's has the same validity), the files.
 absl::Status CheckEngine(const LoweringInputs& in, const LoweredJob& job) {
   const TrainOptions& o = job.options;
   ACCEL_RETURN_IF_ERROR(ValidateTrainOptions(o));
+  if (o.seq > job.model.n_positions) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "seq_len: ", o.seq, " is longer than the model's context (n_positions ",
+        job.model.n_positions, " in ", o.model_config.empty() ? o.model : o.model_config, ")"));
+  }
   ACCEL_ASSIGN_OR_RETURN(model::Gpt2Layout layout, model::Gpt2Layout::Create(job.model));
   absl::StatusOr<shard::ShardPlan> plan = shard::ShardPlan::Create(layout, job.world_size, 0,
                                                                    o.shard);
@@ -145,7 +123,7 @@ absl::Status CheckEngine(const LoweringInputs& in, const LoweredJob& job) {
   }
   if (in.check_files && !o.shard.offload_dir.empty()) {
     ACCEL_RETURN_IF_ERROR(
-        Prefixed(OffloadDirKey(in, job), CheckOffloadDir(o.shard.offload_dir)));
+        Prefixed(OffloadDirKey(in, job), CheckWritableDirectory(o.shard.offload_dir)));
   }
   return absl::OkStatus();
 }

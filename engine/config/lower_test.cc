@@ -151,6 +151,15 @@ TEST(LowerTest, EngineChecksNameTheJobValue) {
   EXPECT_THAT(std::string(lowered.status().message()), HasSubstr("model"));
 }
 
+TEST(LowerTest, ASequenceLongerThanTheModelsContextIsRefused) {
+  LoweringInputs in = Inputs(kFullShard);
+  in.job.seq = 257;  // gpt2-tiny: n_positions 256
+  auto lowered = Lower(in);
+  ASSERT_FALSE(lowered.ok());
+  EXPECT_THAT(std::string(lowered.status().message()),
+              AllOf(HasSubstr("seq_len: 257"), HasSubstr("n_positions 256")));
+}
+
 TEST(LowerTest, DeepSpeedJsonAloneRunsOnTheLauncherCount) {
   LoweringInputs in;
   in.job = Job();

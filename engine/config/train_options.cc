@@ -22,6 +22,10 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("--warmup must be >= 0, got ", o.schedule.warmup_steps));
   }
+  if (o.max_nonfinite_steps < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max-nonfinite-steps must be >= 0 (0: never fail), got ", o.max_nonfinite_steps));
+  }
   if (!(o.grad_clip >= 0)) {
     return absl::InvalidArgumentError(absl::StrCat("--grad-clip must be >= 0, got ", o.grad_clip));
   }

@@ -64,6 +64,10 @@ struct TrainOptions {
   // bytes communicated since the previous such record, and collective wait time
   // (StepMetrics::ranks; a small all-gather on the world group). 0: never.
   int64_t rank_stats_every = 0;
+  // A run that cannot learn fails: this many steps in a row with a non-finite loss or gradient
+  // norm (each skipped) end Train() with FailedPrecondition naming the steps. 0: never. Not
+  // under fp16 loss scaling, whose overflow skips are its own business.
+  int64_t max_nonfinite_steps = 5;
 };
 
 // InvalidArgument naming the flag for a non-positive batch, seq or accumulation, negative

@@ -1,5 +1,8 @@
 #include "engine/model/gpt2_config.h"
 
+#include <iterator>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/base/status_macros.h"
@@ -19,6 +22,40 @@ constexpr Preset kPresets[] = {
     {"gpt2-large", 36, 20, 1280, 50257, 1024}, {"gpt2-xl", 48, 25, 1600, 50257, 1024},
 };
 
+// Keys of Hugging Face's GPT2Config that change the model. The engine implements GPT-2 as
+// published: a key with another value than that is an error naming it, never silently ignored.
+// (Dropout probabilities are accepted at any value: the engine trains without dropout, which
+// docs/job.md states.)
+absl::Status CheckImplemented(const nlohmann::json& j, const Gpt2Config& c,
+                              const std::string& src) {
+  auto refuse = [&](const char* key, const std::string& why) {
+    return absl::InvalidArgumentError(absl::StrCat(src, ": ", key, ": ", j[key].dump(),
+                                                   " is not implemented by this engine (", why,
+                                                   ")"));
+  };
+  if (j.contains("activation_function") && j["activation_function"] != "gelu_new" &&
+      j["activation_function"] != "gelu_pytorch_tanh") {
+    return refuse("activation_function", "GPT-2's tanh GELU, gelu_new, only");
+  }
+  if (j.contains("layer_norm_epsilon") &&
+      !(j["layer_norm_epsilon"].is_number() && j["layer_norm_epsilon"].get<double>() == 1e-5)) {
+    return refuse("layer_norm_epsilon", "1e-05 only");
+  }
+  if (j.contains("n_inner") && !j["n_inner"].is_null() &&
+      !(j["n_inner"].is_number_integer() && j["n_inner"].get<int64_t>() == 4 * c.n_embd)) {
+    return refuse("n_inner", absl::StrCat("null or 4 * n_embd = ", 4 * c.n_embd, " only"));
+  }
+  for (const auto& [key, expected] : {std::pair<const char*, bool>{"tie_word_embeddings", true},
+                                      {"scale_attn_weights", true},
+                                      {"scale_attn_by_inverse_layer_idx", false},
+                                      {"add_cross_attention", false}}) {
+    if (j.contains(key) && j[key] != expected) {
+      return refuse(key, absl::StrCat(expected ? "true" : "false", " only"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status Gpt2Config::Validate() const {
@@ -31,6 +68,20 @@ absl::Status Gpt2Config::Validate() const {
     if (value <= 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("model config ", name, ": ", field, " must be positive, got ", value));
+    }
+  }
+  // Bounds far above any GPT-2 (gpt2-xl: 48 layers, width 1600), so that a typo or a hostile
+  // file is a one-line error here rather than an allocation that cannot succeed later.
+  const std::pair<const char*, int64_t> limits[] = {{"n_layer", 4096},
+                                                    {"n_head", 4096},
+                                                    {"n_embd", 1 << 17},
+                                                    {"vocab_size", 1 << 24},
+                                                    {"n_positions", 1 << 20}};
+  for (size_t i = 0; i < std::size(limits); ++i) {
+    if (fields[i].second > limits[i].second) {
+      return absl::InvalidArgumentError(absl::StrCat("model config ", name, ": ", fields[i].first,
+                                                     " must be at most ", limits[i].second,
+                                                     ", got ", fields[i].second));
     }
   }
   if (n_embd % n_head != 0) {
@@ -98,6 +149,7 @@ absl::StatusOr<Gpt2Config> Gpt2ConfigFromJson(std::string_view json_text, std::s
   ACCEL_RETURN_IF_ERROR(read("vocab_size", nullptr, &c.vocab_size));
   ACCEL_RETURN_IF_ERROR(read("n_positions", "n_ctx", &c.n_positions));
   ACCEL_RETURN_IF_ERROR(c.Validate());
+  ACCEL_RETURN_IF_ERROR(CheckImplemented(j, c, src));
   return c;
 }
 

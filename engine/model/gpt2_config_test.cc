@@ -73,5 +73,33 @@ TEST(Gpt2ConfigTest, BadConfigsNameTheKey) {
   EXPECT_THAT(zero.status().message(), HasSubstr("n_layer must be positive"));
 }
 
+// Probes of issue 16: a huge dimension is a one-line error (n_layer 2^40 aborted with bad_alloc),
+// and keys that change the model are never silently ignored.
+TEST(Gpt2ConfigTest, HugeDimensionsAndUnimplementedKeysNameTheKey) {
+  auto json = [](const std::string& extra) {
+    return Gpt2ConfigFromJson(R"({"n_layer": 2, "n_head": 2, "n_embd": 8, "vocab_size": 9,
+                                  "n_positions": 16)" + extra + "}",
+                              "g.json");
+  };
+  auto msg = [&](const std::string& extra) { return std::string(json(extra).status().message()); };
+  EXPECT_THAT(Gpt2ConfigFromJson(R"({"n_layer": 1099511627776, "n_head": 1, "n_embd": 4,
+                                     "vocab_size": 9, "n_positions": 4})",
+                                 "h.json")
+                  .status()
+                  .message(),
+              HasSubstr("n_layer must be at most 4096, got 1099511627776"));
+  EXPECT_THAT(msg(R"(, "activation_function": "relu")"),
+              HasSubstr("g.json: activation_function: \"relu\" is not implemented"));
+  EXPECT_THAT(msg(R"(, "layer_norm_epsilon": 10)"), HasSubstr("layer_norm_epsilon: 10"));
+  EXPECT_THAT(msg(R"(, "n_inner": 7)"), HasSubstr("n_inner: 7 is not implemented"));
+  EXPECT_THAT(msg(R"(, "tie_word_embeddings": false)"), HasSubstr("tie_word_embeddings"));
+  EXPECT_THAT(msg(R"(, "add_cross_attention": true)"), HasSubstr("add_cross_attention"));
+  // Hugging Face's defaults are what the engine runs.
+  EXPECT_TRUE(json(R"(, "activation_function": "gelu_new", "layer_norm_epsilon": 1e-05,
+                     "n_inner": null, "tie_word_embeddings": true, "resid_pdrop": 0.1)")
+                  .ok());
+  EXPECT_TRUE(json(R"(, "n_inner": 32, "activation_function": "gelu_pytorch_tanh")").ok());
+}
+
 }  // namespace
 }  // namespace accel::model

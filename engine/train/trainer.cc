@@ -195,9 +195,19 @@ absl::StatusOr<std::vector<RankStats>> Trainer::CollectRankStats(double comm_wai
 absl::Status Trainer::Train(
     const std::function<absl::Status(const StepMetrics&)>& on_step,
     const std::function<absl::Status(const CheckpointEvent&)>& on_checkpoint) {
+  int64_t nonfinite_run = 0;  // consecutive steps skipped for a non-finite loss or norm
   while (step_ < options_.steps) {
     ACCEL_ASSIGN_OR_RETURN(StepMetrics m, TrainStep());
     if (on_step) ACCEL_RETURN_IF_ERROR(on_step(m));
+    nonfinite_run = m.skipped && !scaler_.enabled() ? nonfinite_run + 1 : 0;
+    if (options_.max_nonfinite_steps > 0 && nonfinite_run >= options_.max_nonfinite_steps) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the run cannot learn: steps ", m.step + 2 - nonfinite_run, " to ", m.step + 1,
+          " had a non-finite loss or gradient norm (last: loss ", m.loss, ", grad norm ",
+          m.grad_norm, ") and were skipped; check the learning rate and optimizer settings, "
+          "the initial weights and the data (max_nonfinite_steps ",
+          options_.max_nonfinite_steps, ")"));
+    }
     if (options_.checkpoint_every > 0 && !options_.checkpoint_dir.empty() &&
         step_ % options_.checkpoint_every == 0) {
       ACCEL_ASSIGN_OR_RETURN(CheckpointEvent e,

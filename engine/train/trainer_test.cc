@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "engine/checkpoint/safetensors.h"
 #include "engine/train/repetitive_text_test_fixture.h"
 #include "gmock/gmock.h"
@@ -13,6 +14,7 @@
 namespace accel::train {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 using TrainerTest = RepetitiveTextTest;
@@ -36,6 +38,35 @@ TEST_F(TrainerTest, LossFallsOnRepetitiveText) {
   }
   EXPECT_EQ(seen.back().step, 29);
   EXPECT_EQ(seen.back().eta_seconds, 0);
+}
+
+// A probe of issue 16: an infinite lr once skipped every step and ended SUCCEEDED. Now the
+// fifth non-finite step in a row fails the run, naming the steps and the likely causes.
+TEST_F(TrainerTest, ARunThatCannotLearnFails) {
+  TrainOptions o = Options();
+  o.schedule.base_lr = INFINITY;
+  auto trainer = Trainer::Create(o);
+  ASSERT_TRUE(trainer.ok()) << trainer.status();
+  std::vector<StepMetrics> seen;
+  absl::Status s = (*trainer)->Train([&](const StepMetrics& m) {
+    seen.push_back(m);
+    return absl::OkStatus();
+  });
+  ASSERT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  ASSERT_GE(seen.size(), 5u);
+  ASSERT_LT(seen.size(), 30u);
+  const int64_t last = seen.back().step + 1;
+  EXPECT_THAT(std::string(s.message()),
+              AllOf(HasSubstr("cannot learn"),
+                    HasSubstr(absl::StrCat("steps ", last - 4, " to ", last)),
+                    HasSubstr("learning rate")));
+  for (size_t i = seen.size() - 5; i < seen.size(); ++i) EXPECT_TRUE(seen[i].skipped);
+  // 0 turns the rule off: every step runs (and is skipped).
+  o.max_nonfinite_steps = 0;
+  auto patient = Trainer::Create(o);
+  ASSERT_TRUE(patient.ok());
+  EXPECT_TRUE((*patient)->Train([](const StepMetrics&) { return absl::OkStatus(); }).ok());
+  EXPECT_EQ((*patient)->step(), o.steps);
 }
 
 TEST_F(TrainerTest, AccumulationMatchesOneLargerBatch) {

@@ -1,0 +1,64 @@
+#include "engine/base/path_checks.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+
+#include "absl/strings/str_cat.h"
+
+namespace accel {
+namespace {
+
+const char* KindOf(const struct stat& st) {
+  if (S_ISREG(st.st_mode)) return "a file";
+  if (S_ISDIR(st.st_mode)) return "a directory";
+  if (S_ISFIFO(st.st_mode)) return "a FIFO";
+  if (S_ISSOCK(st.st_mode)) return "a socket";
+  if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) return "a device";
+  return "not a regular file";
+}
+
+}  // namespace
+
+absl::Status CheckReadableFile(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return absl::InvalidArgumentError(absl::StrCat("no such file: ", path));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " cannot be read: ", std::strerror(errno)));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " is ", KindOf(st), ", not a regular file"));
+  }
+  if (::access(path.c_str(), R_OK) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(path, " is not readable"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckWritableDirectory(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path p = fs::absolute(path, ec);
+  while (!p.empty() && !fs::exists(p, ec) && p != p.parent_path()) p = p.parent_path();
+  struct stat st;
+  if (::stat(p.c_str(), &st) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", std::strerror(errno)));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " is not a directory (", p.string(), " is ", KindOf(st), ")"));
+  }
+  if (::access(p.c_str(), W_OK | X_OK) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " is not writable (", p.string(), ": permission denied)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace accel

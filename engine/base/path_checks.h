@@ -1,0 +1,23 @@
+// Checks of paths a job names, made where the job is accepted (acceld's submit, the lowering)
+// so that a rank never finds out at start: a file to read must be a regular file (a FIFO would
+// block a reader forever, a directory reads as garbage), a directory to write must be writable.
+// They look at the real file system (POSIX), not an Env: they answer "will a worker process on
+// this machine be able to open it", which only the machine knows.
+#pragma once
+
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace accel {
+
+// OK for a readable regular file (symlinks followed). InvalidArgument naming the path and what
+// it is instead ("a directory", "a FIFO", "missing", "not readable").
+[[nodiscard]] absl::Status CheckReadableFile(const std::string& path);
+
+// OK for an existing writable directory, or a path that does not exist yet whose nearest
+// existing ancestor is a writable directory (the writer creates the rest). InvalidArgument
+// naming the path otherwise.
+[[nodiscard]] absl::Status CheckWritableDirectory(const std::string& path);
+
+}  // namespace accel
