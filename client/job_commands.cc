@@ -410,6 +410,10 @@ void AddJobCommands(CLI::App& app, JobCommand* c) {
 int RunParsedJobCommand(JobCommand& c, std::ostream& out, std::ostream& err) {
   Session session(c, out, err);
   if (c.chosen == "submit") return session.Submit();  // connects after checking the file
+  const bool names_a_job = c.chosen != "list" && c.chosen != "cluster";
+  if (absl::Status s = rpc::ValidateJobId(c.job_id); names_a_job && !s.ok()) {
+    return session.Fail(s);  // before sending: a huge id must not reach the wire
+  }
   if (absl::Status s = session.Connect(); !s.ok()) return session.Fail(s);
   if (c.chosen == "status") return session.Status();
   if (c.chosen == "list") return session.List();

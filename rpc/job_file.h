@@ -34,7 +34,14 @@ accel::v1::JobSpec DefaultJobSpec();
 // client is held to the job file's rules). InvalidArgument naming the key path. With
 // check_files, the files named by the spec must exist (NotFound is reported as
 // InvalidArgument naming the key).
+// Also: the spec at most 1 MiB serialized, `name` at most 256 bytes of UTF-8 without control
+// characters.
 [[nodiscard]] absl::Status ValidateJobSpec(const accel::v1::JobSpec& spec, bool check_files);
+
+// A job id a client names (GetJob, CancelJob, WatchJob, ...): non-empty, at most
+// kMaxJobIdBytes. InvalidArgument naming job_id.
+inline constexpr size_t kMaxJobIdBytes = 128;
+[[nodiscard]] absl::Status ValidateJobId(const std::string& id);
 
 // proto3 JSON of a spec with the field names of the job file (snake_case), and back.
 std::string JobSpecToJson(const accel::v1::JobSpec& spec);

@@ -26,11 +26,38 @@ using accel::v1::JobSpec;
 // OpenMP runtime fails to start them).
 constexpr int kMaxThreadsPerProcess = 1024;
 
+constexpr size_t kMaxSpecBytes = 1 << 20;
+constexpr size_t kMaxNameBytes = 256;
+
+bool IsValidUtf8(const std::string& text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    const int extra = c < 0x80 ? 0 : (c >> 5) == 0x6 ? 1 : (c >> 4) == 0xe ? 2
+                                                     : (c >> 3) == 0x1e ? 3 : -1;
+    if (extra < 0 || i + extra >= text.size()) return false;
+    for (int k = 1; k <= extra; ++k) {
+      if ((static_cast<unsigned char>(text[i + k]) >> 6) != 0x2) return false;
+    }
+    i += 1 + extra;
+  }
+  return true;
+}
+
 absl::Status Invalid(const std::string& path, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
 }
 
 }  // namespace
+
+absl::Status ValidateJobId(const std::string& id) {
+  if (id.empty()) return Invalid("job_id", "required");
+  if (id.size() > kMaxJobIdBytes) {
+    return Invalid("job_id", absl::StrCat(id.size(), " bytes; job ids are at most ",
+                                          kMaxJobIdBytes, " (job-<number>)"));
+  }
+  return absl::OkStatus();
+}
 
 absl::Status ValidateJobSpec(const JobSpec& s, bool check_files) {
   const auto& t = s.train();
@@ -41,6 +68,20 @@ absl::Status ValidateJobSpec(const JobSpec& s, bool check_files) {
     if (v < min) return Invalid(path, absl::StrCat("must be an integer >= ", min, ", got ", v));
     return absl::OkStatus();
   };
+  // Sizes a client can send are capped, so one job can never make `accelctl list` too large to
+  // receive, and names print as one line.
+  if (const size_t bytes = s.ByteSizeLong(); bytes > kMaxSpecBytes) {
+    return Invalid("spec", absl::StrCat(bytes, " bytes; at most ", kMaxSpecBytes));
+  }
+  if (s.name().size() > kMaxNameBytes) {
+    return Invalid("name", absl::StrCat(s.name().size(), " bytes; at most ", kMaxNameBytes));
+  }
+  for (const unsigned char ch : s.name()) {
+    if (ch < 0x20 || ch == 0x7f) {
+      return Invalid("name", "control characters are not allowed (names print on one line)");
+    }
+  }
+  if (!IsValidUtf8(s.name())) return Invalid("name", "not valid UTF-8");
   if (s.model().preset().empty() && s.model().config().empty()) {
     return Invalid("model", "give model.preset or model.config");
   }

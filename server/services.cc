@@ -83,6 +83,7 @@ grpc::Status CoordinatorService::GetJob(grpc::ServerContext* ctx,
                                         const accel::v1::GetJobRequest* req,
                                         accel::v1::Job* resp) {
   if (grpc::Status s = CheckClient(ctx); !s.ok()) return s;
+  if (absl::Status s = rpc::ValidateJobId(req->job_id()); !s.ok()) return ToGrpc(s);
   absl::StatusOr<JobRecord> job = d_.registry->Get(req->job_id());
   if (!job.ok()) return ToGrpc(job.status());
   *resp = ToProto(*job);
@@ -109,6 +110,7 @@ grpc::Status CoordinatorService::CancelJob(grpc::ServerContext* ctx,
                                            const accel::v1::CancelJobRequest* req,
                                            accel::v1::Job* resp) {
   if (grpc::Status s = CheckClient(ctx); !s.ok()) return s;
+  if (absl::Status s = rpc::ValidateJobId(req->job_id()); !s.ok()) return ToGrpc(s);
   absl::StatusOr<JobRecord> job = d_.manager->Cancel(req->job_id());
   if (!job.ok()) return ToGrpc(job.status());
   // Answer once the workers are gone (the job is CANCELLED then), or when the caller gives up.
@@ -126,6 +128,7 @@ grpc::Status CoordinatorService::WatchJob(grpc::ServerContext* ctx,
                                           const accel::v1::WatchJobRequest* req,
                                           grpc::ServerWriter<accel::v1::Event>* writer) {
   if (grpc::Status s = CheckClient(ctx); !s.ok()) return s;
+  if (absl::Status s = rpc::ValidateJobId(req->job_id()); !s.ok()) return ToGrpc(s);
   if (absl::StatusOr<JobRecord> job = d_.registry->Get(req->job_id()); !job.ok()) {
     return ToGrpc(job.status());
   }
@@ -173,6 +176,7 @@ grpc::Status CoordinatorService::ListCheckpoints(grpc::ServerContext* ctx,
                                                  const accel::v1::ListCheckpointsRequest* req,
                                                  accel::v1::ListCheckpointsResponse* resp) {
   if (grpc::Status s = CheckClient(ctx); !s.ok()) return s;
+  if (absl::Status s = rpc::ValidateJobId(req->job_id()); !s.ok()) return ToGrpc(s);
   if (absl::StatusOr<JobRecord> job = d_.registry->Get(req->job_id()); !job.ok()) {
     return ToGrpc(job.status());
   }

@@ -138,6 +138,28 @@ TEST_F(ServicesTest, BadSpecsAreRejectedAtSubmitAndNothingIsQueued) {
   v1::JobSpec no_data = Spec(1);
   no_data.mutable_data()->set_path(dir_ + "/missing.bin");
   EXPECT_THAT(Submit(no_data, token_, nullptr).error_message(), HasSubstr("data.path: no such file"));
+  // Probes of issue 16: a 50 MB name was stored and `list` failed for good after it; control
+  // characters printed raw; a huge job id grew acceld.
+  v1::JobSpec long_name = Spec(1);
+  long_name.set_name(std::string(2 << 20, 'n'));
+  EXPECT_THAT(Submit(long_name, token_, nullptr).error_message(),
+              HasSubstr("spec: 2097"));
+  long_name.set_name(std::string(300, 'n'));
+  EXPECT_THAT(Submit(long_name, token_, nullptr).error_message(),
+              HasSubstr("name: 300 bytes; at most 256"));
+  long_name.set_name("two\nlines");
+  EXPECT_THAT(Submit(long_name, token_, nullptr).error_message(),
+              HasSubstr("name: control characters"));
+  {
+    grpc::ClientContext ctx;
+    rpc::Authorize(ctx, token_);
+    v1::GetJobRequest get;
+    get.set_job_id(std::string(4000, 'j'));
+    v1::Job job;
+    grpc::Status got = coord_->GetJob(&ctx, get, &job);
+    EXPECT_EQ(got.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(got.error_message(), HasSubstr("job_id: 4000 bytes; job ids are at most 128"));
+  }
   grpc::ClientContext ctx;
   rpc::Authorize(ctx, token_);
   v1::ListJobsResponse list;

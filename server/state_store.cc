@@ -1,6 +1,7 @@
 #include "server/state_store.h"
 
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <utility>
 
@@ -106,6 +107,14 @@ class Stmt {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path) {
+  // A database file that exists but is empty was truncated (SQLite would take it for a new
+  // one, and acceld would reuse job ids and append to the old jobs' logs): refuse it.
+  struct stat st;
+  if (path != ":memory:" && ::stat(path.c_str(), &st) == 0 && st.st_size == 0) {
+    return absl::DataLossError(absl::StrCat(
+        "state database ", path, " is empty (0 bytes): it was truncated; move it away to start "
+        "with no jobs, or restore it"));
+  }
   sqlite3* db = nullptr;
   int rc = sqlite3_open_v2(path.c_str(), &db,
                            SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
@@ -124,6 +133,7 @@ absl::StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& 
                                             s.message()));
   }
   ACCEL_RETURN_IF_ERROR(store->Migrate());
+  ACCEL_RETURN_IF_ERROR(store->QuickCheck(path));
   return store;
 }
 
@@ -144,6 +154,16 @@ absl::Status StateStore::Exec(const char* sql) {
     return absl::InternalError(absl::StrCat("state database: ", msg));
   }
   return absl::OkStatus();
+}
+
+absl::Status StateStore::QuickCheck(const std::string& path) {
+  Stmt check(db_, "PRAGMA quick_check");
+  std::string first;
+  if (check.ok() && check.Step() == SQLITE_ROW) first = check.ColText(0);
+  if (first == "ok") return absl::OkStatus();
+  return absl::DataLossError(absl::StrCat(
+      "state database ", path, " is damaged (", first.empty() ? sqlite3_errmsg(db_) : first,
+      "); restore it from a backup or move it away to start with no jobs"));
 }
 
 absl::Status StateStore::Migrate() {

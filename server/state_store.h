@@ -31,7 +31,8 @@ class StateStore {
  public:
   // Opens or creates the database at `path` (":memory:" for tests). Errors: Unavailable when
   // SQLite cannot open it, FailedPrecondition for a newer schema, DataLoss when the file is
-  // not a usable database.
+  // not a usable database, is empty (truncated) or fails PRAGMA quick_check — a damaged
+  // database is refused, never silently replaced.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<StateStore>> Open(const std::string& path);
   ~StateStore();
   StateStore(const StateStore&) = delete;
@@ -59,6 +60,8 @@ class StateStore {
   explicit StateStore(sqlite3* db) : db_(db) {}
   [[nodiscard]] absl::Status Exec(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   [[nodiscard]] absl::Status Migrate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // PRAGMA quick_check: DataLoss naming the file and the first problem.
+  [[nodiscard]] absl::Status QuickCheck(const std::string& path) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Error(const char* what) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   absl::Mutex mu_;

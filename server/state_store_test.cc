@@ -2,6 +2,9 @@
 
 #include <sqlite3.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/test_util.h"
@@ -164,6 +167,46 @@ TEST(StateStoreTest, MigratesAVersionOneDatabaseReadingKnobsFromTheSpecs) {
   EXPECT_EQ((*jobs)[1].knobs.device, DeviceKind::kCpu);
   EXPECT_EQ((*jobs)[1].knobs.threads, 1);
   EXPECT_EQ((*jobs)[1].knobs.checkpoint_dir, "");
+}
+
+// Probes of issue 16: a zero-length state.db silently started fresh (reusing job-1); a damaged
+// one was only noticed later. Both are refused at open, naming the file.
+TEST(StateStoreTest, AnEmptyOrDamagedDatabaseIsRefusedNotReplaced) {
+  const std::string dir = FreshTestDir();
+  const std::string empty = dir + "/empty.db";
+  std::ofstream(empty).close();
+  auto store = StateStore::Open(empty);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(std::string(store.status().message()),
+              ::testing::AllOf(::testing::HasSubstr(empty), ::testing::HasSubstr("empty")));
+  EXPECT_EQ(std::filesystem::file_size(empty), 0u);  // left as it was
+
+  const std::string damaged = dir + "/damaged.db";
+  {
+    auto s = StateStore::Open(damaged);
+    ASSERT_TRUE(s.ok()) << s.status();
+    JobRecord job = SampleJob();
+    for (int i = 0; i < 200; ++i) {
+      job.id = "job-" + std::to_string(i);
+      job.number = i;
+      job.spec_json = std::string(400, 'x');
+      ASSERT_TRUE((*s)->PutJob(job).ok());
+    }
+  }
+  sqlite3* db = nullptr;  // fold the WAL into the file, then overwrite pages 3.. with garbage
+  ASSERT_EQ(sqlite3_open(damaged.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  {
+    std::fstream f(damaged, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(2 * 4096);
+    const std::string garbage(8 * 4096, '\x5a');
+    f.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
+  }
+  store = StateStore::Open(damaged);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss) << store.status();
+  EXPECT_THAT(std::string(store.status().message()), ::testing::HasSubstr(damaged));
 }
 
 TEST(StateStoreTest, UsesWriteAheadLogging) {

@@ -212,10 +212,11 @@ absl::StatusOr<int64_t> FileStore::Add(const std::string& key, int64_t delta) {
     if (!parsed.ok()) return parsed.status();
     current = *parsed;
   }
-  current += delta;
-  absl::Status written = WriteAtomically(*path, absl::StrCat(current));
+  absl::StatusOr<int64_t> sum = AddToCounter(key, current, delta);
+  if (!sum.ok()) return sum.status();
+  absl::Status written = WriteAtomically(*path, absl::StrCat(*sum));
   if (!written.ok()) return written;
-  return current;
+  return *sum;
 }
 
 }  // namespace accel::comm

@@ -22,6 +22,15 @@ absl::StatusOr<int64_t> ParseCounter(const std::string& key, const std::string& 
   return current;
 }
 
+absl::StatusOr<int64_t> AddToCounter(const std::string& key, int64_t current, int64_t delta) {
+  int64_t sum = 0;
+  if (__builtin_add_overflow(current, delta, &sum)) {
+    return absl::OutOfRangeError(absl::StrCat("store key '", key, "': adding ", delta, " to ",
+                                              current, " leaves the 64-bit counter range"));
+  }
+  return sum;
+}
+
 absl::Status InMemoryStore::Set(const std::string& key, const std::string& value) {
   absl::MutexLock lock(&mu_);
   map_[key] = value;
@@ -60,9 +69,10 @@ absl::StatusOr<int64_t> InMemoryStore::Add(const std::string& key, int64_t delta
     if (!parsed.ok()) return parsed.status();
     current = *parsed;
   }
-  current += delta;
-  map_[key] = absl::StrCat(current);
-  return current;
+  absl::StatusOr<int64_t> sum = AddToCounter(key, current, delta);
+  if (!sum.ok()) return sum.status();
+  map_[key] = absl::StrCat(*sum);
+  return *sum;
 }
 
 }  // namespace accel::comm

@@ -36,5 +36,8 @@ class InMemoryStore : public Store {
 absl::Status MissingKeysError(const std::vector<std::string>& missing, absl::Duration timeout);
 // Parses a counter value written by Add; InvalidArgument naming the key otherwise.
 absl::StatusOr<int64_t> ParseCounter(const std::string& key, const std::string& value);
+// current + delta; OutOfRange naming the key when the sum leaves int64 (the counter keeps its
+// value: a wrapped counter would hand two ranks the same number).
+absl::StatusOr<int64_t> AddToCounter(const std::string& key, int64_t current, int64_t delta);
 
 }  // namespace accel::comm

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -138,6 +139,17 @@ TEST_P(StoreTest, AddStartsAtZeroTakesNegativesAndRejectsNonCounters) {
   absl::StatusOr<int64_t> bad = store_->Add("text", 1);
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(bad.status().message(), HasSubstr("text"));
+}
+
+// A probe of issue 16: KvAdd overflowed a signed 64-bit counter (undefined behaviour).
+TEST_P(StoreTest, AddThatLeavesTheCounterRangeIsRefusedAndKeepsTheValue) {
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(*store_->Add("big", max), max);
+  absl::StatusOr<int64_t> over = store_->Add("big", 1);
+  EXPECT_EQ(over.status().code(), absl::StatusCode::kOutOfRange);
+  EXPECT_THAT(over.status().message(), HasSubstr("big"));
+  EXPECT_EQ(*store_->Get("big", absl::Seconds(1)), std::to_string(max));
+  EXPECT_EQ(*store_->Add("big", -1), max - 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(
