@@ -19,6 +19,9 @@ void JobManager::EndJob(const std::string& job_id, JobState state, const std::st
           ->Transition(job_id, state, message,
                        [&](JobRecord& j) {
                          if (!error.empty()) j.error = error;
+                         // An earlier attempt's failure is history (the attempts table keeps
+                         // it); a job that succeeded shows no error.
+                         if (state == JobState::kSucceeded) j.error.clear();
                        })
           .status(),
       "end job");
@@ -43,7 +46,9 @@ void JobManager::HandleExit(const RankExit& exit) {
   if (rs.exit_ok) return;
   std::string error = absl::StrCat("rank ", exit.rank, " ", exit.Describe());
   if (exit.ok()) absl::StrAppend(&error, " without registering with acceld");
-  if (!exit.log_tail.empty()) {
+  // A rank that exited names its error on its last line; a killed one was cut off wherever it
+  // was, so its last line (a progress or info line) says nothing about why.
+  if (!exit.log_tail.empty() && exit.signal == 0) {
     std::string tail = exit.log_tail;
     while (!tail.empty() && tail.back() == '\n') tail.pop_back();
     absl::StrAppend(&error, ": ", tail.substr(tail.rfind('\n') == std::string::npos

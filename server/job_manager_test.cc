@@ -109,6 +109,18 @@ TEST_F(JobManagerTest, AKilledRankIsBlamedOverPeersThatFailedWithIt) {
   EXPECT_EQ(registry_->Get(job->id)->error, "rank 1 killed by signal 9 (Killed)");
 }
 
+// A probe of issue 16: a killed rank's error carried whatever info line it printed last.
+TEST_F(JobManagerTest, AKilledRanksErrorCarriesNoUnrelatedLogLine) {
+  auto job = manager_->Submit(Job(2));
+  manager_->Tick();
+  RegisterAll(job->id);
+  runner_->Exit(job->id, 1, 1, 0, SIGKILL, "[info] registered: attempt 1, 2 ranks");
+  manager_->Tick();
+  runner_->Exit(job->id, 1, 0, 0, SIGTERM);  // the rest of the gang, stopped
+  manager_->Tick();
+  EXPECT_EQ(registry_->Get(job->id)->error, "rank 1 killed by signal 9 (Killed)");
+}
+
 TEST_F(JobManagerTest, CancelStopsRunningGangsAndDropsQueuedJobs) {
   auto a = manager_->Submit(Job(2));
   auto b = manager_->Submit(Job(2));
@@ -169,6 +181,29 @@ TEST_F(JobManagerTest, ASilentRankCountsAsFailed) {
   auto rec = *registry_->Get(job->id);
   EXPECT_EQ(rec.state, JobState::kFailed);
   EXPECT_THAT(rec.error, HasSubstr("rank 1 sent no heartbeat for 35s"));
+}
+
+// A probe of issue 16: a job that ended SUCCEEDED still showed an earlier attempt's error.
+TEST_F(JobManagerTest, ASucceededJobShowsNoErrorOfAnEarlierAttempt) {
+  auto job = manager_->Submit(Job(2, /*max_restarts=*/1));
+  manager_->Tick();
+  RegisterAll(job->id);
+  runner_->Exit(job->id, 1, 0, 1);
+  runner_->Exit(job->id, 1, 1, 0, SIGTERM);
+  manager_->Tick();
+  EXPECT_THAT(registry_->Get(job->id)->error, HasSubstr("rank "));  // the failed attempt's
+  manager_->Tick();
+  ASSERT_EQ(registry_->Get(job->id)->attempt, 2);
+  RegisterAll(job->id);
+  runner_->Exit(job->id, 2, 0, 0);
+  runner_->Exit(job->id, 2, 1, 0);
+  manager_->Tick();
+  const JobRecord rec = *registry_->Get(job->id);
+  EXPECT_EQ(rec.state, JobState::kSucceeded);
+  EXPECT_EQ(rec.error, "");
+  auto attempts = *store_->ListAttempts(job->id);
+  ASSERT_EQ(attempts.size(), 2u);
+  EXPECT_THAT(attempts[0].outcome, HasSubstr("failed"));
 }
 
 TEST_F(JobManagerTest, AfterARestartRunningJobsResumeWithoutUsingARestart) {
