@@ -30,6 +30,11 @@ absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
   ss << in.rdbuf();
   std::string token(absl::StripAsciiWhitespace(ss.str()));
   if (token.empty()) return absl::InvalidArgumentError(absl::StrCat("token file ", path, " is empty"));
+  if (token.size() > 4096) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "token file ", path, " holds ", token.size(),
+        " bytes; a token is at most 4096 (it travels in a gRPC header): is it the right file?"));
+  }
   return token;
 }
 

@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/base/logging.h"
 #include "engine/base/status_macros.h"
+#include "rpc/job_file.h"
 #include "server/gpus.h"
 #include "server/token_file.h"
 #include "server/wall_clock.h"
@@ -199,6 +200,18 @@ absl::StatusOr<std::unique_ptr<Acceld>> Acceld::Start(AcceldOptions o) {
   d->manager_->SetWorkerAddress(d->worker_address_, host, tcp_port);
   d->options_ = o;
 
+  // A job whose stored spec no longer parses would be relaunched until its restarts ran out,
+  // each worker failing on the same bytes: it fails once, here, saying why.
+  for (const JobRecord& job : d->registry_->List()) {
+    if (IsTerminal(job.state)) continue;
+    absl::StatusOr<accel::v1::JobSpec> spec = rpc::JobSpecFromJson(job.spec_json);
+    if (spec.ok()) continue;
+    const std::string why = absl::StrCat("acceld restarted and ", spec.status().message());
+    ACCEL_RETURN_IF_ERROR(
+        d->registry_->Transition(job.id, JobState::kFailed, why, [&](JobRecord& j) {
+          j.error = why;
+        }).status());
+  }
   ACCEL_RETURN_IF_ERROR(d->manager_->Recover());
   d->manager_->Start();
   d->server_->GetHealthCheckService()->SetServingStatus(true);

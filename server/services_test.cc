@@ -406,5 +406,47 @@ TEST(AcceldUnixSocketTest, ServesOnAPrivateUnixSocket) {
   EXPECT_EQ(cluster.device(), "cpu");
 }
 
+// A probe of issue 16: a RUNNING job whose stored spec was corrupt was relaunched until its
+// restarts ran out, ending with "restarts used 2 of 0". It fails once, at start, saying why.
+TEST(AcceldRecoveryTest, ARunningJobWithACorruptStoredSpecFailsOnceSayingWhy) {
+  const std::string dir = FreshTestDir();
+  std::filesystem::create_directories(dir + "/state");
+  {
+    auto store = StateStore::Open(dir + "/state/state.db");
+    ASSERT_TRUE(store.ok()) << store.status();
+    JobRecord job;
+    job.id = "job-1";
+    job.number = 1;
+    job.name = "broken";
+    job.spec_json = "{\"train\": {\"steps\": ";  // cut off
+    job.slots = 1;
+    job.max_restarts = 2;
+    job.state = JobState::kRunning;
+    job.attempt = 1;
+    ASSERT_TRUE((*store)->PutJob(job).ok());
+  }
+  const std::string worker = dir + "/w.sh";
+  std::ofstream(worker) << "#!/bin/sh\nexit 0\n";
+  chmod(worker.c_str(), 0755);
+  AcceldOptions o;
+  o.listen = "";
+  o.unix_socket = dir + "/acceld.sock";
+  o.state_dir = dir + "/state";
+  o.cpu_slots = 1;
+  o.worker_bin = worker;
+  auto d = Acceld::Start(o);
+  ASSERT_TRUE(d.ok()) << d.status();
+  auto stub = v1::Coordinator::NewStub(*rpc::MakeChannel((*d)->address()));
+  grpc::ClientContext ctx;
+  rpc::Authorize(ctx, (*d)->client_token());
+  v1::GetJobRequest get;
+  get.set_job_id("job-1");
+  v1::Job job;
+  ASSERT_TRUE(stub->GetJob(&ctx, get, &job).ok());
+  EXPECT_EQ(job.state(), v1::FAILED);
+  EXPECT_EQ(job.restarts_used(), 0);
+  EXPECT_THAT(job.error(), HasSubstr("stored job spec is not readable"));
+}
+
 }  // namespace
 }  // namespace accel::server

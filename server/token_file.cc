@@ -13,9 +13,16 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "engine/base/logging.h"
 #include "server/job_manager.h"
 
 namespace accel::server {
+namespace {
+
+constexpr size_t kMaxTokenBytes = 4096;
+constexpr size_t kShortTokenBytes = 16;
+
+}  // namespace
 
 absl::StatusOr<std::string> EnsureTokenFile(const std::string& path) {
   struct stat st;
@@ -31,6 +38,25 @@ absl::StatusOr<std::string> EnsureTokenFile(const std::string& path) {
     std::string token(absl::StripAsciiWhitespace(ss.str()));
     if (token.empty()) {
       return absl::FailedPreconditionError(absl::StrCat("token file ", path, " is empty"));
+    }
+    // A bearer token travels in a gRPC metadata header: at most a few KiB, printable ASCII.
+    if (token.size() > kMaxTokenBytes) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "token file ", path, " holds ", token.size(), " bytes; a token is at most ",
+          kMaxTokenBytes, " (it travels in a gRPC header); delete the file to have acceld make "
+          "one"));
+    }
+    for (const char ch : token) {
+      if (ch < 0x21 || ch > 0x7e) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "token file ", path, " holds a character that cannot travel in a header (printable "
+            "ASCII without spaces only)"));
+      }
+    }
+    if (token.size() < kShortTokenBytes) {
+      ACCEL_LOG(warn, "token file {} holds a {}-character token: easy to guess; use at least {} "
+                "random characters (delete the file to have acceld make one)",
+                path, token.size(), kShortTokenBytes);
     }
     return token;
   }

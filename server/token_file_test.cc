@@ -36,5 +36,19 @@ TEST(TokenFileTest, RefusesATokenOthersCanRead) {
   EXPECT_EQ(*EnsureTokenFile(path), "secret");
 }
 
+// A probe of issue 16: a 1 MB token failed every call with a bare gRPC metadata error.
+TEST(TokenFileTest, RefusesATokenThatCannotTravelInAHeader) {
+  const std::string path = FreshTestDir() + "/token";
+  std::ofstream(path) << std::string(1 << 20, 'x') << "\n";
+  chmod(path.c_str(), 0600);
+  auto t = EnsureTokenFile(path);
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(t.status().message()),
+              ::testing::HasSubstr("holds 1048576 bytes; a token is at most 4096"));
+  std::ofstream(path) << "two words\n";
+  EXPECT_THAT(std::string(EnsureTokenFile(path).status().message()),
+              ::testing::HasSubstr("cannot travel in a header"));
+}
+
 }  // namespace
 }  // namespace accel::server
