@@ -380,8 +380,9 @@ TEST_F(ServicesTest, HundredWatchersAndAThousandQueuedJobs) {
   EXPECT_LT(grown, 256 * 1024);
 }
 
-TEST(AcceldUnixSocketTest, ServesOnAPrivateUnixSocket) {
-  const std::string dir = FreshTestDir();
+// An in-process acceld in `dir` on a private unix socket, one CPU slot, and a worker that exits
+// at once.
+AcceldOptions UnixSocketOptions(const std::string& dir) {
   const std::string worker = dir + "/w.sh";
   std::ofstream(worker) << "#!/bin/sh\nexit 0\n";
   chmod(worker.c_str(), 0755);
@@ -391,6 +392,12 @@ TEST(AcceldUnixSocketTest, ServesOnAPrivateUnixSocket) {
   o.state_dir = dir + "/state";
   o.cpu_slots = 1;
   o.worker_bin = worker;
+  return o;
+}
+
+TEST(AcceldUnixSocketTest, ServesOnAPrivateUnixSocket) {
+  const std::string dir = FreshTestDir();
+  const AcceldOptions o = UnixSocketOptions(dir);
   auto d = Acceld::Start(o);
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ((*d)->address(), "unix:" + o.unix_socket);
@@ -425,15 +432,7 @@ TEST(AcceldRecoveryTest, ARunningJobWithACorruptStoredSpecFailsOnceSayingWhy) {
     job.attempt = 1;
     ASSERT_TRUE((*store)->PutJob(job).ok());
   }
-  const std::string worker = dir + "/w.sh";
-  std::ofstream(worker) << "#!/bin/sh\nexit 0\n";
-  chmod(worker.c_str(), 0755);
-  AcceldOptions o;
-  o.listen = "";
-  o.unix_socket = dir + "/acceld.sock";
-  o.state_dir = dir + "/state";
-  o.cpu_slots = 1;
-  o.worker_bin = worker;
+  const AcceldOptions o = UnixSocketOptions(dir);
   auto d = Acceld::Start(o);
   ASSERT_TRUE(d.ok()) << d.status();
   auto stub = v1::Coordinator::NewStub(*rpc::MakeChannel((*d)->address()));
