@@ -27,28 +27,23 @@ absl::StatusOr<config::PrecisionMode> ParsePrecision(const std::string& s) {
       absl::StrCat("--mixed-precision: \"", s, "\" is not one of no, fp16, bf16"));
 }
 
-// The one lowering (engine/config/lower.h) of `file` (a YAML, or a DeepSpeed JSON alone) for a
-// job of the default options with the given job values: what a worker would run. Files the
-// options name are not checked (the machine that runs the job may differ).
-absl::StatusOr<config::LoweredJob> LowerFile(const std::string& file,
-                                             const std::string& deepspeed_config,
-                                             const config::EnvMap& env,
-                                             std::optional<int> num_processes,
-                                             const config::JobSettings& job, Env* fs,
-                                             const config::ConfigInputs* flags = nullptr) {
+// The one lowering (engine/config/lower.h) of what `inputs` names (a YAML, or a DeepSpeed JSON
+// alone) for a job of the default options with the job values given: what a worker would
+// run. Files the options name are not checked (the machine that runs the job may differ).
+absl::StatusOr<config::LoweredJob> LowerFile(const config::ConfigInputs& inputs, Env* fs) {
   config::LoweringInputs in;
-  if (flags != nullptr) {
-    in.mixed_precision = flags->mixed_precision;
-    in.defaults = flags->defaults;
-  }
-  if (absl::EndsWith(file, ".json") && deepspeed_config.empty()) {
+  const std::string& file = inputs.accelerate_config;
+  if (absl::EndsWith(file, ".json") && inputs.deepspeed_config.empty()) {
     in.deepspeed = {file, ""};
   } else {
     in.accelerate = {file, ""};
-    if (!deepspeed_config.empty()) in.deepspeed = {deepspeed_config, ""};
+    if (!inputs.deepspeed_config.empty()) in.deepspeed = {inputs.deepspeed_config, ""};
   }
-  in.env = env;
-  in.launcher_world = num_processes;
+  in.env = inputs.env;
+  in.launcher_world = inputs.num_processes;
+  in.mixed_precision = inputs.mixed_precision;
+  in.defaults = inputs.defaults;
+  const config::JobSettings& job = inputs.job;
   in.job.data = "(explain: no data)";  // the lowering needs a job; no file is opened
   if (job.micro_batch_size) in.job.batch = *job.micro_batch_size;
   if (job.gradient_accumulation_steps) in.job.grad_accum = *job.gradient_accumulation_steps;
@@ -91,9 +86,7 @@ int ConfigExplain(const ExplainArgs& args, const config::EnvMap& env, std::ostre
     return kExitInvalid;
   }
   // What the engine runs from it: the lowering every worker and acceld's submit call.
-  config::JobSettings job = args.job;
-  absl::StatusOr<config::LoweredJob> lowered =
-      LowerFile(args.file, args.deepspeed_config, env, args.num_processes, job, fs, &inputs);
+  absl::StatusOr<config::LoweredJob> lowered = LowerFile(inputs, fs);
   if (!lowered.ok()) {
     PrintStatus(absl::Status(lowered.status().code(),
                              absl::StrCat("the engine cannot run this plan: ",
@@ -123,7 +116,11 @@ int ConfigValidate(const std::vector<std::string>& files, std::optional<int> num
   }
   int invalid = 0;
   for (const std::string& file : files) {
-    absl::StatusOr<config::LoweredJob> lowered = LowerFile(file, "", env, num_processes, {}, fs);
+    config::ConfigInputs inputs;
+    inputs.accelerate_config = file;
+    inputs.env = env;
+    inputs.num_processes = num_processes;
+    absl::StatusOr<config::LoweredJob> lowered = LowerFile(inputs, fs);
     if (!lowered.ok()) {
       ++invalid;
       out << "invalid: " << file << "\n";

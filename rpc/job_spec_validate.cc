@@ -141,7 +141,7 @@ absl::Status ValidateJobSpec(const JobSpec& s, bool check_files) {
   }
   absl::StatusOr<shard::Strategy> strategy = shard::ParseStrategy(sh.strategy());
   if (!strategy.ok()) return Invalid("sharding.strategy", std::string(strategy.status().message()));
-  if (*strategy == shard::Strategy::kHybridShard || *strategy == shard::Strategy::kHybridShardZero2) {
+  if (shard::IsHybrid(*strategy)) {
     if (sh.hybrid_group_size() < 1 || num_processes % sh.hybrid_group_size() != 0) {
       return Invalid("sharding.hybrid_group_size",
                      absl::StrCat("hybrid sharding needs a group size that divides "

@@ -49,12 +49,29 @@ absl::Status CheckJsonNeedsDeepSpeed(const Document& yaml, const LoweringInputs&
       std::string(Name(*accelerate.distributed_type)), ", not DEEPSPEED"));
 }
 
-absl::StatusOr<TrainPlan> Resolve(const LoweringInputs& in, Env* env) {
+// The job's values for "auto"; the hidden size from `model` (null: it could not be read).
+JobSettings JobSettingsWithModel(const TrainOptions& o, const model::Gpt2Config* model) {
+  JobSettings j;
+  j.micro_batch_size = o.batch;
+  j.gradient_accumulation_steps = o.grad_accum;
+  j.gradient_clipping = o.grad_clip;
+  j.lr = o.schedule.base_lr;
+  j.weight_decay = o.adamw.weight_decay;
+  j.betas = std::array<double, 2>{o.adamw.beta1, o.adamw.beta2};
+  j.eps = o.adamw.eps;
+  j.warmup_steps = o.schedule.warmup_steps;
+  j.steps = o.steps;
+  if (model != nullptr) j.hidden_size = model->n_embd;
+  return j;
+}
+
+absl::StatusOr<TrainPlan> Resolve(const LoweringInputs& in, const model::Gpt2Config* model,
+                                  Env* env) {
   ConfigInputs ci;
   ci.accelerate_config = in.accelerate.name;
   ci.deepspeed_config = in.deepspeed.name;
   ci.env = in.env;
-  ci.job = JobSettingsFromOptions(in.job, env);
+  ci.job = JobSettingsWithModel(in.job, model);
   // Accumulation and clipping count as the job's only when chosen: otherwise a DeepSpeed file's
   // own value would be reported as overriding a default nobody chose.
   if (!in.accumulation_given) ci.job.gradient_accumulation_steps.reset();
@@ -131,27 +148,19 @@ absl::Status CheckEngine(const LoweringInputs& in, const LoweredJob& job) {
 }  // namespace
 
 JobSettings JobSettingsFromOptions(const TrainOptions& o, Env* env) {
-  JobSettings j;
-  j.micro_batch_size = o.batch;
-  j.gradient_accumulation_steps = o.grad_accum;
-  j.gradient_clipping = o.grad_clip;
-  j.lr = o.schedule.base_lr;
-  j.weight_decay = o.adamw.weight_decay;
-  j.betas = std::array<double, 2>{o.adamw.beta1, o.adamw.beta2};
-  j.eps = o.adamw.eps;
-  j.warmup_steps = o.schedule.warmup_steps;
-  j.steps = o.steps;
   absl::StatusOr<model::Gpt2Config> model = ModelConfigOf(env, o);
-  if (model.ok()) j.hidden_size = model->n_embd;
-  return j;
+  return JobSettingsWithModel(o, model.ok() ? &*model : nullptr);
 }
 
 absl::StatusOr<LoweredJob> Lower(const LoweringInputs& in, Env* env) {
+  // Read once: neither the plan nor the command-line overrides name the model. An unreadable
+  // model leaves "auto" buckets unfilled and is reported after the config's own problems.
+  absl::StatusOr<model::Gpt2Config> model = ModelConfigOf(env, in.job);
   LoweredJob out;
   out.options = in.job;
   out.world_size = in.launcher_world.value_or(1);
   if (in.accelerate.given() || in.deepspeed.given()) {
-    ACCEL_ASSIGN_OR_RETURN(TrainPlan plan, Resolve(in, env));
+    ACCEL_ASSIGN_OR_RETURN(TrainPlan plan, Resolve(in, model.ok() ? &*model : nullptr, env));
     out.source = in.accelerate.given() && in.deepspeed.given()
                      ? absl::StrCat(in.accelerate.name, " + ", in.deepspeed.name)
                      : (in.accelerate.given() ? in.accelerate.name : in.deepspeed.name);
@@ -167,7 +176,6 @@ absl::StatusOr<LoweredJob> Lower(const LoweringInputs& in, Env* env) {
                                        absl::StrJoin(kept, ", ")));
     }
   }
-  absl::StatusOr<model::Gpt2Config> model = ModelConfigOf(env, out.options);
   if (!model.ok()) {
     return Prefixed(out.options.model_config.empty() ? "model" : out.options.model_config,
                     model.status());

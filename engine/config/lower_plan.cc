@@ -1,20 +1,11 @@
 #include "engine/config/lower.h"
 
-#include "engine/config/mode.h"
-
-#include <cmath>
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "engine/config/mode.h"
 
 namespace accel::config {
 namespace {
-
-
-
-bool IsHybrid(shard::Strategy s) {
-  return s == shard::Strategy::kHybridShard || s == shard::Strategy::kHybridShardZero2;
-}
 
 // Names a setting in the vocabulary the user wrote it in.
 const char* Key(const TrainPlan& p, const char* fsdp, const char* deepspeed,
@@ -102,7 +93,7 @@ absl::Status ApplyTrainPlan(const TrainPlan& p, TrainOptions* options,
 
   // Sharding.
   o.shard.strategy = p.strategy;
-  o.shard.hybrid_group_size = IsHybrid(o.shard.strategy) ? p.shard_group_size : 0;
+  o.shard.hybrid_group_size = shard::IsHybrid(o.shard.strategy) ? p.shard_group_size : 0;
   o.shard.reshard_after_forward = p.reshard_after_forward;
   o.shard.forward_prefetch = p.forward_prefetch;
   o.shard.backward_prefetch = p.backward_prefetch;

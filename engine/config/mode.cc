@@ -59,15 +59,11 @@ std::string OffloadNote(const shard::ShardOptions& s) {
                       s.offload_dir.empty() ? "the host" : "files in " + s.offload_dir,
                       s.offload_params ? ", with the parameters" : "", ")");
 }
-
-bool IsHybrid(shard::Strategy s) {
-  return s == shard::Strategy::kHybridShard || s == shard::Strategy::kHybridShardZero2;
-}
 }  // namespace
 
 std::string DescribeMode(const TrainOptions& o) {
   const ResolvedMode m = ModeOf(o);
-  std::string group = IsHybrid(m.strategy)
+  std::string group = shard::IsHybrid(m.strategy)
                           ? absl::StrCat(" (hybrid group ", o.shard.hybrid_group_size, ")")
                           : "";
   return absl::StrFormat(
@@ -88,7 +84,7 @@ std::string ModeJson(const TrainOptions& o, std::string_view config_source,
   nlohmann::ordered_json j;
   j["event"] = "mode";
   j["strategy"] = std::string(shard::StrategyName(m.strategy));
-  j["hybrid_group_size"] = IsHybrid(m.strategy) ? o.shard.hybrid_group_size : 0;
+  j["hybrid_group_size"] = shard::IsHybrid(m.strategy) ? o.shard.hybrid_group_size : 0;
   j["params"] = std::string(DTypeName(m.params));
   j["grads"] = std::string(DTypeName(m.grads));
   j["master"] = std::string(DTypeName(m.master));

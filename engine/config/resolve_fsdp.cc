@@ -169,7 +169,7 @@ void ResolveFsdp(Context& c) {
                   "use --use_parallelism_config without --use_fsdp and --fsdp_version=2.\")");
     }
   }
-  if (p.strategy == Strategy::kHybridShard || p.strategy == Strategy::kHybridShardZero2) {
+  if (shard::IsHybrid(p.strategy)) {
     if (!v2) p.shard_group_size = std::max(1, p.num_processes / p.num_machines);
     if (p.shard_group_size == p.num_processes) {
       c.YamlWarn(v2 ? KeyPath{"parallelism_config"} : Fsdp("fsdp_sharding_strategy"),

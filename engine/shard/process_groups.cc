@@ -12,9 +12,7 @@ absl::StatusOr<OwnedProcessGroups> CreateGlooProcessGroups(comm::Store* store,
   OwnedProcessGroups g;
   ACCEL_ASSIGN_OR_RETURN(g.world, comm::CreateGlooCommunicator(store, prefix + "/world", rank,
                                                                world, gloo));
-  const bool hybrid = options.strategy == Strategy::kHybridShard ||
-                      options.strategy == Strategy::kHybridShardZero2;
-  if (!hybrid) return g;
+  if (!IsHybrid(options.strategy)) return g;
   const int G = options.hybrid_group_size;
   if (G < 1 || world % G != 0) {
     return absl::InvalidArgumentError(

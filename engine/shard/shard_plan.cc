@@ -32,10 +32,11 @@ absl::StatusOr<Strategy> ParseStrategy(std::string_view name) {
       "' (expected no_shard, zero1, shard_grad_op, full_shard, hybrid_shard or hybrid_shard_zero2)"));
 }
 
-bool ShardPlan::hybrid() const {
-  return options_.strategy == Strategy::kHybridShard ||
-         options_.strategy == Strategy::kHybridShardZero2;
+bool IsHybrid(Strategy s) {
+  return s == Strategy::kHybridShard || s == Strategy::kHybridShardZero2;
 }
+
+bool ShardPlan::hybrid() const { return IsHybrid(options_.strategy); }
 
 bool ShardPlan::params_persistent() const {
   return options_.strategy != Strategy::kFullShard && options_.strategy != Strategy::kHybridShard;

@@ -36,6 +36,8 @@ enum class Strategy {
 // contract's names); ParseStrategy also takes FSDP's (NO_SHARD, SHARD_GRAD_OP, ...).
 std::string_view StrategyName(Strategy s);
 [[nodiscard]] absl::StatusOr<Strategy> ParseStrategy(std::string_view name);
+// hybrid_shard and hybrid_shard_zero2: sharded within groups, replicated across them.
+bool IsHybrid(Strategy s);
 
 enum class BackwardPrefetch { kNone, kBackwardPre, kBackwardPost };
 

@@ -13,8 +13,7 @@ absl::StatusOr<OwnedProcessGroups> CreateNcclProcessGroups(comm::Store* store,
                                                            int world, int device,
                                                            const ShardOptions& options,
                                                            const comm::NcclOptions& nccl) {
-  const bool hybrid = options.strategy == Strategy::kHybridShard ||
-                      options.strategy == Strategy::kHybridShardZero2;
+  const bool hybrid = IsHybrid(options.strategy);
   const int G = options.hybrid_group_size;
   if (hybrid && (G < 1 || world % G != 0)) {
     return absl::InvalidArgumentError(
