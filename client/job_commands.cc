@@ -266,6 +266,24 @@ class Session {
     return kOk;
   }
 
+  // Deletes each job in turn; stops at the first refusal (that job and the rest are kept).
+  int Delete() {
+    for (const std::string& id : c_.job_ids) {
+      grpc::ClientContext ctx;
+      Prepare(ctx, absl::Seconds(30));
+      v1::DeleteJobRequest req;
+      req.set_job_id(id);
+      v1::Job job;
+      if (grpc::Status s = stub_->DeleteJob(&ctx, req, &job); !s.ok()) return Fail(s);
+      if (json()) {
+        out_ << Json(job) << "\n";
+      } else {
+        out_ << job.id() << " deleted (was " << StateName(job.state()) << ")\n";
+      }
+    }
+    return kOk;
+  }
+
   int Watch(bool logs) {
     std::vector<v1::EventKind> kinds;
     if (logs) kinds.push_back(v1::LOG);
@@ -340,84 +358,24 @@ class Session {
   std::unique_ptr<v1::Coordinator::Stub> stub_;
 };
 
-std::string EnvOr(const char* name, const std::string& fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' ? std::string(v) : fallback;
-}
-
 }  // namespace
-
-void AddJobCommands(CLI::App& app, JobCommand* c) {
-  c->server = EnvOr("ACCEL_SERVER", "");
-  c->token_file = EnvOr("ACCEL_TOKEN_FILE", "");
-  app.add_option("--server", c->server,
-                 "acceld address: host:port or unix:/path (default $ACCEL_SERVER, else 127.0.0.1:7070)");
-  app.add_option("--token-file", c->token_file,
-                 "client token (default $ACCEL_TOKEN_FILE, else ~/.local/state/accel/token)");
-  app.add_option("--tls-ca", c->tls_ca, "PEM CA certificate: connect with TLS");
-  auto output = [c](CLI::App* sub) {
-    sub->add_option("--output", c->output, "text | json")
-        ->check(CLI::IsMember({"text", "json"}))
-        ->capture_default_str();
-  };
-  auto chosen = [c](CLI::App* sub, const char* name) {
-    sub->callback([c, name] { c->chosen = name; });
-  };
-  CLI::App* submit = app.add_subcommand("submit", "queue a job described by a job file");
-  submit->add_option("job_file", c->job_file, "job file (YAML; docs/job.md)")->required();
-  submit->add_option("--config", c->accelerate_config,
-                     "Accelerate config (overrides the job file's accelerate_config)");
-  submit->add_option("--deepspeed-config", c->deepspeed_config,
-                     "DeepSpeed JSON (overrides the job file's deepspeed_config)");
-  submit->add_flag("--wait", c->wait, "watch the job to its end; exit 0 only if it SUCCEEDED");
-  output(submit);
-  chosen(submit, "submit");
-  struct Simple {
-    const char* name;
-    const char* help;
-  };
-  for (const Simple& s : {Simple{"status", "show one job"}, Simple{"cancel", "cancel a job"},
-                          Simple{"checkpoints", "list a job's checkpoints"}}) {
-    const char* name = s.name;
-    const char* help = s.help;
-    CLI::App* sub = app.add_subcommand(name, help);
-    sub->add_option("job_id", c->job_id, "job id (job-N)")->required();
-    output(sub);
-    chosen(sub, name);
-  }
-  CLI::App* list = app.add_subcommand("list", "list jobs, newest first");
-  list->add_option("--state", c->states, "only jobs in this state (repeatable)");
-  list->add_option("--limit", c->limit, "at most this many");
-  output(list);
-  chosen(list, "list");
-  CLI::App* watch = app.add_subcommand("watch", "follow a job's progress, memory, checkpoints");
-  watch->add_option("job_id", c->job_id, "job id")->required();
-  watch->add_option("--from-seq", c->from_seq, "start after this event sequence number");
-  output(watch);
-  chosen(watch, "watch");
-  CLI::App* logs = app.add_subcommand("logs", "the workers' output");
-  logs->add_option("job_id", c->job_id, "job id")->required();
-  logs->add_flag("-f,--follow", c->follow, "keep following until the job ends");
-  logs->add_option("--rank", c->rank, "only this rank");
-  logs->add_option("--from-seq", c->from_seq, "start after this event sequence number");
-  output(logs);
-  chosen(logs, "logs");
-  CLI::App* cluster = app.add_subcommand("cluster", "slots, allocations and the queue");
-  output(cluster);
-  chosen(cluster, "cluster");
-}
 
 int RunParsedJobCommand(JobCommand& c, std::ostream& out, std::ostream& err) {
   Session session(c, out, err);
   if (c.chosen == "submit") return session.Submit();  // connects after checking the file
   const bool names_a_job = c.chosen != "list" && c.chosen != "cluster";
-  if (absl::Status s = rpc::ValidateJobId(c.job_id); names_a_job && !s.ok()) {
+  if (absl::Status s = rpc::ValidateJobId(c.job_id);
+      names_a_job && c.chosen != "delete" && !s.ok()) {
     return session.Fail(s);  // before sending: a huge id must not reach the wire
+  }
+  for (const std::string& id : c.job_ids) {
+    if (absl::Status s = rpc::ValidateJobId(id); !s.ok()) return session.Fail(s);
   }
   if (absl::Status s = session.Connect(); !s.ok()) return session.Fail(s);
   if (c.chosen == "status") return session.Status();
   if (c.chosen == "list") return session.List();
   if (c.chosen == "cancel") return session.Cancel();
+  if (c.chosen == "delete") return session.Delete();
   if (c.chosen == "watch") return session.Watch(/*logs=*/false);
   if (c.chosen == "logs") return session.Watch(/*logs=*/true);
   if (c.chosen == "checkpoints") return session.Checkpoints();

@@ -4,6 +4,7 @@
 //     submit JOB.yaml [--config accelerate.yaml] [--wait]   queue a job (--wait: watch it to the
 //                                                           end; exit 0 only if it SUCCEEDED)
 //     status ID | list [--state S]... [--limit N] | cancel ID
+//     delete ID...                  forget ended jobs (record, events, logs; not checkpoints)
 //     watch ID [--from-seq N]       live progress lines, memory, checkpoints, state changes
 //     logs ID [-f] [--rank R]       the workers' output
 //     checkpoints ID | cluster
@@ -39,6 +40,7 @@ struct JobCommand {
   std::string deepspeed_config;
   bool wait = false;
   std::string job_id;
+  std::vector<std::string> job_ids;  // delete
   int64_t from_seq = 0;
   bool follow = false;
   int rank = -1;

@@ -64,9 +64,17 @@ absl::Status Walk(const Ctx& c, const YAML::Node& node, const std::string& prefi
   const std::string where = prefix.empty() ? "the job file" : prefix;
   if (node.IsNull()) return absl::OkStatus();
   if (!node.IsMap()) return Bad(c, node, where, absl::StrCat("must be a mapping, got ", Show(node)));
+  // yaml-cpp keeps every pair of a mapping that repeats a key, and node[key] would see only the
+  // first: a second value must be an error, not silently ignored.
+  std::map<std::string, int> first_line;
   for (auto it = node.begin(); it != node.end(); ++it) {
     const std::string key = it->first.as<std::string>();
     const std::string path = prefix.empty() ? key : absl::StrCat(prefix, ".", key);
+    const auto [seen, inserted] = first_line.emplace(key, it->first.Mark().line + 1);
+    if (!inserted) {
+      return Bad(c, it->first, path,
+                 absl::StrCat("duplicate key (first given on line ", seen->second, ")"));
+    }
     auto h = handlers.find(key);
     if (h == handlers.end()) {
       std::string best;

@@ -102,6 +102,15 @@ TEST(JobFileTest, OutOfRangeIntegersAndNonFiniteRealsNameTheKey) {
   EXPECT_THAT(parse("comm_timeout_s: .nan\n"), HasSubstr("comm_timeout_s: must be a finite"));
 }
 
+TEST(JobFileTest, DuplicateKeysAreRefusedNamingBothLines) {
+  auto top = ParseJobYaml("data: {path: /d}\nmax_restarts: 1\nmax_restarts: 2\n", "job.yaml", "/");
+  EXPECT_THAT(Msg(top.status()),
+              HasSubstr("job.yaml:3:1: max_restarts: duplicate key (first given on line 2)"));
+  auto nested = ParseJobYaml("data: {path: /d}\ntrain:\n  lr: 0.1\n  steps: 3\n  lr: 0.2\n",
+                             "job.yaml", "/");
+  EXPECT_THAT(Msg(nested.status()), HasSubstr("train.lr: duplicate key (first given on line 3)"));
+}
+
 TEST(JobFileTest, ValidationNamesTheKey) {
   auto check = [](const std::function<void(accel::v1::JobSpec&)>& edit) {
     accel::v1::JobSpec s = DefaultJobSpec();

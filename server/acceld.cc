@@ -170,6 +170,7 @@ absl::StatusOr<std::unique_ptr<Acceld>> Acceld::Start(AcceldOptions o) {
   mo.heartbeat_timeout = o.heartbeat_timeout;
   mo.stop_grace = o.stop_grace;
   mo.heartbeat_interval = o.heartbeat_interval;
+  mo.retention = o.retention;
   d->manager_ = std::make_unique<JobManager>(mo, d->registry_.get(), d->events_.get(),
                                              d->store_.get(), d->supervisor_.get(),
                                              Env::Default(), WallClock::Default());

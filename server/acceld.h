@@ -15,6 +15,7 @@
 #include "server/event_log.h"
 #include "server/job_manager.h"
 #include "server/job_registry.h"
+#include "server/retention.h"
 #include "server/services.h"
 #include "server/state_store.h"
 #include "server/supervisor.h"
@@ -37,6 +38,8 @@ struct AcceldOptions {
   absl::Duration stop_grace = absl::Seconds(10);
   absl::Duration heartbeat_timeout = absl::Seconds(60);
   absl::Duration heartbeat_interval = absl::Seconds(2);
+  // Ended jobs acceld forgets by itself (--keep-finished-jobs, --finished-job-ttl).
+  RetentionPolicy retention{.keep_finished = 1000};
 };
 
 class Acceld {

@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   o.cpu_slots = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   double grace_s = 10, heartbeat_s = 60;
   std::string log_level = "info";
+  std::string finished_ttl = "0";
   app.add_option("--listen", o.listen, "TCP host:port (port 0: any free port; \"\" = none)")
       ->capture_default_str();
   app.add_option("--unix-socket", o.unix_socket, "also listen on this unix socket (mode 0600)");
@@ -64,6 +65,13 @@ int main(int argc, char** argv) {
   app.add_option("--heartbeat-timeout", heartbeat_s,
                  "seconds a rank may stay silent (a job's heartbeat_timeout_s wins)")
       ->capture_default_str();
+  app.add_option("--keep-finished-jobs", o.retention.keep_finished,
+                 "keep at most this many ended jobs, forgetting the earliest ended (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--finished-job-ttl", finished_ttl,
+                 "forget ended jobs this long after they ended, e.g. 7d, 12h, 30m (0: never)")
+      ->capture_default_str();
   app.add_option("--log-level", log_level, "trace | debug | info | warn | error")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -71,6 +79,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "acceld: unknown --log-level %s\n", log_level.c_str());
     return 2;
   }
+  absl::StatusOr<absl::Duration> ttl =
+      accel::server::ParseRetentionDuration(finished_ttl, "--finished-job-ttl");
+  if (!ttl.ok()) {
+    std::fprintf(stderr, "acceld: %s\n", std::string(ttl.status().message()).c_str());
+    return 2;
+  }
+  o.retention.finished_ttl = *ttl;
   o.stop_grace = absl::Seconds(grace_s);
   o.heartbeat_timeout = absl::Seconds(heartbeat_s);
 

@@ -158,6 +158,14 @@ void EventLog::Unsubscribe(Subscription* sub) {
   if (it->second.empty()) subs_.erase(it);
 }
 
+void EventLog::Forget(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  last_seq_.erase(job_id);
+  auto it = subs_.find(job_id);
+  if (it == subs_.end()) return;
+  for (Subscription* sub : it->second) sub->Interrupt();
+}
+
 size_t EventLog::subscribers() const {
   absl::MutexLock lock(&mu_);
   size_t n = 0;

@@ -87,6 +87,9 @@ class EventLog {
     return store_->ReadEvents(job_id, after_seq, limit);
   }
   size_t subscribers() const;
+  // Drops what is cached about a deleted job and wakes its subscribers (whose reads then find
+  // nothing; WatchJob ends them with NotFound).
+  void Forget(const std::string& job_id);
 
  private:
   friend class Subscription;

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <random>
 #include <utility>
 
@@ -61,6 +62,47 @@ JobManager::~JobManager() {
     loop_stop_ = true;
   }
   if (loop_.joinable()) loop_.join();
+}
+
+absl::StatusOr<JobRecord> JobManager::Delete(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  return DeleteLocked(job_id);
+}
+
+absl::StatusOr<JobRecord> JobManager::DeleteLocked(const std::string& job_id) {
+  ACCEL_ASSIGN_OR_RETURN(const JobRecord current, registry_->Get(job_id));
+  if (IsTerminal(current.state) && gangs_.count(job_id) != 0) {
+    // Ended jobs have no gang; a gang still finishing means its ending is not written yet.
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job_id, " is still stopping its workers; delete it once it ended"));
+  }
+  ACCEL_ASSIGN_OR_RETURN(JobRecord job, registry_->Delete(job_id));
+  events_->Forget(job_id);
+  if (!options_.log_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(std::filesystem::path(options_.log_dir) / job_id, ec);
+    if (ec) ACCEL_LOG(warn, "deleted {} but not its logs: {}", job_id, ec.message());
+  }
+  return job;
+}
+
+void JobManager::SweepRetention() {
+  if (!options_.retention.enabled()) return;
+  const int64_t now = clock_->NowMicros();
+  if (last_sweep_us_ >= 0 &&
+      now - last_sweep_us_ < absl::ToInt64Microseconds(options_.retention.sweep_interval)) {
+    return;
+  }
+  last_sweep_us_ = now;
+  for (const std::string& id :
+       ExpiredJobs(registry_->List(), options_.retention, wall_clock_->NowMicros())) {
+    absl::StatusOr<JobRecord> gone = DeleteLocked(id);
+    if (gone.ok()) {
+      ACCEL_LOG(info, "retention: forgot {} (ended {})", id, JobStateName(gone->state));
+    } else {
+      Log(gone.status(), "retention");
+    }
+  }
 }
 
 void JobManager::Log(const absl::Status& s, const char* what) {

@@ -39,6 +39,7 @@
 #include "server/gang_runner.h"
 #include "server/gpus.h"
 #include "server/job_registry.h"
+#include "server/retention.h"
 #include "server/scheduler.h"
 #include "server/state_store.h"
 
@@ -61,6 +62,7 @@ struct ManagerOptions {
   absl::Duration heartbeat_interval = absl::Seconds(2);
   absl::Duration tick_interval = absl::Milliseconds(50);
   std::function<std::string()> new_token;  // job tokens; random when unset
+  RetentionPolicy retention;               // which ended jobs acceld forgets by itself
 };
 
 // Who a worker token belongs to.
@@ -135,6 +137,9 @@ class JobManager {
   // when it has none). Cancelling a CANCELLED job returns it; another ended job is
   // FailedPrecondition.
   [[nodiscard]] absl::StatusOr<JobRecord> Cancel(const std::string& job_id);
+  // Forgets an ended job (JobRegistry::Delete) and removes its rank logs; its id is never used
+  // again. Returns the job as it was. NotFound, or FailedPrecondition for a job not yet ended.
+  [[nodiscard]] absl::StatusOr<JobRecord> Delete(const std::string& job_id);
 
   // Worker API. Unauthenticated (unknown token) or FailedPrecondition (stale attempt).
   [[nodiscard]] absl::StatusOr<WorkerIdentity> AuthenticateWorker(const std::string& token) const;
@@ -206,6 +211,11 @@ class JobManager {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The pool of a device kind: the CPU scheduler, the GPU one, or null (no such pool).
   Scheduler* Pool(DeviceKind device) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<JobRecord> DeleteLocked(const std::string& job_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Applies options_.retention when its interval has passed since the last sweep (and at the
+  // first call).
+  void SweepRetention() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Takes the job out of every pool's queue and frees its slots.
   void Unschedule(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -227,6 +237,7 @@ class JobManager {
   int master_port_ ABSL_GUARDED_BY(mu_) = 0;
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   bool loop_stop_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t last_sweep_us_ ABSL_GUARDED_BY(mu_) = -1;  // steady clock; -1: never swept
   std::thread loop_;
 };
 

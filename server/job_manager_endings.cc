@@ -173,6 +173,7 @@ void JobManager::Tick() {
   for (const std::string& id : finished) FinishGang(id);
 
   if (shutting_down_) return;
+  SweepRetention();
   for (Scheduler* pool : {&scheduler_, &gpu_scheduler_}) {
     for (const Scheduler::Placement& p : pool->Schedule()) {
       absl::StatusOr<JobRecord> job = registry_->Get(p.job_id);

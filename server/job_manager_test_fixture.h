@@ -65,7 +65,9 @@ class JobManagerTest : public ::testing::Test {
     path_ = FreshTestDir() + "/state.db";
     Open(/*slots=*/3);
   }
-  void Open(int slots, int gpus = 0) {
+  // `tune` may change the options before the manager is made.
+  void Open(int slots, int gpus = 0,
+            const std::function<void(ManagerOptions&)>& tune = nullptr) {
     manager_.reset();
     registry_.reset();
     log_.reset();
@@ -85,6 +87,7 @@ class JobManagerTest : public ::testing::Test {
     o.heartbeat_timeout = absl::Seconds(30);
     int n = 0;
     o.new_token = [n]() mutable { return "tok" + std::to_string(++n); };
+    if (tune) tune(o);
     manager_ = std::make_unique<JobManager>(o, registry_.get(), log_.get(), store_.get(),
                                             runner_.get(), &clock_);
     ASSERT_TRUE(manager_->Recover().ok());

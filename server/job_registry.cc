@@ -19,7 +19,9 @@ absl::StatusOr<std::unique_ptr<JobRegistry>> JobRegistry::Load(StateStore* store
                                                                Clock* clock) {
   std::unique_ptr<JobRegistry> registry(new JobRegistry(store, events, clock));
   ACCEL_ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store->LoadJobs());
+  ACCEL_ASSIGN_OR_RETURN(const int64_t next_number, store->NextJobNumber());
   absl::MutexLock lock(&registry->mu_);
+  registry->next_number_ = next_number;
   for (JobRecord& j : jobs) {
     registry->next_number_ = std::max(registry->next_number_, j.number + 1);
     registry->by_id_[j.id] = j.number;
@@ -92,6 +94,22 @@ absl::StatusOr<JobRecord> JobRegistry::Transition(const std::string& id, JobStat
   ACCEL_RETURN_IF_ERROR(events_->Append(events, &next));
   current = next;
   return next;
+}
+
+absl::StatusOr<JobRecord> JobRegistry::Delete(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  auto it = by_id_.find(id);
+  if (it == by_id_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
+  const JobRecord job = jobs_.at(it->second);
+  if (!IsTerminal(job.state)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", id, " is ", JobStateName(job.state),
+        ": only ended jobs (SUCCEEDED, FAILED, CANCELLED) can be deleted; cancel it first"));
+  }
+  ACCEL_RETURN_IF_ERROR(store_->DeleteJob(id));
+  jobs_.erase(it->second);
+  by_id_.erase(it);
+  return job;
 }
 
 absl::Status JobRegistry::Update(const std::string& id,

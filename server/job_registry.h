@@ -43,6 +43,10 @@ class JobRegistry {
   [[nodiscard]] absl::StatusOr<JobRecord> Transition(
       const std::string& id, JobState to, const std::string& message,
       const std::function<void(JobRecord&)>& mutate = nullptr);
+  // Forgets an ended job: its row, events, attempts and checkpoint records leave the store in
+  // one transaction, and its id is never handed out again. Returns the job as it was.
+  // NotFound for an unknown id; FailedPrecondition (changing nothing) unless it has ended.
+  [[nodiscard]] absl::StatusOr<JobRecord> Delete(const std::string& id);
   // Updates fields that are not the state (last_step, ...), without an event.
   [[nodiscard]] absl::Status Update(const std::string& id,
                                     const std::function<void(JobRecord&)>& mutate);

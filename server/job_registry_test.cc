@@ -106,6 +106,26 @@ TEST_F(JobRegistryTest, JobsAndNumbersSurviveARestart) {
   EXPECT_EQ(*log_->LastSeq(id), 2);
 }
 
+TEST_F(JobRegistryTest, DeleteForgetsAnEndedJobAndNeverReusesItsId) {
+  const std::string first = registry_->Create(Proto("a"))->id;
+  const std::string newest = registry_->Create(Proto("b"))->id;
+  auto refused = registry_->Delete(newest);
+  EXPECT_TRUE(absl::IsFailedPrecondition(refused.status())) << refused.status();
+  EXPECT_THAT(std::string(refused.status().message()),
+              ::testing::HasSubstr("job job-2 is QUEUED: only ended jobs"));
+  ASSERT_TRUE(registry_->Transition(newest, JobState::kCancelled, "").ok());
+  auto gone = registry_->Delete(newest);
+  ASSERT_TRUE(gone.ok()) << gone.status();
+  EXPECT_EQ(gone->state, JobState::kCancelled);
+  EXPECT_TRUE(absl::IsNotFound(registry_->Get(newest).status()));
+  EXPECT_TRUE(absl::IsNotFound(registry_->Delete(newest).status()));
+  EXPECT_TRUE(log_->Read(newest, 0, 100)->empty());
+  Reopen();  // the newest job is gone from the store, yet its number stays used
+  EXPECT_TRUE(absl::IsNotFound(registry_->Get(newest).status()));
+  EXPECT_TRUE(registry_->Get(first).ok());
+  EXPECT_EQ(registry_->Create(Proto("c"))->id, "job-3");
+}
+
 TEST(JobStateTest, TerminalStatesAndNames) {
   EXPECT_TRUE(IsTerminal(JobState::kSucceeded));
   EXPECT_FALSE(IsTerminal(JobState::kRestarting));

@@ -124,6 +124,18 @@ grpc::Status CoordinatorService::CancelJob(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
+grpc::Status CoordinatorService::DeleteJob(grpc::ServerContext* ctx,
+                                           const accel::v1::DeleteJobRequest* req,
+                                           accel::v1::Job* resp) {
+  if (grpc::Status s = CheckClient(ctx); !s.ok()) return s;
+  if (absl::Status s = rpc::ValidateJobId(req->job_id()); !s.ok()) return ToGrpc(s);
+  absl::StatusOr<JobRecord> job = d_.manager->Delete(req->job_id());
+  if (!job.ok()) return ToGrpc(job.status());
+  ACCEL_LOG(info, "deleted {} ({})", job->id, JobStateName(job->state));
+  *resp = ToProto(*job);
+  return grpc::Status::OK;
+}
+
 grpc::Status CoordinatorService::WatchJob(grpc::ServerContext* ctx,
                                           const accel::v1::WatchJobRequest* req,
                                           grpc::ServerWriter<accel::v1::Event>* writer) {
@@ -147,6 +159,12 @@ grpc::Status CoordinatorService::WatchJob(grpc::ServerContext* ctx,
   while (!ctx->IsCancelled()) {
     absl::StatusOr<std::vector<Event>> batch = (*sub)->Next(absl::Milliseconds(200));
     if (!batch.ok()) return ToGrpc(batch.status());
+    if (batch->empty()) {
+      // A job deleted while watched has no more events to give: end instead of waiting.
+      if (absl::StatusOr<JobRecord> job = d_.registry->Get(req->job_id()); !job.ok()) {
+        return ToGrpc(job.status());
+      }
+    }
     for (const Event& e : *batch) {
       if (!req->follow() && e.seq > *end_seq) return grpc::Status::OK;
       if (!wanted(e)) continue;

@@ -43,6 +43,8 @@ class CoordinatorService final : public accel::v1::Coordinator::Service {
                         accel::v1::ListJobsResponse* resp) override;
   grpc::Status CancelJob(grpc::ServerContext* ctx, const accel::v1::CancelJobRequest* req,
                          accel::v1::Job* resp) override;
+  grpc::Status DeleteJob(grpc::ServerContext* ctx, const accel::v1::DeleteJobRequest* req,
+                         accel::v1::Job* resp) override;
   grpc::Status WatchJob(grpc::ServerContext* ctx, const accel::v1::WatchJobRequest* req,
                         grpc::ServerWriter<accel::v1::Event>* writer) override;
   grpc::Status ListCheckpoints(grpc::ServerContext* ctx,

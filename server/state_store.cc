@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
+#include "server/sqlite_stmt.h"
 
 namespace accel::server {
 namespace {
@@ -79,30 +80,12 @@ UPDATE jobs SET
   checkpoint_dir = COALESCE(json_extract(spec_json, '$.checkpoint.dir'), '');
 )sql";
 
-// A prepared statement that finalizes itself.
-class Stmt {
- public:
-  Stmt(sqlite3* db, const char* sql) { rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr); }
-  ~Stmt() { sqlite3_finalize(stmt_); }
-  bool ok() const { return rc_ == SQLITE_OK; }
-  sqlite3_stmt* get() { return stmt_; }
-  void Text(int i, const std::string& s) {
-    sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
-  }
-  void Int(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
-  void Real(int i, double v) { sqlite3_bind_double(stmt_, i, v); }
-  int Step() { return sqlite3_step(stmt_); }
-  std::string ColText(int i) {
-    const unsigned char* p = sqlite3_column_text(stmt_, i);
-    return p ? std::string(reinterpret_cast<const char*>(p), sqlite3_column_bytes(stmt_, i)) : "";
-  }
-  int64_t ColInt(int i) { return sqlite3_column_int64(stmt_, i); }
-  double ColReal(int i) { return sqlite3_column_double(stmt_, i); }
-
- private:
-  sqlite3_stmt* stmt_ = nullptr;
-  int rc_;
-};
+// Version 3: a job counter that survives deleting jobs, so an id is never handed out twice.
+constexpr const char* kSchemaV3 = R"sql(
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+INSERT OR IGNORE INTO meta (key, value)
+  SELECT 'next_job_number', COALESCE(MAX(number), 0) + 1 FROM jobs;
+)sql";
 
 }  // namespace
 
@@ -156,6 +139,16 @@ absl::Status StateStore::Exec(const char* sql) {
   return absl::OkStatus();
 }
 
+absl::Status StateStore::InTransaction(const std::function<absl::Status()>& body) {
+  ACCEL_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+  absl::Status s = body();
+  if (!s.ok()) {
+    (void)Exec("ROLLBACK");
+    return s;
+  }
+  return Exec("COMMIT");
+}
+
 absl::Status StateStore::QuickCheck(const std::string& path) {
   Stmt check(db_, "PRAGMA quick_check");
   std::string first;
@@ -181,6 +174,7 @@ absl::Status StateStore::Migrate() {
   ACCEL_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
   absl::Status s = v < 1 ? Exec(kSchemaV1) : absl::OkStatus();
   if (s.ok() && v < 2) s = Exec(kSchemaV2);
+  if (s.ok() && v < 3) s = Exec(kSchemaV3);
   if (s.ok()) s = Exec(absl::StrCat("PRAGMA user_version=", kSchemaVersion).c_str());
   if (!s.ok()) {
     (void)Exec("ROLLBACK");
@@ -191,8 +185,7 @@ absl::Status StateStore::Migrate() {
 
 absl::Status StateStore::Write(const JobRecord* job, const std::vector<Event>& events) {
   absl::MutexLock lock(&mu_);
-  ACCEL_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
-  auto body = [&]() -> absl::Status {
+  return InTransaction([&]() -> absl::Status {
     if (job != nullptr) {
       Stmt st(db_,
               "INSERT OR REPLACE INTO jobs (id, number, name, spec_json, slots, priority, "
@@ -222,6 +215,11 @@ absl::Status StateStore::Write(const JobRecord* job, const std::vector<Event>& e
       st.Real(20, job->knobs.stop_grace_s);
       st.Text(21, job->knobs.checkpoint_dir);
       if (st.Step() != SQLITE_DONE) return Error("write job");
+      Stmt counter(db_,
+                   "UPDATE meta SET value = MAX(value, ?) WHERE key = 'next_job_number'");
+      if (!counter.ok()) return Error("prepare job counter");
+      counter.Int(1, job->number + 1);
+      if (counter.Step() != SQLITE_DONE) return Error("write job counter");
     }
     if (!events.empty()) {
       Stmt st(db_,
@@ -241,13 +239,7 @@ absl::Status StateStore::Write(const JobRecord* job, const std::vector<Event>& e
       }
     }
     return absl::OkStatus();
-  };
-  absl::Status s = body();
-  if (!s.ok()) {
-    (void)Exec("ROLLBACK");
-    return s;
-  }
-  return Exec("COMMIT");
+  });
 }
 
 absl::StatusOr<std::vector<JobRecord>> StateStore::LoadJobs() {
@@ -337,82 +329,6 @@ absl::StatusOr<int64_t> StateStore::LastSeq(const std::string& job_id) {
   st.Text(1, job_id);
   if (st.Step() != SQLITE_ROW) return Error("last seq");
   return st.ColInt(0);
-}
-
-absl::Status StateStore::PutAttempt(const AttemptRecord& a) {
-  absl::MutexLock lock(&mu_);
-  Stmt st(db_,
-          "INSERT OR REPLACE INTO attempts (job_id, attempt, start_us, end_us, outcome) "
-          "VALUES (?,?,?,?,?)");
-  if (!st.ok()) return Error("prepare attempt");
-  st.Text(1, a.job_id);
-  st.Int(2, a.attempt);
-  st.Int(3, a.start_us);
-  st.Int(4, a.end_us);
-  st.Text(5, a.outcome);
-  if (st.Step() != SQLITE_DONE) return Error("write attempt");
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::vector<AttemptRecord>> StateStore::ListAttempts(const std::string& job_id) {
-  absl::MutexLock lock(&mu_);
-  Stmt st(db_,
-          "SELECT attempt, start_us, end_us, outcome FROM attempts WHERE job_id = ? "
-          "ORDER BY attempt");
-  if (!st.ok()) return Error("prepare list attempts");
-  st.Text(1, job_id);
-  std::vector<AttemptRecord> out;
-  int rc;
-  while ((rc = st.Step()) == SQLITE_ROW) {
-    out.push_back({job_id, static_cast<int>(st.ColInt(0)), st.ColInt(1), st.ColInt(2),
-                   st.ColText(3)});
-  }
-  if (rc != SQLITE_DONE) return Error("list attempts");
-  return out;
-}
-
-absl::Status StateStore::AddCheckpoint(const CheckpointRecord& c) {
-  absl::MutexLock lock(&mu_);
-  Stmt st(db_,
-          "INSERT INTO checkpoints (job_id, attempt, step, path, kind, bytes, seconds, time_us) "
-          "VALUES (?,?,?,?,?,?,?,?)");
-  if (!st.ok()) return Error("prepare checkpoint");
-  st.Text(1, c.job_id);
-  st.Int(2, c.attempt);
-  st.Int(3, c.step);
-  st.Text(4, c.path);
-  st.Text(5, c.kind);
-  st.Int(6, c.bytes);
-  st.Real(7, c.seconds);
-  st.Int(8, c.time_us);
-  if (st.Step() != SQLITE_DONE) return Error("write checkpoint");
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::vector<CheckpointRecord>> StateStore::ListCheckpoints(
-    const std::string& job_id) {
-  absl::MutexLock lock(&mu_);
-  Stmt st(db_,
-          "SELECT attempt, step, path, kind, bytes, seconds, time_us FROM checkpoints "
-          "WHERE job_id = ? ORDER BY time_us, rowid");
-  if (!st.ok()) return Error("prepare list checkpoints");
-  st.Text(1, job_id);
-  std::vector<CheckpointRecord> out;
-  int rc;
-  while ((rc = st.Step()) == SQLITE_ROW) {
-    CheckpointRecord c;
-    c.job_id = job_id;
-    c.attempt = static_cast<int>(st.ColInt(0));
-    c.step = st.ColInt(1);
-    c.path = st.ColText(2);
-    c.kind = st.ColText(3);
-    c.bytes = st.ColInt(4);
-    c.seconds = st.ColReal(5);
-    c.time_us = st.ColInt(6);
-    out.push_back(std::move(c));
-  }
-  if (rc != SQLITE_DONE) return Error("list checkpoints");
-  return out;
 }
 
 }  // namespace accel::server

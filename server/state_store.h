@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,7 +26,7 @@ struct sqlite3;
 
 namespace accel::server {
 
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 class StateStore {
  public:
@@ -50,6 +51,12 @@ class StateStore {
   // Highest seq of the job's events; 0 when it has none.
   [[nodiscard]] absl::StatusOr<int64_t> LastSeq(const std::string& job_id);
 
+  // The number the next new job gets: past every job ever stored, deleted ones included.
+  [[nodiscard]] absl::StatusOr<int64_t> NextJobNumber();
+  // Removes the job row with its events, attempts and checkpoint records, in one transaction.
+  // NotFound for an unknown id. (Files the job wrote are the caller's business.)
+  [[nodiscard]] absl::Status DeleteJob(const std::string& job_id);
+
   [[nodiscard]] absl::Status PutAttempt(const AttemptRecord& attempt);
   [[nodiscard]] absl::StatusOr<std::vector<AttemptRecord>> ListAttempts(const std::string& job_id);
   [[nodiscard]] absl::Status AddCheckpoint(const CheckpointRecord& checkpoint);
@@ -59,6 +66,9 @@ class StateStore {
  private:
   explicit StateStore(sqlite3* db) : db_(db) {}
   [[nodiscard]] absl::Status Exec(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Runs `body` inside BEGIN IMMEDIATE ... COMMIT; rolls back when it fails.
+  [[nodiscard]] absl::Status InTransaction(const std::function<absl::Status()>& body)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   [[nodiscard]] absl::Status Migrate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // PRAGMA quick_check: DataLoss naming the file and the first problem.
   [[nodiscard]] absl::Status QuickCheck(const std::string& path) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -53,6 +53,8 @@ class Env : public Clock {
   [[nodiscard]] virtual absl::StatusOr<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
       const std::string& path) = 0;
   virtual bool FileExists(const std::string& path) = 0;
+  // A directory is InvalidArgument ("<path> is a directory, not a file"), never a size: callers
+  // compare sizes to detect truncation, and a directory's st_size would read as one.
   [[nodiscard]] virtual absl::StatusOr<uint64_t> GetFileSize(const std::string& path) = 0;
   // Creates path and any missing parents; OK if it exists.
   [[nodiscard]] virtual absl::Status CreateDirs(const std::string& path) = 0;

@@ -117,6 +117,16 @@ TYPED_TEST(EnvContractTest, ReadPastEndIsDataLossNamingPath) {
   EXPECT_TRUE(absl::IsDataLoss((*reader)->Read(uint64_t{1} << 62, 1, buf)));
 }
 
+TYPED_TEST(EnvContractTest, ADirectoryHasNoFileSizeAndCannotBeOpenedForReading) {
+  const std::string dir = this->Path("d");
+  ASSERT_TRUE(this->env()->CreateDirs(dir).ok());
+  for (absl::Status s : {this->env()->GetFileSize(dir).status(),
+                         this->env()->NewRandomAccessFile(dir).status()}) {
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+    EXPECT_THAT(std::string(s.message()), HasSubstr(dir + " is a directory, not a file"));
+  }
+}
+
 TYPED_TEST(EnvContractTest, MissingPathsAreNotFound) {
   Env* env = this->env();
   const std::string missing = this->Path("nope");

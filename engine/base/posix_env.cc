@@ -124,6 +124,9 @@ class PosixEnv final : public Env {
   absl::StatusOr<uint64_t> GetFileSize(const std::string& path) override {
     struct stat st;
     if (::stat(path.c_str(), &st) != 0) return PosixError("stat", path, errno);
+    if (S_ISDIR(st.st_mode)) {
+      return absl::InvalidArgumentError(absl::StrCat(path, " is a directory, not a file"));
+    }
     return static_cast<uint64_t>(st.st_size);
   }
   absl::Status CreateDirs(const std::string& path) override {

@@ -165,6 +165,13 @@ TEST_F(ShardedCheckpointTest, CorruptedTruncatedOrMismatchedFilesAreDataLoss) {
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(s.message(), HasSubstr("missing"));
 
+  ASSERT_TRUE(env_.CreateDirs(rank1).ok());
+  s = load();
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(s.message(), HasSubstr(rank1 + " is a directory, not a file, but metadata.json "
+                                             "lists it as a rank file"));
+  ASSERT_TRUE(env_.DeleteRecursively(rank1).ok());
+
   ASSERT_TRUE(OverwriteFile(&env_, rank1, clean).ok());
   EXPECT_TRUE(load().ok());
 }

@@ -43,7 +43,14 @@ absl::StatusOr<const RankFileReader*> StepReader::File(int rank) {
     return absl::DataLossError(
         absl::StrCat(path, ": missing, but ", kMetadataFileName, " lists it"));
   }
-  ACCEL_ASSIGN_OR_RETURN(uint64_t size, env_->GetFileSize(path));
+  absl::StatusOr<uint64_t> size_or = env_->GetFileSize(path);
+  if (absl::IsInvalidArgument(size_or.status())) {
+    // Something other than a file (a directory) stands where the rank file was: the step is
+    // damaged, like a missing file, and says so instead of reporting a bogus size.
+    return absl::DataLossError(absl::StrCat(size_or.status().message(), ", but ",
+                                            kMetadataFileName, " lists it as a rank file"));
+  }
+  ACCEL_ASSIGN_OR_RETURN(uint64_t size, std::move(size_or));
   if (size != rec.bytes) {
     // Checked before parsing so a truncated file is reported as such, with where it ends.
     return absl::DataLossError(absl::StrCat(

@@ -273,7 +273,10 @@ bool MemEnv::FileExists(const std::string& path) {
 absl::StatusOr<uint64_t> MemEnv::GetFileSize(const std::string& path) {
   absl::MutexLock lock(&fs_->mu);
   ACCEL_ASSIGN_OR_RETURN(NodePtr node, Lookup(fs_->root, path, "stat"));
-  return node->is_dir ? 0 : static_cast<uint64_t>(node->data.size());
+  if (node->is_dir) {
+    return absl::InvalidArgumentError(absl::StrCat(path, " is a directory, not a file"));
+  }
+  return static_cast<uint64_t>(node->data.size());
 }
 
 absl::Status MemEnv::CreateDirs(const std::string& path) {

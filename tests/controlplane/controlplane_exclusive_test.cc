@@ -1,6 +1,6 @@
 // One acceld per state directory, per port and per unix socket: a second daemon on any of them
 // fails at start with a clear message and exit code 2 (or 1 for the port), and leaves the first
-// one and other people's files alone.
+// one and other people's files alone. Deleting jobs keeps the directory's job ids unique.
 #include "tests/controlplane/daemon_harness.h"
 
 namespace accel {
@@ -53,6 +53,42 @@ TEST(ControlPlaneExclusive, AUnixSocketPathThatIsAFileIsNotReplaced) {
   EXPECT_EQ(code, 2) << err;
   EXPECT_THAT(err, HasSubstr("exists and is not a socket"));
   EXPECT_EQ(testing::ReadAll(file), "keep me");
+}
+
+// accelctl delete: only ended jobs; the record, events and logs go; the id is never reused,
+// even when the newest job is deleted and acceld restarts.
+TEST(ControlPlaneExclusive, DeleteForgetsEndedJobsAndTheirIdsStayUsed) {
+  Daemon d(FreshDir());
+  d.Start(2);
+  const std::string id = d.Submit(WriteJob(d.dir(), "long", R"(
+model: {preset: gpt2-tiny}
+train: {steps: 1000000, micro_batch: 2, seq_len: 32, log_every: 100}
+resources: {num_processes: 1}
+)"));
+  ASSERT_TRUE(d.WaitState(id, v1::RUNNING, 60));
+  std::string out, err;
+  EXPECT_EQ(d.Accelctl({"delete", id}, &out, &err), 1);
+  EXPECT_THAT(err, HasSubstr("is RUNNING: only ended jobs (SUCCEEDED, FAILED, CANCELLED) can be "
+                             "deleted; cancel it first"));
+  ASSERT_EQ(d.Accelctl({"cancel", id}, &out, &err), 0) << err;
+  ASSERT_TRUE(fs::exists(d.dir() + "/state/logs/" + id));
+  ASSERT_EQ(d.Accelctl({"delete", id}, &out, &err), 0) << err;
+  EXPECT_EQ(out, id + " deleted (was CANCELLED)\n");
+  EXPECT_FALSE(fs::exists(d.dir() + "/state/logs/" + id));
+  EXPECT_EQ(d.Accelctl({"status", id}, &out, &err), 1);
+  EXPECT_THAT(err, HasSubstr("no job " + id));
+  EXPECT_EQ(d.Accelctl({"delete", std::string(200, 'x')}, &out, &err), 2);
+  EXPECT_THAT(err, HasSubstr("job id"));
+  d.Kill9();
+  d.Start(2);
+  const std::string next = d.Submit(WriteJob(d.dir(), "next", R"(
+model: {preset: gpt2-tiny}
+train: {steps: 1, micro_batch: 2, seq_len: 32}
+resources: {num_processes: 1}
+)"));
+  EXPECT_NE(next, id);
+  EXPECT_EQ(next, "job-2");
+  ASSERT_TRUE(d.WaitState(next, v1::SUCCEEDED, 120));
 }
 
 }  // namespace
