@@ -10,6 +10,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -47,9 +48,9 @@ class Tmpfs {
   std::string dir_, error_;
 };
 
-// Fills the filesystem holding `path` to the last byte (a write past the end is ENOSPC);
-// Remove() gives the space back. Returns the bytes taken.
-inline int64_t FillWithBallast(const std::string& path) {
+// Fills the filesystem holding `path` with the file `path` up to the last byte, then gives
+// `room` bytes back (0: a write past the end is ENOSPC). Returns the bytes the file holds.
+inline int64_t FillWithBallast(const std::string& path, int64_t room) {
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   if (fd < 0) return -1;
   std::vector<char> chunk(1 << 16, 'x');
@@ -60,6 +61,8 @@ inline int64_t FillWithBallast(const std::string& path) {
     total += n;
     if (static_cast<size_t>(n) < chunk.size()) break;
   }
+  total = std::max<int64_t>(0, total - room);
+  if (ftruncate(fd, total) != 0) total = -1;
   close(fd);
   return total;
 }
