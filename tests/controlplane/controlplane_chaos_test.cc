@@ -101,12 +101,17 @@ class Chaos {
   }
   void Sleep(double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
 
-  // A random worker of a random job in `state` (or any non-terminal job when UNSPECIFIED).
+  // A random worker of a random job in `state` (or any non-terminal job when UNSPECIFIED). A
+  // RUNNING job counts only while every rank is alive: a gang already stopping for an earlier
+  // fault would end with that fault's error.
   pid_t PickWorker(v1::JobState state, std::string* job, int* attempt) {
     std::vector<std::pair<std::string, int>> candidates;
     for (const std::string& id : ids_) {
       const v1::Job j = d_.Get(id);
-      if (state == v1::JOB_STATE_UNSPECIFIED ? !IsTerminal(j.state()) : j.state() == state) {
+      if (state == v1::JOB_STATE_UNSPECIFIED ? !IsTerminal(j.state())
+                                             : j.state() == state &&
+                                                   static_cast<int>(d_.Workers(id).size()) ==
+                                                       j.spec().resources().num_processes()) {
         candidates.emplace_back(id, j.attempt());
       }
     }
@@ -176,11 +181,11 @@ class Chaos {
     const pid_t pid = PickWorker(v1::RUNNING, &job, &attempt);
     if (pid < 0) return "stop rank: no job running";
     const int rank = RankOf(pid);
+    const bool disk_full = ballast_until_.has_value() || Seconds(ballast_removed_) < 2;
     const double stopped = past_deadline ? kHeartbeatTimeoutS + 3 : Uniform(0.2, 1.0);
     kill(pid, SIGSTOP);
     Sleep(stopped);
     kill(pid, SIGCONT);  // harmless when acceld has killed it meanwhile
-    const bool disk_full = ballast_until_.has_value() || Seconds(ballast_removed_) < 2;
     if (past_deadline) long_stops_.push_back({job, attempt, rank, disk_full});
     return absl::StrFormat("SIGSTOP %s attempt %d rank %d for %.1fs", job, attempt, rank, stopped);
   }
