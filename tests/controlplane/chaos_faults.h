@@ -163,8 +163,8 @@ inline void ExpectSameTrainingState(const std::string& want_dir, const std::stri
       }
     }
     EXPECT_EQ(differing, 0) << names[s] << " of " << got_dir << " differs from " << want_dir
-                            << " in " << differing << " of " << n << " elements, first at "
-                            << first << " (" << b[first] << " vs " << a[first] << ")";
+                            << " in " << differing << " of " << n << " elements, first at " << first
+                            << " (" << b[first] << " vs " << a[first] << ")";
   }
 }
 

@@ -1,17 +1,20 @@
-// Chaos: tiny jobs train under a real acceld while a seeded random loop kills workers (SIGKILL),
-// kills acceld (SIGKILL) and restarts it on the same state dir and port, fills the checkpoint
-// filesystem (a small tmpfs) for a while, and stops a rank (SIGSTOP) past the heartbeat
-// deadline or briefly. Afterwards every job must have SUCCEEDED with exactly the training state
-// of an uninterrupted run of the same job, a gap-free event sequence and intact checkpoint
-// directories, and no acceld or worker may be left. ACCEL_CHAOS_SEED=N replays a run's
-// sequence of fault choices (timings still vary with the machine); docs/reliability.md.
+// Chaos: tiny jobs train under a real acceld while a seeded random loop kills workers (SIGKILL,
+// one rank or a whole gang), kills acceld (SIGKILL, or SIGTERM) and starts it again on the same
+// state dir and port, fills the checkpoint filesystem (a small tmpfs) for a while, and stops a
+// rank (SIGSTOP) past the heartbeat deadline or briefly. Afterwards every job must have
+// SUCCEEDED with exactly the training state of an uninterrupted run of the same job, gap-free
+// events (as stored, and as an accelctl follower saw them), a complete attempt history and
+// intact checkpoint directories, and no acceld, worker or accelctl may be left.
+// ACCEL_CHAOS_SEED=N replays a run's sequence of fault choices (timings still vary with the
+// machine); docs/reliability.md, "Chaos test".
+#include <functional>
+#include <memory>
 #include <optional>
 #include <random>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-
 #include "server/state_store.h"
 #include "tests/controlplane/chaos_faults.h"
 #include "tests/controlplane/daemon_harness.h"
@@ -36,12 +39,15 @@ struct ChaosJob {
 std::vector<ChaosJob> Jobs() {
   const std::string common = absl::StrCat(
       "model: {preset: gpt2-tiny}\n"
-      "train: {steps: ", kSteps, ", micro_batch: 2, seq_len: 32, log_every: 10, seed: 7}\n"
-      "max_restarts: 1000\nheartbeat_timeout_s: ", kHeartbeatTimeoutS,
-      "\nstop_grace_s: 2\ncomm_timeout_s: 60\n");
-  return {{"fsdp2", common + "resources: {num_processes: 2}\nsharding: {strategy: full_shard}\n", 2},
-          {"single", common + "resources: {num_processes: 1}\n", 1},
-          {"zero1", common + "resources: {num_processes: 2}\nsharding: {strategy: zero1}\n", 1}};
+      "train: {steps: ",
+      kSteps,
+      ", micro_batch: 2, seq_len: 32, log_every: 10, seed: 7}\n"
+      "max_restarts: 1000\nheartbeat_timeout_s: ",
+      kHeartbeatTimeoutS, "\nstop_grace_s: 2\ncomm_timeout_s: 60\n");
+  return {
+      {"fsdp2", common + "resources: {num_processes: 2}\nsharding: {strategy: full_shard}\n", 2},
+      {"single", common + "resources: {num_processes: 1}\n", 1},
+      {"zero1", common + "resources: {num_processes: 2}\nsharding: {strategy: zero1}\n", 1}};
 }
 
 std::string JobFile(const std::string& dir, const ChaosJob& job, const std::string& ckpt,
@@ -108,10 +114,10 @@ class Chaos {
     std::vector<std::pair<std::string, int>> candidates;
     for (const std::string& id : ids_) {
       const v1::Job j = d_.Get(id);
-      if (state == v1::JOB_STATE_UNSPECIFIED ? !IsTerminal(j.state())
-                                             : j.state() == state &&
-                                                   static_cast<int>(d_.Workers(id).size()) ==
-                                                       j.spec().resources().num_processes()) {
+      if (state == v1::JOB_STATE_UNSPECIFIED
+              ? !IsTerminal(j.state())
+              : j.state() == state && static_cast<int>(d_.Workers(id).size()) ==
+                                          j.spec().resources().num_processes()) {
         candidates.emplace_back(id, j.attempt());
       }
     }
@@ -166,8 +172,9 @@ class Chaos {
     const int64_t room = Uniform(0, 2) == 0 ? Uniform(0, 3 << 20) : 0;
     const int64_t bytes = FillWithBallast(Ballast(), room);
     const double hold = Uniform(1.0, 6.0);
-    ballast_until_ = std::chrono::steady_clock::now() + std::chrono::duration_cast<
-        std::chrono::steady_clock::duration>(std::chrono::duration<double>(hold));
+    ballast_until_ = std::chrono::steady_clock::now() +
+                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                         std::chrono::duration<double>(hold));
     return absl::StrFormat("checkpoint filesystem full (%d bytes of ballast, %d left) for %.1fs",
                            bytes, room, hold);
   }
@@ -215,7 +222,8 @@ TEST(ControlPlaneChaos, JobsSurviveRandomFaultsWithTheStateOfAnUninterruptedRun)
     ref.Start(5);
     ASSERT_FALSE(::testing::Test::HasFatalFailure());
     std::vector<std::string> ids;
-    for (const ChaosJob& j : jobs) ids.push_back(ref.Submit(JobFile(ref.dir(), j, "ckpt-" + j.name, 1)));
+    for (const ChaosJob& j : jobs)
+      ids.push_back(ref.Submit(JobFile(ref.dir(), j, "ckpt-" + j.name, 1)));
     for (const std::string& id : ids) {
       ASSERT_TRUE(ref.WaitState(id, v1::SUCCEEDED, 120)) << id << " " << ref.Get(id).error();
     }
@@ -228,22 +236,29 @@ TEST(ControlPlaneChaos, JobsSurviveRandomFaultsWithTheStateOfAnUninterruptedRun)
   fs::create_directories(d.dir());
   const std::string ckpt_fs = d.dir() + "/ckptfs";
   Tmpfs tmpfs(ckpt_fs, 24);
-  if (!tmpfs.error().empty()) GTEST_SKIP() << "cannot mount the checkpoint tmpfs: " << tmpfs.error();
+  if (!tmpfs.error().empty())
+    GTEST_SKIP() << "cannot mount the checkpoint tmpfs: " << tmpfs.error();
   d.Start(5);
   ASSERT_FALSE(::testing::Test::HasFatalFailure());
   std::vector<std::string> ids;
   for (size_t i = 0; i < jobs.size(); ++i) {
-    ids.push_back(d.Submit(JobFile(d.dir(), jobs[i], ckpt_fs + "/" + jobs[i].name,
-                                   static_cast<int>(i) + 1)));
+    ids.push_back(
+        d.Submit(JobFile(d.dir(), jobs[i], ckpt_fs + "/" + jobs[i].name, static_cast<int>(i) + 1)));
   }
   // A user follows each job through every fault (accelctl reconnects to a restarted acceld).
   std::vector<testing::ChildProcess> watchers;
   for (const std::string& id : ids) {
-    watchers.push_back(testing::StartProcess({ACCELCTL_BIN, "--server", d.address(), "--token-file",
-                                              d.dir() + "/state/token", "watch", id, "--output",
-                                              "json"},
-                                             d.dir(), "watch-" + id));
+    watchers.push_back(
+        testing::StartProcess({ACCELCTL_BIN, "--server", d.address(), "--token-file",
+                               d.dir() + "/state/token", "watch", id, "--output", "json"},
+                              d.dir(), "watch-" + id));
   }
+  // A test that stops early does not leave its followers behind.
+  std::unique_ptr<void, std::function<void(void*)>> reap_watchers(&watchers, [&](void*) {
+    for (const testing::ChildProcess& w : watchers) {
+      if (w.pid > 0) testing::WaitProcess(w, 0);  // kills one still running, and reaps it
+    }
+  });
   Chaos chaos(d, ids, seed, ckpt_fs);
   const auto chaos_start = std::chrono::steady_clock::now();
   auto all_ended = [&] {
@@ -272,14 +287,15 @@ TEST(ControlPlaneChaos, JobsSurviveRandomFaultsWithTheStateOfAnUninterruptedRun)
     const v1::Job job = d.Get(ids[i]);
     EXPECT_EQ(job.state(), v1::SUCCEEDED) << job.error();
     EXPECT_EQ(job.last_step(), kSteps - 1);
-    std::cout << ids[i] << " " << jobs[i].name << ": attempt " << job.attempt() << ", restarts used "
-              << job.restarts_used() << std::endl;
+    std::cout << ids[i] << " " << jobs[i].name << ": attempt " << job.attempt()
+              << ", restarts used " << job.restarts_used() << std::endl;
     const std::vector<v1::Event> events = d.Events(ids[i]);
     ExpectConsecutive(events);
     ASSERT_FALSE(events.empty());
     // The follower saw every event once, in order, and ended with the job.
     EXPECT_EQ(testing::WaitProcess(watchers[i], 60), 0)
         << testing::ReadAll(watchers[i].stderr_path);
+    watchers[i].pid = -1;  // reaped
     std::stringstream seen(testing::ReadAll(watchers[i].stdout_path));
     int64_t expected_seq = 0;
     for (std::string line; std::getline(seen, line);) {
@@ -340,7 +356,9 @@ TEST(ControlPlaneChaos, JobsSurviveRandomFaultsWithTheStateOfAnUninterruptedRun)
       EXPECT_EQ(attempts[a].attempt, static_cast<int>(a) + 1);
       EXPECT_FALSE(attempts[a].outcome.empty());
       EXPECT_GE(attempts[a].end_us, attempts[a].start_us);
-      if (a > 0) EXPECT_GE(attempts[a].start_us, attempts[a - 1].start_us);
+      if (a > 0) {
+        EXPECT_GE(attempts[a].start_us, attempts[a - 1].start_us);
+      }
     }
     EXPECT_EQ(attempts.back().outcome, "succeeded") << id;
   }
