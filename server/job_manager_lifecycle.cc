@@ -15,9 +15,19 @@ absl::Status JobManager::Recover() {
   for (const JobRecord& job : registry_->List()) {
     if (IsTerminal(job.state)) continue;
     if (job.state == JobState::kStarting || job.state == JobState::kRunning) {
-      ACCEL_RETURN_IF_ERROR(
-          store_->PutAttempt({job.id, job.attempt, job.start_us, wall_clock_->NowMicros(),
-                              "interrupted: acceld stopped"}));
+      // The attempt's row has its own start (the job's start_us is the first attempt's); an
+      // acceld that stopped on SIGTERM already wrote how the attempt ended, which stays. Only
+      // an attempt a killed acceld left open is closed here.
+      ACCEL_ASSIGN_OR_RETURN(std::vector<AttemptRecord> attempts, store_->ListAttempts(job.id));
+      AttemptRecord open{job.id, job.attempt, job.start_us, 0, ""};
+      for (const AttemptRecord& a : attempts) {
+        if (a.attempt == job.attempt) open = a;
+      }
+      if (open.end_us == 0) {
+        open.end_us = wall_clock_->NowMicros();
+        open.outcome = "interrupted: acceld stopped";
+        ACCEL_RETURN_IF_ERROR(store_->PutAttempt(open));
+      }
       ACCEL_RETURN_IF_ERROR(
           registry_
               ->Transition(job.id, JobState::kRestarting,

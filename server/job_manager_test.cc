@@ -253,12 +253,38 @@ TEST_F(JobManagerTest, ShutdownAsksRunningGangsToCheckpointAndKeepsThemResumable
                         e.body_json.find("asked the 2 ranks to checkpoint") != std::string::npos);
   }
   EXPECT_TRUE(notice);
-  // The next acceld resumes it without using up a restart.
+  // The next acceld resumes it without using up a restart, and keeps the attempt's record.
+  const AttemptRecord drained = attempts[0];
+  clock_.Advance(7'000'000);
   Open(/*slots=*/3);
+  attempts = *store_->ListAttempts(job->id);
+  EXPECT_EQ(attempts[0].outcome, "interrupted: acceld stopped after a checkpoint on request");
+  EXPECT_EQ(attempts[0].end_us, drained.end_us);
   manager_->Tick();
   EXPECT_EQ(State(job->id), JobState::kStarting);
   EXPECT_EQ(registry_->Get(job->id)->attempt, 2);
   EXPECT_EQ(registry_->Get(job->id)->restarts_used, 0);
+}
+
+TEST_F(JobManagerTest, AKilledAcceldsSuccessorRecordsTheInterruptedAttemptWithItsOwnStart) {
+  auto job = manager_->Submit(Job(2, /*max_restarts=*/1));
+  manager_->Tick();
+  RegisterAll(job->id);
+  clock_.Advance(5'000'000);
+  runner_->Exit(job->id, 1, 0, 0, SIGKILL);
+  manager_->Tick();
+  runner_->Exit(job->id, 1, 1, 0, SIGTERM);
+  manager_->Tick();  // attempt 2 starts, 5 s after the job's first start
+  ASSERT_EQ(registry_->Get(job->id)->attempt, 2);
+  const int64_t second_start = (*store_->ListAttempts(job->id))[1].start_us;
+  EXPECT_EQ(second_start, registry_->Get(job->id)->start_us + 5'000'000);
+  clock_.Advance(3'000'000);
+  Open(/*slots=*/3);  // acceld was killed (no Shutdown) and started again
+  auto attempts = *store_->ListAttempts(job->id);
+  ASSERT_EQ(attempts.size(), 2u);
+  EXPECT_EQ(attempts[1].start_us, second_start);
+  EXPECT_EQ(attempts[1].end_us, second_start + 3'000'000);
+  EXPECT_EQ(attempts[1].outcome, "interrupted: acceld stopped");
 }
 
 TEST_F(JobManagerTest, RanksThatDoNotCheckpointInTimeAreStoppedAfterTheGrace) {
