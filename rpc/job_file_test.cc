@@ -187,6 +187,26 @@ TEST(JobFileTest, ReadsTheAccelerateConfigNextToTheJobFile) {
               HasSubstr("accelerate_config: cannot read"));
 }
 
+TEST(JobFileTest, NamedConfigsMustBeSmallRegularFiles) {
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) / "accel_job_file_kind_test";
+  std::filesystem::create_directories(dir);
+  // /dev/zero as a config used to read until memory ran out; a FIFO blocked forever.
+  auto zero = ParseJobYaml("data: {path: /d}\naccelerate_config: /dev/zero\n", "j.yaml", "/");
+  EXPECT_THAT(Msg(zero.status()), HasSubstr("accelerate_config: cannot read /dev/zero: not a "
+                                            "regular file"));
+  const std::string fifo = (dir / "fifo").string();
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto from_fifo = ParseJobYaml("data: {path: /d}\ndeepspeed_config: " + fifo + "\n", "j.yaml", "/");
+  EXPECT_THAT(Msg(from_fifo.status()), HasSubstr("not a regular file"));
+  std::ofstream(dir / "big.yaml") << std::string((1 << 20) + 1, '#');
+  auto big = ParseJobYaml("data: {path: /d}\naccelerate_config: big.yaml\n", "j.yaml",
+                          dir.string());
+  EXPECT_THAT(Msg(big.status()), HasSubstr("1048577 bytes; a job's files are at most 1048576"));
+  std::filesystem::remove_all(dir);
+}
+
 TEST(JobFileTest, CarriesTheDeepSpeedJsonFromTheJobFileTheFlagOrTheAccelerateConfig) {
   const std::filesystem::path dir =
       std::filesystem::path(::testing::TempDir()) / "accel_job_file_ds_test";

@@ -110,7 +110,11 @@ absl::Status SafetensorsReader::ParseHeader(std::string_view text) {
   if (!root.is_object()) return corrupt("header at offset 8 is not a JSON object");
 
   try {
-    for (const auto& [key, value] : root.items()) {
+    for (const auto& item : root.items()) {
+      // Named references, not a structured binding: clang 14 (the fuzz build) cannot capture
+      // a binding in the lambda below.
+      const std::string& key = item.key();
+      const nlohmann::json& value = item.value();
       if (key == "__metadata__") {
         if (!value.is_object()) return corrupt("__metadata__ is not a JSON object");
         for (const auto& [mk, mv] : value.items()) {
