@@ -47,13 +47,15 @@ echo "fuzz.sh: ${TARGET} for ${SECONDS_TO_RUN} s, $(ls "$WORK/corpus" | wc -l) s
 # ASan's leak check stays on (a leak is a finding); UBSan reports abort (-fno-sanitize-recover).
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+started=$(date +%s)
 set +e
 "$BUILD_DIR/fuzz/${TARGET}_fuzz" "$WORK/corpus" -max_total_time="$SECONDS_TO_RUN" \
   -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$OUT/" "$@" \
   2>&1 | tee "$WORK/log"
 rc=${PIPESTATUS[0]}
 set -e
+elapsed=$(( $(date +%s) - started ))
 execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$WORK/log" | grep -o '[0-9]*$' || true)
-echo "fuzz.sh: ${TARGET}: ${execs:-?} executions in ${SECONDS_TO_RUN} s, exit ${rc}" \
+echo "fuzz.sh: ${TARGET}: ${execs:-?} executions in ${elapsed} s, exit ${rc}" \
      "($(ls "$OUT" | wc -l) files in $OUT/)"
 exit "$rc"

@@ -197,6 +197,9 @@ absl::StatusOr<StepMetadata> StepMetadataFromJson(std::string_view text, const s
     root = Json::parse(text.begin(), text.end());
   } catch (const Json::parse_error& e) {
     return r.Bad(absl::StrCat("invalid JSON at offset ", e.byte, ": ", e.what()));
+  } catch (const Json::exception& e) {
+    // A number beyond double (1E400) is out_of_range, not a parse_error (found by fuzzing).
+    return r.Bad(absl::StrCat("invalid JSON: ", e.what()));
   }
   if (!root.is_object()) return r.Bad("not a JSON object (at offset 0)");
   ACCEL_ASSIGN_OR_RETURN(std::string checksum, r.String(root, "checksum"));

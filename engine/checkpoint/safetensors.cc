@@ -106,6 +106,9 @@ absl::Status SafetensorsReader::ParseHeader(std::string_view text) {
     root = nlohmann::json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::parse_error& e) {
     return corrupt("invalid header JSON near file offset ", 8 + e.byte, ": ", e.what());
+  } catch (const nlohmann::json::exception& e) {
+    // A number beyond double (1E400) is out_of_range, not a parse_error; it escaped (fuzzing).
+    return corrupt("invalid header JSON at offset 8: ", e.what());
   }
   if (!root.is_object()) return corrupt("header at offset 8 is not a JSON object");
 
