@@ -5,7 +5,7 @@
 #                                      build-fuzz), copy fuzz/corpus/TARGET into a scratch working
 #                                      corpus, fuzz for SECONDS; a crashing input is saved under
 #                                      $FUZZ_OUT/TARGET/ (default fuzz-out/) as crash-<sha1>
-# Extra libFuzzer flags may follow SECONDS (e.g. -max_len=4096). Exit status: libFuzzer's
+# FUZZ_NO_BUILD=1 skips the build step. Extra libFuzzer flags may follow SECONDS (e.g. -max_len=4096). Exit status: libFuzzer's
 # (0 = no finding). The normal build replays the committed corpora as ctest cases (label fuzz).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,7 +37,10 @@ if [ ! -f "$BUILD_DIR/build.ninja" ]; then
     -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
     -DACCEL_FUZZ=ON -DACCEL_ENABLE_CUDA=OFF
 fi
-cmake --build "$BUILD_DIR" -j"${FUZZ_JOBS:-$(nproc)}" --target "${TARGET}_fuzz"
+# FUZZ_NO_BUILD=1 runs the binary as built (while another build uses the directory).
+if [ -z "${FUZZ_NO_BUILD:-}" ]; then
+  cmake --build "$BUILD_DIR" -j"${FUZZ_JOBS:-$(nproc)}" --target "${TARGET}_fuzz"
+fi
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/accel-fuzz-${TARGET}.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT

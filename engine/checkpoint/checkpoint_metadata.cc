@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
 #include "engine/checkpoint/crc32c.h"
+#include "engine/checkpoint/safetensors_internal.h"
 #include "nlohmann/json.hpp"
 
 namespace accel::checkpoint {
@@ -281,8 +282,11 @@ absl::StatusOr<StepMetadata> StepMetadataFromJson(std::string_view text, const s
     ACCEL_ASSIGN_OR_RETURN(rec.numel, r.Int(t, "numel"));
     ACCEL_ASSIGN_OR_RETURN(int64_t unit, r.Int(t, "unit"));
     rec.unit = static_cast<int>(unit);
-    if (rec.numel != NumElements(rec.shape) || rec.offset < 0 ||
-        rec.offset + rec.numel > m.num_params) {
+    // Overflow-safe: a shape or offset near int64's limits is corruption, not arithmetic to
+    // wrap (both overflowed here before fuzzing found them).
+    const std::optional<int64_t> numel = internal::CheckedNumel(rec.shape);
+    if (!numel || rec.numel != *numel || rec.offset < 0 || rec.numel > m.num_params ||
+        rec.offset > m.num_params - rec.numel) {
       return r.Bad(absl::StrCat("tensor \"", rec.name, "\" has an inconsistent shape, offset ",
                                 "or size for ", m.num_params, " parameters"));
     }
