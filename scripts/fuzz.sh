@@ -5,7 +5,8 @@
 #                                      build-fuzz), copy fuzz/corpus/TARGET into a scratch working
 #                                      corpus, fuzz for SECONDS; a crashing input is saved under
 #                                      $FUZZ_OUT/TARGET/ (default fuzz-out/) as crash-<sha1>
-# FUZZ_NO_BUILD=1 skips the build step. Extra libFuzzer flags may follow SECONDS (e.g. -max_len=4096). Exit status: libFuzzer's
+# FUZZ_NO_BUILD=1 skips the build step; FUZZ_TIMEOUT (default 10) is libFuzzer's per-input limit
+# in wall seconds (raise it on a loaded machine, where a niced run is starved). Extra libFuzzer flags may follow SECONDS (e.g. -max_len=4096). Exit status: libFuzzer's
 # (0 = no finding). The normal build replays the committed corpora as ctest cases (label fuzz).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -53,7 +54,7 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 started=$(date +%s)
 set +e
 "$BUILD_DIR/fuzz/${TARGET}_fuzz" "$WORK/corpus" -max_total_time="$SECONDS_TO_RUN" \
-  -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$OUT/" "$@" \
+  -timeout="${FUZZ_TIMEOUT:-10}" -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$OUT/" "$@" \
   2>&1 | tee "$WORK/log"
 rc=${PIPESTATUS[0]}
 set -e
