@@ -235,7 +235,24 @@ absl::Status ParseInto(const Ctx& c, const YAML::Node& root, JobSpec& s) {
   return Walk(c, root, "", top);
 }
 
+// A job's files travel inside its spec, which acceld caps at 1 MiB.
+constexpr uintmax_t kMaxJobFileBytes = 1 << 20;
+
+// Only a regular file is read: a FIFO would block accelctl forever and /dev/zero would fill
+// its memory (both were accepted as accelerate_config).
 absl::StatusOr<std::string> ReadText(const std::string& path) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (ec || !fs::exists(st)) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  if (!fs::is_regular_file(st)) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot read ", path, ": not a regular file"));
+  }
+  const uintmax_t size = fs::file_size(path, ec);
+  if (!ec && size > kMaxJobFileBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot read ", path, ": ", size,
+                                                   " bytes; a job's files are at most ",
+                                                   kMaxJobFileBytes));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
   std::stringstream ss;

@@ -196,6 +196,44 @@ TEST(JobFileTest, ReadsTheAccelerateConfigNextToTheJobFile) {
               HasSubstr("accelerate_config: cannot read"));
 }
 
+// Found by fuzz/job_file_fuzz.cc: text fields other than `name` were not checked, so a spec with
+// a byte 0xff in data.path validated and then could not be sent (protobuf refuses to parse it).
+TEST(JobFileTest, EveryTextFieldMustBeUtf8AsProtobufChecksIt) {
+  accel::v1::JobSpec s = DefaultJobSpec();
+  s.mutable_data()->set_path("/d");
+  ASSERT_TRUE(ValidateJobSpec(s, false).ok());
+  for (const std::string bad : {"/d\xff", "/d\xc0\x80", "/d\xed\xa0\x80", "/d\xf4\x90\x80\x80",
+                                "/d\xe2\x82"}) {
+    s.mutable_data()->set_path(bad);
+    EXPECT_THAT(Msg(ValidateJobSpec(s, false)), HasSubstr("data.path: not valid UTF-8"));
+  }
+  s.mutable_data()->set_path("/d/\xc3\xa9t\xc3\xa9/\xf0\x9f\x98\x80");  // été, an emoji
+  EXPECT_TRUE(ValidateJobSpec(s, false).ok());
+  s.set_deepspeed_config_text("{\"a\": \"\xff\"}");
+  EXPECT_THAT(Msg(ValidateJobSpec(s, false)),
+              HasSubstr("deepspeed_config (its text): not valid UTF-8"));
+}
+
+TEST(JobFileTest, NamedConfigsMustBeSmallRegularFiles) {
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) / "accel_job_file_kind_test";
+  std::filesystem::create_directories(dir);
+  // /dev/zero as a config used to read until memory ran out; a FIFO blocked forever.
+  auto zero = ParseJobYaml("data: {path: /d}\naccelerate_config: /dev/zero\n", "j.yaml", "/");
+  EXPECT_THAT(Msg(zero.status()), HasSubstr("accelerate_config: cannot read /dev/zero: not a "
+                                            "regular file"));
+  const std::string fifo = (dir / "fifo").string();
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto from_fifo = ParseJobYaml("data: {path: /d}\ndeepspeed_config: " + fifo + "\n", "j.yaml", "/");
+  EXPECT_THAT(Msg(from_fifo.status()), HasSubstr("not a regular file"));
+  std::ofstream(dir / "big.yaml") << std::string((1 << 20) + 1, '#');
+  auto big = ParseJobYaml("data: {path: /d}\naccelerate_config: big.yaml\n", "j.yaml",
+                          dir.string());
+  EXPECT_THAT(Msg(big.status()), HasSubstr("1048577 bytes; a job's files are at most 1048576"));
+  std::filesystem::remove_all(dir);
+}
+
 TEST(JobFileTest, CarriesTheDeepSpeedJsonFromTheJobFileTheFlagOrTheAccelerateConfig) {
   const std::filesystem::path dir =
       std::filesystem::path(::testing::TempDir()) / "accel_job_file_ds_test";

@@ -29,14 +29,26 @@ constexpr int kMaxThreadsPerProcess = 1024;
 constexpr size_t kMaxSpecBytes = 1 << 20;
 constexpr size_t kMaxNameBytes = 256;
 
+// Well-formed UTF-8 as protobuf checks it when a string field is parsed: no overlong forms,
+// no surrogates, nothing above U+10FFFF. A spec that fails it cannot reach acceld (gRPC drops
+// it with an opaque parse error), so it is refused here naming the key.
 bool IsValidUtf8(const std::string& text) {
   size_t i = 0;
   while (i < text.size()) {
     const unsigned char c = static_cast<unsigned char>(text[i]);
-    const int extra = c < 0x80 ? 0 : (c >> 5) == 0x6 ? 1 : (c >> 4) == 0xe ? 2
-                                                     : (c >> 3) == 0x1e ? 3 : -1;
-    if (extra < 0 || i + extra >= text.size()) return false;
-    for (int k = 1; k <= extra; ++k) {
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    const int extra = c >= 0xc2 && c <= 0xdf ? 1 : c >= 0xe0 && c <= 0xef ? 2
+                                               : c >= 0xf0 && c <= 0xf4 ? 3 : -1;
+    if (extra < 0 || text.size() - i <= static_cast<size_t>(extra)) return false;
+    // The second byte's range depends on the first (RFC 3629 table).
+    const unsigned char c1 = static_cast<unsigned char>(text[i + 1]);
+    const unsigned char lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;
+    const unsigned char hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
+    if (c1 < lo || c1 > hi) return false;
+    for (int k = 2; k <= extra; ++k) {
       if ((static_cast<unsigned char>(text[i + k]) >> 6) != 0x2) return false;
     }
     i += 1 + extra;
@@ -82,6 +94,24 @@ absl::Status ValidateJobSpec(const JobSpec& s, bool check_files) {
     }
   }
   if (!IsValidUtf8(s.name())) return Invalid("name", "not valid UTF-8");
+  // Every other text field too (found by fuzz/job_file_fuzz.cc: a data.path with a byte 0xff
+  // validated, then could not be sent).
+  for (const auto& [key, text] :
+       {std::pair<const char*, const std::string&>{"model.preset", s.model().preset()},
+        {"model.config", s.model().config()},
+        {"model.init_weights", s.model().init_weights()},
+        {"data.path", s.data().path()},
+        {"train.schedule", s.train().schedule()},
+        {"checkpoint.dir", s.checkpoint().dir()},
+        {"resources.device", s.resources().device()},
+        {"sharding.strategy", s.sharding().strategy()},
+        {"sharding.backward_prefetch", s.sharding().backward_prefetch()},
+        {"accelerate_config", s.accelerate_config_path()},
+        {"accelerate_config (its text)", s.accelerate_config_text()},
+        {"deepspeed_config", s.deepspeed_config_path()},
+        {"deepspeed_config (its text)", s.deepspeed_config_text()}}) {
+    if (!IsValidUtf8(text)) return Invalid(key, "not valid UTF-8");
+  }
   if (s.model().preset().empty() && s.model().config().empty()) {
     return Invalid("model", "give model.preset or model.config");
   }

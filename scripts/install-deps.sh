@@ -8,6 +8,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev libfmt-dev libgloo-dev libsqlite3-dev libyaml-cpp-dev
   nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev liburing-dev
+  clang  # scripts/fuzz.sh: libFuzzer, ASan and UBSan
   libdnnl-dev ocl-icd-opencl-dev  # dnnl-config.cmake finds OpenCL (libdnnl-dev only recommends it)
 )
 

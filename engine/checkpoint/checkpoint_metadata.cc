@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
 #include "engine/checkpoint/crc32c.h"
+#include "engine/checkpoint/safetensors_internal.h"
 #include "nlohmann/json.hpp"
 
 namespace accel::checkpoint {
@@ -197,6 +198,9 @@ absl::StatusOr<StepMetadata> StepMetadataFromJson(std::string_view text, const s
     root = Json::parse(text.begin(), text.end());
   } catch (const Json::parse_error& e) {
     return r.Bad(absl::StrCat("invalid JSON at offset ", e.byte, ": ", e.what()));
+  } catch (const Json::exception& e) {
+    // A number beyond double (1E400) is out_of_range, not a parse_error (found by fuzzing).
+    return r.Bad(absl::StrCat("invalid JSON: ", e.what()));
   }
   if (!root.is_object()) return r.Bad("not a JSON object (at offset 0)");
   ACCEL_ASSIGN_OR_RETURN(std::string checksum, r.String(root, "checksum"));
@@ -278,8 +282,11 @@ absl::StatusOr<StepMetadata> StepMetadataFromJson(std::string_view text, const s
     ACCEL_ASSIGN_OR_RETURN(rec.numel, r.Int(t, "numel"));
     ACCEL_ASSIGN_OR_RETURN(int64_t unit, r.Int(t, "unit"));
     rec.unit = static_cast<int>(unit);
-    if (rec.numel != NumElements(rec.shape) || rec.offset < 0 ||
-        rec.offset + rec.numel > m.num_params) {
+    // Overflow-safe: a shape or offset near int64's limits is corruption, not arithmetic to
+    // wrap (both overflowed here before fuzzing found them).
+    const std::optional<int64_t> numel = internal::CheckedNumel(rec.shape);
+    if (!numel || rec.numel != *numel || rec.offset < 0 || rec.numel > m.num_params ||
+        rec.offset > m.num_params - rec.numel) {
       return r.Bad(absl::StrCat("tensor \"", rec.name, "\" has an inconsistent shape, offset ",
                                 "or size for ", m.num_params, " parameters"));
     }

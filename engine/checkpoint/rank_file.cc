@@ -21,6 +21,7 @@ constexpr uint64_t kFixedHeaderBytes = 40;  // step .. data_bytes
 constexpr uint64_t kRangeRecordBytes = 40;  // begin, end, three section offsets
 constexpr uint64_t kNumRangesOffset = 28;
 constexpr uint64_t kBlockBytesOffset = 32;
+constexpr uint64_t kReservedOffset = 36;
 constexpr uint64_t kDataBeginOffset = 40;
 constexpr uint64_t kDataBytesOffset = 48;
 constexpr uint64_t kRangesOffset = 56;
@@ -132,7 +133,7 @@ absl::Status WriteRankFileAt(Env* env, const std::string& path, int64_t step, in
   Put<int32_t>(&header, rank);
   Put<uint32_t>(&header, static_cast<uint32_t>(ranges.size()));
   Put<uint32_t>(&header, options.block_bytes);
-  Put<uint32_t>(&header, 0);  // reserved
+  Put<uint32_t>(&header, 0);  // reserved (kReservedOffset)
   Put<uint64_t>(&header, data_begin);
   uint64_t data_bytes = 0;
   for (const SaveRange& r : ranges)
@@ -233,6 +234,10 @@ absl::Status RankFileReader::ParseHeader(const std::string& h) {
   if (kRangesOffset + num_ranges * kRangeRecordBytes + 4 != h.size()) {
     return loss(num_ranges, " ranges at offset ", kNumRangesOffset,
                 " disagree with the header length at offset 12");
+  }
+  // Zero in version 1: a reader that ignored it would misread a file that gave it a meaning.
+  if (const uint32_t reserved = Get<uint32_t>(h, kReservedOffset); reserved != 0) {
+    return loss("reserved field ", reserved, " at offset ", kReservedOffset, " is not 0");
   }
   if (block_bytes_ < kMinBlockBytes || block_bytes_ % 4 != 0) {
     return loss("invalid block size ", block_bytes_, " at offset ", kBlockBytesOffset);

@@ -1,10 +1,12 @@
 #include "engine/checkpoint/rank_file.h"
 
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "engine/checkpoint/checkpoint_test_util.h"
+#include "engine/checkpoint/crc32c.h"
 #include "engine/testing/mem_env.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -127,6 +129,31 @@ TEST(RankFileErrorsTest, BadMagicVersionAndIdentityNameTheOffset) {
   EXPECT_THAT(s.message(), HasSubstr("step 3 at offset 16, expected step 4"));
   s = (*reader)->ExpectIdentity(3, 0);
   EXPECT_THAT(s.message(), HasSubstr("rank 2 at offset 24, expected rank 0"));
+}
+
+// `clean` with the u32 at `offset` set to `value` and the header checksum recomputed, as a
+// writer with that bug would produce it (the fuzzer's repairs do the same).
+std::string WithHeaderField(std::string clean, size_t offset, uint32_t value) {
+  std::memcpy(clean.data() + offset, &value, 4);
+  uint32_t header_len;
+  std::memcpy(&header_len, clean.data() + 12, 4);
+  const size_t crc_at = 16 + header_len;
+  const uint32_t crc = crc32c::Value(clean.data(), crc_at);
+  std::memcpy(clean.data() + crc_at, &crc, 4);
+  return clean;
+}
+
+// Found by fuzz/rank_file_fuzz.cc: a non-zero reserved field was accepted.
+TEST(RankFileErrorsTest, AReservedFieldThatIsNotZeroIsDataLoss) {
+  accel::testing::MemEnv env;
+  ASSERT_TRUE(env.CreateDirs("/ckpt").ok());
+  State state(64, 1);
+  ASSERT_TRUE(WriteRankFileAt(&env, kPath, 3, 2, SaveRangesOf(state, {{0, 64}}), {}).ok());
+  const std::string clean = *ReadFileToString(&env, kPath);
+  ASSERT_TRUE(OverwriteFile(&env, kPath, WithHeaderField(clean, 36, 0x2400)).ok());
+  auto s = RankFileReader::Open(&env, kPath).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(s.message(), HasSubstr("reserved field 9216 at offset 36 is not 0"));
 }
 
 TEST(RankFileErrorsTest, EmptyFileAndBadRequests) {

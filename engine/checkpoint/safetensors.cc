@@ -106,11 +106,18 @@ absl::Status SafetensorsReader::ParseHeader(std::string_view text) {
     root = nlohmann::json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::parse_error& e) {
     return corrupt("invalid header JSON near file offset ", 8 + e.byte, ": ", e.what());
+  } catch (const nlohmann::json::exception& e) {
+    // A number beyond double (1E400) is out_of_range, not a parse_error; it escaped (fuzzing).
+    return corrupt("invalid header JSON at offset 8: ", e.what());
   }
   if (!root.is_object()) return corrupt("header at offset 8 is not a JSON object");
 
   try {
-    for (const auto& [key, value] : root.items()) {
+    for (const auto& item : root.items()) {
+      // Named references, not a structured binding: clang 14 (the fuzz build) cannot capture
+      // a binding in the lambda below.
+      const std::string& key = item.key();
+      const nlohmann::json& value = item.value();
       if (key == "__metadata__") {
         if (!value.is_object()) return corrupt("__metadata__ is not a JSON object");
         for (const auto& [mk, mv] : value.items()) {

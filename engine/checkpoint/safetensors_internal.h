@@ -1,5 +1,5 @@
 // What safetensors.cc (the reader) and safetensors_writer.cc share: the conversion chunk and
-// overflow-checked element counts.
+// overflow-checked element counts (which checkpoint_metadata.cc uses too).
 #pragma once
 
 #include <cstdint>

@@ -298,6 +298,11 @@ TEST_F(SafetensorsTest, InvalidJson) {
   s = OpenStatus(WriteBytes("meta", Assemble(R"({"__metadata__":{"k":1}})", "")));
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(s.message(), HasSubstr("\"k\" is not a string"));
+
+  // Found by fuzz/safetensors_fuzz.cc: a number beyond double threw out of Open.
+  s = OpenStatus(WriteBytes("overflow", Assemble(R"({"__metadata__":{"k":1E400}})", "")));
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(s.message(), HasSubstr("number overflow"));
 }
 
 TEST_F(SafetensorsTest, OffsetsOutOfRange) {

@@ -294,6 +294,23 @@ TEST(CheckpointMetadataTest, JsonRoundTrip) {
   EXPECT_EQ(back->total_bytes(), 2001u);
   EXPECT_TRUE(CheckLayoutMatches(*back, layout, "m.json").ok());
   EXPECT_EQ(StepMetadataToJson(*back), StepMetadataToJson(m));
+  // Found by fuzz/checkpoint_metadata_fuzz.cc: a number beyond double threw out of the reader.
+  auto overflow = StepMetadataFromJson(R"({"step": 1E400})", "m.json");
+  EXPECT_EQ(overflow.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(overflow.status().message(), HasSubstr("m.json: invalid JSON"));
+  // Also found by fuzzing: a tensor's shape product and offset + numel overflowed int64 (UB)
+  // instead of being refused.
+  // (2^62 + 1) * 4 wraps to 4, the numel given, so the wrapped product used to match.
+  for (auto [shape, offset] : {std::pair<std::vector<int64_t>, int64_t>{{(int64_t{1} << 62) + 1, 4}, 0},
+                               {{4}, INT64_MAX}}) {
+    StepMetadata bad = m;
+    bad.tensors[0].shape = shape;
+    bad.tensors[0].offset = offset;
+    bad.tensors[0].numel = 4;
+    auto s = StepMetadataFromJson(StepMetadataToJson(bad), "m.json").status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+    EXPECT_THAT(s.message(), HasSubstr("has an inconsistent shape, offset or size"));
+  }
 }
 
 }  // namespace

@@ -179,9 +179,11 @@ void FindJsonDuplicateKeys(std::string_view text, Document* doc) {
       }
       stack.push_back({ch == '{', ch == '{'});
     } else if (ch == '}' || ch == ']') {
+      if (stack.empty()) return;  // cannot happen after a parse; never read out of bounds
       stack.pop_back();
       if (!stack.empty()) path.pop_back();
     } else if (ch == ',') {
+      if (stack.empty()) return;
       if (stack.back().object) {
         stack.back().expect_key = true;
       } else {
@@ -189,9 +191,10 @@ void FindJsonDuplicateKeys(std::string_view text, Document* doc) {
       }
     } else if (ch == '"') {
       const size_t start = i;
-      for (++i; text[i] != '"'; ++i) {
+      for (++i; i < text.size() && text[i] != '"'; ++i) {
         if (text[i] == '\\') ++i;
       }
+      if (i >= text.size()) return;
       if (stack.empty() || !stack.back().object || !stack.back().expect_key) continue;
       Frame& top = stack.back();
       top.expect_key = false;
@@ -265,6 +268,13 @@ absl::StatusOr<Document> ParseJsonDocument(std::string_view text, std::string_vi
   if (FlowNestingTooDeep(text)) {
     return absl::InvalidArgumentError(
         absl::StrCat(doc.source, ": JSON nesting deeper than ", kMaxDepth, " levels"));
+  }
+  // nlohmann::json stops at a NUL byte as if the text ended there, so "1\0{..." parsed as 1
+  // and the rest was ignored (and then overran the duplicate-key scan; found by fuzzing). JSON
+  // has no NUL outside strings and none raw inside them.
+  if (const size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        Located(doc.source, MarkAtOffset(text, nul)), ": malformed JSON: a NUL byte"));
   }
   try {
     doc.root = json::parse(text.begin(), text.end());

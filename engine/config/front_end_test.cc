@@ -141,6 +141,19 @@ TEST(JsonDocumentTest, ErrorsNameLineAndColumn) {
   EXPECT_NE(doc.status().message().find("empty.json:1:1"), std::string::npos) << doc.status();
 }
 
+// Found by fuzz/deepspeed_json_fuzz.cc: nlohmann::json stops at a NUL byte, so "1\0..." parsed
+// as 1, and the duplicate-key scan then read past the end of an unterminated string after it.
+TEST(JsonDocumentTest, ANulByteIsMalformedNotTheEndOfTheText) {
+  for (std::string_view text : {std::string_view("922337\0{\"t>r", 12),
+                                std::string_view("{\"a\": 1}\n\0{\"b\": 2}", 18)}) {
+    auto doc = ParseJsonDocument(text, "nul.json");
+    ASSERT_FALSE(doc.ok()) << testing::PrintToString(std::string(text));
+    EXPECT_EQ(doc.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(doc.status().message().find("nul.json:"), std::string::npos) << doc.status();
+    EXPECT_NE(doc.status().message().find("malformed JSON: a NUL byte"), std::string::npos);
+  }
+}
+
 TEST(JsonDocumentTest, MarkAtOffset) {
   EXPECT_EQ(MarkAtOffset("ab\ncd", 0).line, 1);
   EXPECT_EQ(MarkAtOffset("ab\ncd", 4).line, 2);
