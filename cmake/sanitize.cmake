@@ -33,5 +33,13 @@ if(ACCEL_SANITIZE)
   add_compile_definitions("$<${_accel_instrumented}:ACCEL_SANITIZE_BUILD=\"${_accel_san}\">")
   # Every executable links the runtime, instrumented objects in it or not.
   add_link_options("$<$<LINK_LANGUAGE:CXX,C>:-fsanitize=${_accel_san}>")
+  if("thread" IN_LIST ACCEL_SANITIZE)
+    # Preloaded by scripts/sanitize.sh tsan: makes absl::Mutex visible to TSan (see the source).
+    # Built plain, without the options above, so it stays inert in processes without TSan.
+    add_library(accel_tsan_absl_mutex SHARED ${PROJECT_SOURCE_DIR}/scripts/sanitizers/tsan_absl_mutex.cc)
+    set_target_properties(accel_tsan_absl_mutex PROPERTIES COMPILE_OPTIONS "" COMPILE_DEFINITIONS ""
+                          LINK_OPTIONS "")
+    target_link_libraries(accel_tsan_absl_mutex PRIVATE absl::synchronization ${CMAKE_DL_LIBS})
+  endif()
   message(STATUS "accel: sanitizers ${_accel_san}; uninstrumented: ${ACCEL_SANITIZE_SKIP_DIRS}")
 endif()
