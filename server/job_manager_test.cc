@@ -248,7 +248,11 @@ TEST_F(JobManagerTest, ShutdownAsksRunningGangsToCheckpointAndKeepsThemResumable
   ASSERT_EQ(attempts.size(), 1u);
   EXPECT_EQ(attempts[0].outcome, "interrupted: acceld stopped after a checkpoint on request");
   bool notice = false;
-  for (const Event& e : *log_->Read(job->id, 0, 100)) {
+  // Held in a variable: a range-for over `*Read(...)` iterates a vector the temporary StatusOr
+  // has already destroyed (TSan and ASan report the heap use after free).
+  const absl::StatusOr<std::vector<Event>> events = log_->Read(job->id, 0, 100);
+  ASSERT_TRUE(events.ok()) << events.status();
+  for (const Event& e : *events) {
     notice = notice || (e.kind == EventKind::kLog && e.rank == -1 &&
                         e.body_json.find("asked the 2 ranks to checkpoint") != std::string::npos);
   }

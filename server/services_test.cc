@@ -290,6 +290,10 @@ int64_t RssKiB() {
 // Load: 100 followers on one job (some of them slow) while its worker reports 500 events and
 // 1,000 more jobs wait in the queue. Every watcher gets every event, in order, once.
 TEST_F(ServicesTest, HundredWatchersAndAThousandQueuedJobs) {
+#ifdef ACCEL_SANITIZE_BUILD
+  // It bounds RSS growth and needs the 1,000 submits done before job-1's worker exits.
+  GTEST_SKIP() << "measures RSS and timing; not under " << ACCEL_SANITIZE_BUILD;
+#endif
   v1::Job job;
   ASSERT_TRUE(Submit(Spec(1), token_, &job).ok());
   const std::string wt = WorkerToken(job.id());
