@@ -363,9 +363,9 @@ class Session {
 int RunParsedJobCommand(JobCommand& c, std::ostream& out, std::ostream& err) {
   Session session(c, out, err);
   if (c.chosen == "submit") return session.Submit();  // connects after checking the file
-  const bool names_a_job = c.chosen != "list" && c.chosen != "cluster";
-  if (absl::Status s = rpc::ValidateJobId(c.job_id);
-      names_a_job && c.chosen != "delete" && !s.ok()) {
+  // delete names its jobs in job_ids, checked below.
+  const bool names_a_job = c.chosen != "list" && c.chosen != "cluster" && c.chosen != "delete";
+  if (absl::Status s = rpc::ValidateJobId(c.job_id); names_a_job && !s.ok()) {
     return session.Fail(s);  // before sending: a huge id must not reach the wire
   }
   for (const std::string& id : c.job_ids) {

@@ -33,5 +33,4 @@ class Stmt {
   int rc_;
 };
 
-
 }  // namespace accel::server

@@ -171,16 +171,13 @@ absl::Status StateStore::Migrate() {
         kSchemaVersion, "; use the newer acceld or another --state-dir"));
   }
   if (v == kSchemaVersion) return absl::OkStatus();
-  ACCEL_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
-  absl::Status s = v < 1 ? Exec(kSchemaV1) : absl::OkStatus();
-  if (s.ok() && v < 2) s = Exec(kSchemaV2);
-  if (s.ok() && v < 3) s = Exec(kSchemaV3);
-  if (s.ok()) s = Exec(absl::StrCat("PRAGMA user_version=", kSchemaVersion).c_str());
-  if (!s.ok()) {
-    (void)Exec("ROLLBACK");
+  return InTransaction([&]() -> absl::Status {
+    absl::Status s = v < 1 ? Exec(kSchemaV1) : absl::OkStatus();
+    if (s.ok() && v < 2) s = Exec(kSchemaV2);
+    if (s.ok() && v < 3) s = Exec(kSchemaV3);
+    if (s.ok()) s = Exec(absl::StrCat("PRAGMA user_version=", kSchemaVersion).c_str());
     return s;
-  }
-  return Exec("COMMIT");
+  });
 }
 
 absl::Status StateStore::Write(const JobRecord* job, const std::vector<Event>& events) {

@@ -21,10 +21,12 @@
 #include "engine/checkpoint/inspect.h"
 #include "engine/checkpoint/step_reader.h"
 #include "gtest/gtest.h"
+#include "tests/controlplane/daemon_harness.h"
 
 namespace accel::chaos_testing {
 
 namespace fs = std::filesystem;
+using controlplane_testing::ProcStrings;
 
 // A tmpfs of `megabytes` mounted at `dir` for the test's life (needs root); unmounted lazily at
 // the end so a process that still had a file open cannot keep the mount around.
@@ -65,21 +67,6 @@ inline int64_t FillWithBallast(const std::string& path, int64_t room) {
   if (ftruncate(fd, total) != 0) total = -1;
   close(fd);
   return total;
-}
-
-// One line of /proc/<pid>/environ or cmdline split at NULs.
-inline std::vector<std::string> ProcStrings(pid_t pid, const char* file) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/" + file, std::ios::binary);
-  std::string content((std::istreambuf_iterator<char>(in)), {});
-  std::vector<std::string> out;
-  size_t begin = 0;
-  for (size_t i = 0; i < content.size(); ++i) {
-    if (content[i] == '\0') {
-      out.push_back(content.substr(begin, i - begin));
-      begin = i + 1;
-    }
-  }
-  return out;
 }
 
 // The RANK a worker was started with, -1 if the process is gone.

@@ -49,6 +49,16 @@ bool WaitFor(F cond, double seconds) {
   return cond();
 }
 
+// /proc/<pid>/environ or cmdline split at its NULs; empty when the process is gone (or a
+// zombie, whose environment reads empty).
+inline std::vector<std::string> ProcStrings(pid_t pid, const char* file) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/" + file, std::ios::binary);
+  std::vector<std::string> out;
+  std::string item;
+  while (std::getline(in, item, '\0')) out.push_back(item);
+  return out;
+}
+
 // Live (non-zombie) processes whose environment says they are workers of `job` under the acceld
 // at `address`.
 inline std::vector<pid_t> WorkerPids(const std::string& address, const std::string& job) {
@@ -56,12 +66,8 @@ inline std::vector<pid_t> WorkerPids(const std::string& address, const std::stri
   for (const auto& entry : fs::directory_iterator("/proc")) {
     const std::string name = entry.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream env(entry.path() / "environ", std::ios::binary);
-    std::string content((std::istreambuf_iterator<char>(env)), {});
-    std::set<std::string> vars;
-    std::stringstream ss(content);
-    std::string var;
-    while (std::getline(ss, var, '\0')) vars.insert(var);
+    const std::vector<std::string> env = ProcStrings(std::stoi(name), "environ");
+    const std::set<std::string> vars(env.begin(), env.end());
     if (vars.count("ACCEL_COORDINATOR=" + address) && vars.count("ACCEL_JOB_ID=" + job)) {
       out.push_back(std::stoi(name));
     }
