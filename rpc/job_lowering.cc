@@ -41,6 +41,7 @@ absl::StatusOr<config::TrainOptions> JobOptionsFromSpec(const accel::v1::JobSpec
   o.grad_clip = static_cast<float>(t.grad_clip());
   o.seed = t.seed();
   if (t.has_max_nonfinite_steps()) o.max_nonfinite_steps = t.max_nonfinite_steps();
+  o.activation_checkpointing = t.activation_checkpointing();
   const auto& sh = spec.sharding();
   absl::StatusOr<shard::Strategy> strategy =
       shard::ParseStrategy(sh.strategy().empty() ? "no_shard" : sh.strategy());

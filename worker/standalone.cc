@@ -66,6 +66,9 @@ void AddStandaloneFlags(CLI::App& app, StandaloneFlags& f) {
                  "fail after this many steps in a row with a non-finite loss or gradient norm "
                  "(0: never)")
       ->capture_default_str();
+  app.add_flag("--activation-checkpointing", t.activation_checkpointing,
+               "keep each block's input and recompute its forward in backward (same results, "
+               "a fraction of the activation memory)");
   app.add_option("--shuffle", f.shuffle, "shuffle data windows with this seed (default: llm.c order)");
   app.add_option("--threads", f.threads, "compute threads (0 = all cores)")->capture_default_str();
   app.add_option("--log-every", f.log_every, "print progress every N steps")->capture_default_str();

@@ -67,9 +67,6 @@ absl::StatusOr<Conversion> ConvertToDeepSpeed(const TrainPlan& p, std::string_vi
     note("LOCAL_STATE_DICT: DeepSpeed checkpoints are sharded per rank and reshardable");
   }
   if (!p.use_orig_params) note("use_orig_params false: DeepSpeed always keeps parameter names");
-  if (p.activation_checkpointing) {
-    note("activation_checkpointing: no DeepSpeed key; switch it on in the job file");
-  }
   if (stage != 3 && p.cpu_ram_efficient_loading) {
     note("cpu_ram_efficient_loading: DeepSpeed's zero3_init applies at stage 3 only");
   }
@@ -116,6 +113,12 @@ absl::StatusOr<Conversion> ConvertToDeepSpeed(const TrainPlan& p, std::string_vi
   }
   zero["stage3_gather_16bit_weights_on_model_save"] = p.save_16bit_model;
   ds["zero_optimization"] = zero;
+  // The section's presence is what switches per-block checkpointing on (deepspeed_json.h).
+  if (p.activation_checkpointing) {
+    ds["activation_checkpointing"] = {{"partition_activations", false},
+                                      {"cpu_checkpointing", false},
+                                      {"contiguous_memory_optimization", false}};
+  }
   ds["gradient_accumulation_steps"] = "auto";
   ds["gradient_clipping"] = "auto";
   ds["train_batch_size"] = "auto";

@@ -48,10 +48,34 @@ void ReadUnsupported(Reader& r) {
     auto f = r.Number({"gradient_predivide_factor"});
     if (f && *f != 1.0) r.Warn({"gradient_predivide_factor"}, "has no effect in this engine");
   }
-  if (r.Find({"activation_checkpointing"}) != nullptr) {
-    r.Warn({"activation_checkpointing"},
-           "configures DeepSpeed's own checkpointing API, which the model must call; it does "
-           "not switch activation checkpointing on here (ignored)");
+}
+
+// Each key either holds here as it does in DeepSpeed or is named with what happens instead.
+void ReadActivationCheckpointing(Reader& r, DsActivationCheckpointing* out) {
+  const KeyPath base = {"activation_checkpointing"};
+  if (r.Object(base) == nullptr) return;
+  out->present = true;
+  r.CheckKeys(base, {"partition_activations", "cpu_checkpointing",
+                     "contiguous_memory_optimization", "number_checkpoints",
+                     "synchronize_checkpoint_boundary", "profile"});
+  auto key = [](const char* k) { return KeyPath{"activation_checkpointing", k}; };
+  if (r.Bool(key("partition_activations")).value_or(false)) {
+    r.Warn(key("partition_activations"),
+           "splits checkpoints over a model-parallel group; this engine has none (each rank "
+           "keeps only its own micro-batch's block inputs already)");
+  }
+  if (r.Bool(key("cpu_checkpointing")).value_or(false)) {
+    r.Warn(key("cpu_checkpointing"),
+           "block inputs stay in the memory the rank computes in (host memory on CPU ranks)");
+  }
+  // Block inputs are one contiguous buffer per block already.
+  r.Bool(key("contiguous_memory_optimization"));
+  if (r.Int(key("number_checkpoints"), 1).has_value()) {
+    r.Warn(key("number_checkpoints"),
+           "only sizes DeepSpeed's buffers; every transformer block is checkpointed here");
+  }
+  for (const char* k : {"synchronize_checkpoint_boundary", "profile"}) {
+    if (r.Bool(key(k)).value_or(false)) r.Warn(key(k), "has no effect in this engine");
   }
 }
 
@@ -271,6 +295,7 @@ DeepSpeedJson ReadDeepSpeedJson(const Document& doc, Diagnostics* diag) {
   ReadBf16(r, &out.bf16);
   ReadOptimizer(r, &out.optimizer);
   ReadScheduler(r, &out.scheduler);
+  ReadActivationCheckpointing(r, &out.activation_checkpointing);
   ReadZeroSection(r, &out);
   if (r.Object({"aio"}) != nullptr) ReadAioSection(r, {"aio"}, &out.aio);
   return out;

@@ -68,6 +68,13 @@ struct DsAio {
   std::optional<bool> overlap_events;
 };
 
+// The activation_checkpointing section. Its presence switches per-block checkpointing on: the
+// section has no other purpose, and the engine's model checkpoints each transformer block itself
+// (what DeepSpeed users get from gradient_checkpointing_enable() plus this section).
+struct DsActivationCheckpointing {
+  bool present = false;
+};
+
 struct DsFp16 {
   bool present = false;
   Autoable<bool> enabled;
@@ -115,6 +122,7 @@ struct DeepSpeedJson {
   std::optional<FloatType> communication_data_type;
   DsZero zero;
   DsAio aio;
+  DsActivationCheckpointing activation_checkpointing;
   DsFp16 fp16;
   DsBf16 bf16;
   DsOptimizer optimizer;

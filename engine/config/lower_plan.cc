@@ -205,13 +205,10 @@ absl::Status ApplyTrainPlan(const TrainPlan& p, TrainOptions* options,
     }
   }
 
-  // What the engine does differently without changing the trained model.
-  if (p.activation_checkpointing) {
-    notes.push_back(absl::StrCat(
-        Key(p, "fsdp_config.fsdp_activation_checkpointing", "activation_checkpointing",
-            "activation_checkpointing"),
-        ": ignored (activations are kept; the result is the same, memory is higher)"));
-  }
+  // Per-block recompute; the results are the same bits either way. On when the config or the
+  // job asks for it (like Accelerate's plugin flag beside a script's
+  // gradient_checkpointing_enable()).
+  if (p.activation_checkpointing) o.activation_checkpointing = true;
   // Wrapping and use_orig_params are FSDP words; DeepSpeed plans always say "one unit per
   // block" and DDP has no units.
   const bool fsdp = p.distributed_type == DistributedType::kFsdp;

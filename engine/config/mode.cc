@@ -68,14 +68,15 @@ std::string DescribeMode(const TrainOptions& o) {
                           : "";
   return absl::StrFormat(
       "%s%s: params %s, grads %s, master %s, optimizer state %s%s, loss scaling %s, accum "
-      "%d%s, clip %g, checkpoints %s%s",
+      "%d%s, clip %g, checkpoints %s%s%s",
       std::string(shard::StrategyName(m.strategy)), group, std::string(DTypeName(m.params)),
       std::string(DTypeName(m.grads)), std::string(DTypeName(m.master)),
       std::string(DTypeName(m.optimizer_state)),
       OffloadNote(o.shard),
       m.loss_scaling ? "on" : "off",
       o.grad_accum, o.shard.reduce_every_micro_step ? " (reduce every micro-step)" : "",
-      o.grad_clip, StateDictName(o.state_dict_type), o.save_16bit ? " + 16-bit model" : "");
+      o.grad_clip, StateDictName(o.state_dict_type), o.save_16bit ? " + 16-bit model" : "",
+      o.activation_checkpointing ? ", activation checkpointing per block" : "");
 }
 
 std::string ModeJson(const TrainOptions& o, std::string_view config_source,
@@ -98,6 +99,7 @@ std::string ModeJson(const TrainOptions& o, std::string_view config_source,
   j["grad_clip"] = o.grad_clip;
   j["state_dict_type"] = StateDictName(o.state_dict_type);
   j["save_16bit"] = o.save_16bit;
+  j["activation_checkpointing"] = o.activation_checkpointing;
   if (config_source.empty()) {
     j["config"] = nullptr;
   } else {

@@ -44,6 +44,7 @@ std::string DescribeMode(const TrainOptions& options);
 // "grads":..,"master":..,"optimizer_state":..,"optimizer_device":..,"params_device":..,
 // "offload_dir":..,"loss_scaling":bool,"grad_accum":..,"reduce_every_micro_step":bool,
 // "grad_clip":..,"state_dict_type":"sharded"|"full","save_16bit":bool,
+// "activation_checkpointing":bool,
 // "config":<source or null>,"notes":[...]}
 std::string ModeJson(const TrainOptions& options, std::string_view config_source,
                      const std::vector<std::string>& notes);

@@ -334,7 +334,7 @@ void ResolveDeepSpeed(Context& c, const DeepSpeedJson* json) {
   p.transformer_layer_cls_to_wrap.clear();
   p.min_num_params = 0;
   p.state_dict_type = StateDictType::kSharded;
-  p.activation_checkpointing = false;
+  p.activation_checkpointing = json != nullptr && json->activation_checkpointing.present;
 
   ResolveDsDtypes(c, json);
   ResolveZeroTuning(c, json);

@@ -86,6 +86,24 @@ TEST(ResolveDeepSpeedTest, JsonAbsentKeysTakeDeepSpeedDefaults) {
   EXPECT_DOUBLE_EQ(p.gradient_clipping, 1.0);
 }
 
+// The section switches per-block checkpointing on; each key holds or is named with what happens.
+TEST(ResolveDeepSpeedTest, ActivationCheckpointingSectionSwitchesCheckpointingOn) {
+  EXPECT_FALSE(MustResolve(kDs, R"({"zero_optimization": {"stage": 3}})").activation_checkpointing);
+  const TrainPlan p = MustResolve(kDs, R"({"zero_optimization": {"stage": 3},
+      "activation_checkpointing": {"partition_activations": true, "cpu_checkpointing": true,
+        "contiguous_memory_optimization": true, "number_checkpoints": 4, "profile": false}})");
+  EXPECT_TRUE(p.activation_checkpointing);
+  EXPECT_TRUE(HasWarning(p, "activation_checkpointing.partition_activations"));
+  EXPECT_TRUE(HasWarning(p, "activation_checkpointing.cpu_checkpointing"));
+  EXPECT_TRUE(HasWarning(p, "activation_checkpointing.number_checkpoints"));
+  EXPECT_FALSE(HasWarning(p, "contiguous_memory_optimization"));
+  EXPECT_FALSE(HasWarning(p, "activation_checkpointing.profile"));
+  auto bad = ResolveText(kDs, R"({"activation_checkpointing": {"partition_activation": true}})");
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("partition_activation"), std::string::npos)
+      << bad.status();
+}
+
 TEST(ResolveDeepSpeedTest, BatchRuleDerivesTheMicroBatchFromTheTotal) {
   const TrainPlan p = MustResolve(
       kDs, R"({"zero_optimization": {"stage": 2}, "train_batch_size": 32,

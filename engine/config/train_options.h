@@ -30,6 +30,10 @@ struct TrainOptions {
   int64_t seq = 64;
   int64_t steps = 100;
   int64_t grad_accum = 1;
+  // Per-block activation checkpointing (Accelerate's fsdp_activation_checkpointing, DeepSpeed's
+  // activation_checkpointing section): keep each block's input, recompute its forward in
+  // backward. Same results, a fraction of the activation memory (model::ActivationOptions).
+  bool activation_checkpointing = false;
   std::optional<uint64_t> shuffle_seed;
   optim::LrSchedule schedule;  // total_steps is set from `steps`
   optim::AdamWConfig adamw;

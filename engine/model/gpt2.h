@@ -19,37 +19,66 @@
 
 namespace accel::model {
 
+// What one transformer block's forward writes, as pointers into Gpt2Activations' storage.
+struct BlockActivations {
+  float *ln1, *ln1_mean, *ln1_rstd, *qkv, *att, *atty, *residual2, *ln2, *ln2_mean, *ln2_rstd,
+      *fch, *fch_gelu, *residual3;
+};
+
+// Where the activations live (Create's and PlannedBytes' arguments).
+struct ActivationOptions {
+  // bf16 scratch for the matmul inputs (BT·4C and BT·max(4C, V) elements): with it, the model
+  // multiplies in bf16 wherever ParamAccess::ParamsBf16 has the weights.
+  bool bf16_matmuls = false;
+  // Activation checkpointing per block (FSDP's checkpoint wrapper on each GPT2Block, DeepSpeed's
+  // activation_checkpointing): forward keeps only each block's output (the next block's input);
+  // backward recomputes a block's forward from its input just before its backward. The working
+  // set of one block, and the backward's scratch, then share the logits' memory, which is idle
+  // while blocks compute. Same kernels on the same inputs: gradients and losses are
+  // bit-identical to a run without it.
+  bool checkpoint_blocks = false;
+};
+
 class Gpt2Activations {
  public:
   // Allocates for batch B and sequence T (charged as activations to `ledger`, in `pool`).
-  // bf16_matmuls adds bf16 scratch for the matmul inputs (BT·4C and BT·max(4C, V) elements):
-  // with it, the model multiplies in bf16 wherever ParamAccess::ParamsBf16 has the weights.
   [[nodiscard]] static absl::StatusOr<Gpt2Activations> Create(const Gpt2Config& config, int64_t B,
                                                               int64_t T, MemoryPool pool,
                                                               MemoryLedger* ledger = nullptr,
-                                                              bool bf16_matmuls = false);
+                                                              ActivationOptions options = {});
+  // The bytes Create allocates for the same arguments (bytes() of the result), without
+  // allocating: for memory plans. InvalidArgument as Create for a bad B or T.
+  [[nodiscard]] static absl::StatusOr<int64_t> PlannedBytes(const Gpt2Config& config, int64_t B,
+                                                            int64_t T, ActivationOptions options);
   int64_t B() const { return B_; }
   int64_t T() const { return T_; }
   int64_t bytes() const;
-  bool bf16_matmuls() const { return !inp16_.empty(); }
+  bool bf16_matmuls() const { return options_.bf16_matmuls; }
+  bool checkpoint_blocks() const { return options_.checkpoint_blocks; }
 
   // Read-only views for tests and inspection.
-  const float* logits() const { return logits_.as<float>(); }   // (B, T, V) after Forward
-  const float* losses() const { return losses_.as<float>(); }   // (B, T)
+  const float* logits() const { return logits_; }  // (B, T, V) after Forward
+  const float* losses() const { return losses_; }  // (B, T)
 
  private:
   friend class Gpt2;
-  struct Layer {
-    Buffer ln1, ln1_mean, ln1_rstd, qkv, att, atty, residual2, ln2, ln2_mean, ln2_rstd, fch,
-        fch_gelu, residual3;
-  };
+  friend struct ActivationLayout;  // gpt2_activations.cc
+  // Block l's activations: its own, or (checkpoint_blocks) the shared working set with l's own
+  // output.
+  BlockActivations Block(int64_t l) const;
+
   int64_t B_ = 0, T_ = 0;
-  Buffer encoded_, lnf_, lnf_mean_, lnf_rstd_, logits_, losses_;
-  std::vector<Layer> layers_;
+  ActivationOptions options_;
+  std::vector<Buffer> storage_;  // every allocation; the pointers below point into them
+  float *encoded_ = nullptr, *lnf_ = nullptr, *lnf_mean_ = nullptr, *lnf_rstd_ = nullptr,
+        *logits_ = nullptr, *losses_ = nullptr;
+  std::vector<BlockActivations> blocks_;  // checkpoint_blocks: only residual3 is set
+  BlockActivations working_{};            // checkpoint_blocks: one block's working set
   // Backward scratch, reused across layers.
-  Buffer dresidual_, dln_, dqkv_, datty_, dfch_, dfch_gelu_;
+  float *dresidual_ = nullptr, *dln_ = nullptr, *dqkv_ = nullptr, *datty_ = nullptr,
+        *dfch_ = nullptr, *dfch_gelu_ = nullptr;
   // bf16 copies of a matmul's input and output gradient, made just before it (bf16_matmuls).
-  Buffer inp16_, dout16_;
+  uint16_t *inp16_ = nullptr, *dout16_ = nullptr;
 };
 
 class Gpt2 {
@@ -74,6 +103,10 @@ class Gpt2 {
                                       float dloss = 1.0f) const;
 
  private:
+  // Block l's forward from its input `residual` into `L`; without `output` it stops before the
+  // MLP's projection (a recompute: backward does not read the block's output).
+  void BlockForward(Gpt2Activations& a, const float* p, const uint16_t* p16, const float* residual,
+                    const BlockActivations& L, bool output) const;
   // The linear layer inp (BT, IC) · W (IC, OC) + b on the weights at w_offset of unit params
   // p (bf16 copy p16, or null for fp32) and its backward, accumulating into unit grads g.
   void Linear(Gpt2Activations& a, float* out, const float* inp, const float* p,

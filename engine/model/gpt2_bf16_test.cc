@@ -60,12 +60,13 @@ class Gpt2Bf16Test : public ::testing::Test {
     y_ = rng.IntVector(B * T, 0, 96);
   }
 
-  Result Run(bool bf16_scratch, bool offer_bf16) {
+  Result Run(bool bf16_scratch, bool offer_bf16, bool checkpoint_blocks = false) {
     Result r;
     r.grads.assign(layout_->num_params(), 0.f);
     Gpt2 gpt(layout_.get());
-    auto acts = Gpt2Activations::Create(layout_->config(), B, T, MemoryPool::kHost, nullptr,
-                                        bf16_scratch);
+    auto acts = Gpt2Activations::Create(
+        layout_->config(), B, T, MemoryPool::kHost, nullptr,
+        {.bf16_matmuls = bf16_scratch, .checkpoint_blocks = checkpoint_blocks});
     EXPECT_TRUE(acts.ok());
     EXPECT_EQ(acts->bf16_matmuls(), bf16_scratch);
     Bf16Access access(layout_.get(), params_.data(), r.grads.data(), offer_bf16);
@@ -73,6 +74,9 @@ class Gpt2Bf16Test : public ::testing::Test {
     EXPECT_TRUE(loss.ok());
     r.loss = *loss;
     r.logits.assign(acts->logits(), acts->logits() + B * T * 96);
+    // A second micro-batch accumulates, so a recompute that depended on stale scratch would show.
+    EXPECT_TRUE(gpt.Backward(access, x_.data(), y_.data(), *acts).ok());
+    EXPECT_TRUE(gpt.Forward(access, y_.data(), x_.data(), *acts).ok());
     EXPECT_TRUE(gpt.Backward(access, x_.data(), y_.data(), *acts).ok());
     return r;
   }
@@ -127,6 +131,14 @@ TEST_F(Gpt2Bf16Test, WithoutBf16WeightsTheScratchChangesNothing) {
   // And bf16 weights without scratch are ignored the same way.
   const Result weights_only = Run(false, true);
   EXPECT_EQ(weights_only.grads, plain.grads);
+}
+
+TEST_F(Gpt2Bf16Test, CheckpointedBlocksGiveTheSameBitsInBf16) {
+  const Result kept = Run(true, true);
+  const Result recomputed = Run(true, true, /*checkpoint_blocks=*/true);
+  EXPECT_EQ(recomputed.loss, kept.loss);
+  EXPECT_EQ(recomputed.logits, kept.logits);
+  EXPECT_EQ(recomputed.grads, kept.grads);
 }
 
 }  // namespace

@@ -36,9 +36,11 @@ absl::StatusOr<ModelRunnerResult> CreateCpuModelRunner(const model::Gpt2Layout* 
   // AVX512_BF16); elsewhere that would be emulated, slower than fp32 on the fp32 copy.
   const bool bf16_matmuls = options.bf16_params && kernels::Bf16MatmulIsNative();
   ACCEL_ASSIGN_OR_RETURN(model::Gpt2Activations acts,
-                         model::Gpt2Activations::Create(layout->config(), options.batch,
-                                                        options.seq, MemoryPool::kDevice,
-                                                        options.ledger, bf16_matmuls));
+                         model::Gpt2Activations::Create(
+                             layout->config(), options.batch, options.seq, MemoryPool::kDevice,
+                             options.ledger,
+                             {.bf16_matmuls = bf16_matmuls,
+                              .checkpoint_blocks = options.checkpoint_blocks}));
   ModelRunnerResult result;
   result.runner = std::make_unique<CpuModelRunner>(layout, std::move(acts));
   result.bf16_matmuls = bf16_matmuls;

@@ -40,6 +40,9 @@ struct ModelRunnerOptions {
   // The engine keeps bf16 parameters: the runner may multiply with ParamsBf16 (then it says so
   // in bf16_matmuls, and the engine's fp32 copies skip the matmul weights).
   bool bf16_params = false;
+  // Per-block activation checkpointing (model::ActivationOptions::checkpoint_blocks). A runner
+  // without it refuses (Unimplemented) rather than keeping every activation.
+  bool checkpoint_blocks = false;
   MemoryLedger* ledger = nullptr;  // activations are charged here (device pool)
 };
 

@@ -94,6 +94,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
   ro.batch = options.batch;
   ro.seq = options.seq;
   ro.bf16_params = options.shard.param_dtype == DType::kBF16;
+  ro.checkpoint_blocks = options.activation_checkpointing;
   ro.ledger = t->ledger_;
   ACCEL_ASSIGN_OR_RETURN(ModelRunnerResult runner, t->backend_.runner(t->layout_.get(), ro));
   t->runner_ = std::move(runner.runner);

@@ -36,6 +36,11 @@ ModelRunnerFactory CudaModelRunnerFactory(cuda::Blas* blas, cuda::CachingAllocat
                                           cudaStream_t stream) {
   return [=](const model::Gpt2Layout* layout,
              const ModelRunnerOptions& o) -> absl::StatusOr<ModelRunnerResult> {
+    if (o.checkpoint_blocks) {
+      return absl::UnimplementedError(
+          "activation checkpointing is not implemented on CUDA ranks yet (it is on CPU ranks); "
+          "turn off fsdp_activation_checkpointing / activation_checkpointing");
+    }
     // Activations are charged to the allocator's ledger (the trainer's), like every block.
     ACCEL_ASSIGN_OR_RETURN(model::Gpt2CudaActivations acts,
                            model::Gpt2CudaActivations::Create(layout->config(), o.batch, o.seq,

@@ -1,0 +1,163 @@
+// Gpt2Activations: where forward keeps what backward reads (gpt2.h). One list of allocations
+// serves both Create and PlannedBytes, so a memory plan and the real allocation cannot drift.
+#include <algorithm>
+#include <functional>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/base/status_macros.h"
+#include "engine/model/gpt2.h"
+
+namespace accel::model {
+namespace {
+
+// One tensor: `floats` elements whose address `set` stores.
+struct Part {
+  std::function<void(float*)> set;
+  int64_t floats;
+};
+// Parts laid out one after another from the start of a buffer.
+using Overlay = std::vector<Part>;
+// One buffer, and the overlays that use it; overlays are never live at the same time.
+struct Allocation {
+  std::vector<Overlay> overlays;
+};
+
+// Parts inside a shared buffer start on 64-byte boundaries, like a buffer of their own.
+int64_t Aligned(int64_t floats) { return (floats + 15) / 16 * 16; }
+
+int64_t OverlayFloats(const Overlay& overlay) {
+  int64_t n = 0;
+  for (size_t i = 0; i < overlay.size(); ++i) {
+    n += i + 1 < overlay.size() ? Aligned(overlay[i].floats) : overlay[i].floats;
+  }
+  return n;
+}
+
+int64_t AllocationFloats(const Allocation& a) {
+  int64_t n = 0;
+  for (const Overlay& o : a.overlays) n = std::max(n, OverlayFloats(o));
+  return n;
+}
+
+Part At(float** slot, int64_t floats) {
+  return {[slot](float* p) { *slot = p; }, floats};
+}
+Part At16(uint16_t** slot, int64_t floats) {
+  return {[slot](float* p) { *slot = reinterpret_cast<uint16_t*>(p); }, floats};
+}
+
+// The parts of one block's forward working set (everything but its output).
+Overlay WorkingSet(BlockActivations& L, int64_t B, int64_t T, int64_t C, int64_t NH) {
+  const int64_t BT = B * T;
+  return {At(&L.ln1, BT * C),      At(&L.ln1_mean, BT),     At(&L.ln1_rstd, BT),
+          At(&L.qkv, BT * 3 * C),  At(&L.att, B * NH * T * T), At(&L.atty, BT * C),
+          At(&L.residual2, BT * C), At(&L.ln2, BT * C),     At(&L.ln2_mean, BT),
+          At(&L.ln2_rstd, BT),     At(&L.fch, BT * 4 * C),  At(&L.fch_gelu, BT * 4 * C)};
+}
+
+absl::Status CheckShape(const Gpt2Config& c, int64_t B, int64_t T) {
+  if (B <= 0 || T <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("batch ", B, " x ", T, " must be positive"));
+  }
+  if (T > c.n_positions) {
+    return absl::InvalidArgumentError(absl::StrCat("sequence length ", T, " exceeds the model's ",
+                                                   c.n_positions, " positions"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+struct ActivationLayout {
+  // Every allocation of `a` for (B, T) under `options`, the parts' addresses going into `a`.
+  static std::vector<Allocation> Of(const Gpt2Config& c, int64_t B, int64_t T,
+                                    ActivationOptions options, Gpt2Activations& a);
+};
+
+std::vector<Allocation> ActivationLayout::Of(const Gpt2Config& c, int64_t B, int64_t T,
+                                             ActivationOptions options, Gpt2Activations& a) {
+  const int64_t BT = B * T, C = c.n_embd, NH = c.n_head, V = c.vocab_size;
+  a.B_ = B;
+  a.T_ = T;
+  a.options_ = options;
+  a.blocks_.assign(c.n_layer, BlockActivations{});
+  std::vector<Allocation> out;
+  auto own = [&](Part part) { out.push_back({{{std::move(part)}}}); };
+  own(At(&a.encoded_, BT * C));
+  own(At(&a.lnf_, BT * C));
+  own(At(&a.lnf_mean_, BT));
+  own(At(&a.lnf_rstd_, BT));
+  own(At(&a.losses_, BT));
+  own(At(&a.dresidual_, BT * C));
+  own(At(&a.dln_, BT * C));
+  const Overlay backward_scratch = {At(&a.dqkv_, BT * 3 * C), At(&a.datty_, BT * C),
+                                    At(&a.dfch_, BT * 4 * C), At(&a.dfch_gelu_, BT * 4 * C)};
+  if (options.checkpoint_blocks) {
+    for (BlockActivations& L : a.blocks_) own(At(&L.residual3, BT * C));
+    // The logits are live from the head's forward to the head's backward; one block's working
+    // set and the backward's scratch only before and after that.
+    Overlay working = WorkingSet(a.working_, B, T, C, NH);
+    working.insert(working.end(), backward_scratch.begin(), backward_scratch.end());
+    out.push_back({{{At(&a.logits_, BT * V)}, std::move(working)}});
+  } else {
+    own(At(&a.logits_, BT * V));
+    for (BlockActivations& L : a.blocks_) {
+      for (Part& part : WorkingSet(L, B, T, C, NH)) own(std::move(part));
+      own(At(&L.residual3, BT * C));
+    }
+    for (const Part& part : backward_scratch) own(part);
+  }
+  if (options.bf16_matmuls) {
+    // Two bf16 elements per float of the allocation.
+    own(At16(&a.inp16_, (BT * 4 * C + 1) / 2));
+    own(At16(&a.dout16_, (BT * std::max<int64_t>(4 * C, V) + 1) / 2));
+  }
+  return out;
+}
+
+absl::StatusOr<Gpt2Activations> Gpt2Activations::Create(const Gpt2Config& c, int64_t B, int64_t T,
+                                                        MemoryPool pool, MemoryLedger* ledger,
+                                                        ActivationOptions options) {
+  ACCEL_RETURN_IF_ERROR(CheckShape(c, B, T));
+  Gpt2Activations a;
+  for (const Allocation& allocation : ActivationLayout::Of(c, B, T, options, a)) {
+    ACCEL_ASSIGN_OR_RETURN(Buffer buffer, AllocateFloats(AllocationFloats(allocation), pool,
+                                                         MemoryCategory::kActivations, ledger));
+    for (const Overlay& overlay : allocation.overlays) {
+      float* p = buffer.as<float>();
+      for (const Part& part : overlay) {
+        part.set(p);
+        p += Aligned(part.floats);
+      }
+    }
+    a.storage_.push_back(std::move(buffer));
+  }
+  return a;
+}
+
+absl::StatusOr<int64_t> Gpt2Activations::PlannedBytes(const Gpt2Config& c, int64_t B, int64_t T,
+                                                      ActivationOptions options) {
+  ACCEL_RETURN_IF_ERROR(CheckShape(c, B, T));
+  Gpt2Activations unused;
+  int64_t floats = 0;
+  for (const Allocation& allocation : ActivationLayout::Of(c, B, T, options, unused)) {
+    floats += AllocationFloats(allocation);
+  }
+  return floats * static_cast<int64_t>(sizeof(float));
+}
+
+int64_t Gpt2Activations::bytes() const {
+  int64_t total = 0;
+  for (const Buffer& b : storage_) total += static_cast<int64_t>(b.bytes());
+  return total;
+}
+
+BlockActivations Gpt2Activations::Block(int64_t l) const {
+  if (!options_.checkpoint_blocks) return blocks_[l];
+  BlockActivations L = working_;
+  L.residual3 = blocks_[l].residual3;
+  return L;
+}
+
+}  // namespace accel::model
