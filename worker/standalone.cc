@@ -5,6 +5,7 @@
 #include <fstream>
 #include <map>
 #include <thread>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/ascii.h"
@@ -185,6 +186,19 @@ std::string ResidentSetSummary() {
   return absl::StrCat("resident ", rss, ", peak ", hwm);
 }
 
+// This process's bytes read from and written to storage so far (/proc/self/io read_bytes,
+// write_bytes): what offload to files costs the disk. {-1, -1} where the kernel does not say.
+std::pair<int64_t, int64_t> ProcessDiskBytes() {
+  std::ifstream io("/proc/self/io");
+  std::string key;
+  int64_t value = 0, read = -1, written = -1;
+  while (io >> key >> value) {
+    if (key == "read_bytes:") read = value;
+    if (key == "write_bytes:") written = value;
+  }
+  return {read, written};
+}
+
 // The terminal: rank 0 speaks for the gang (progress, metrics file, checkpoints, the saved
 // model); text lines, or JSON lines with --output json.
 class TerminalSink final : public RankSink {
@@ -212,6 +226,7 @@ class TerminalSink final : public RankSink {
       }
       std::fflush(stdout);
     }
+    disk_before_ = ProcessDiskBytes();
     if (!f_.metrics_out.empty() && speaker_) {
       ACCEL_ASSIGN_OR_RETURN(metrics_,
                              train::MetricsWriter::Open(Env::Default(), f_.metrics_out));
@@ -223,10 +238,29 @@ class TerminalSink final : public RankSink {
     if (metrics_) ACCEL_RETURN_IF_ERROR(metrics_->Write(m));
     if (!speaker_) return absl::OkStatus();
     const bool last = m.step + 1 == m.total_steps;
+    // Offload to files: what this rank's step read from and wrote to the disk.
+    std::pair<int64_t, int64_t> disk = {-1, -1};
+    if (!f_.train.shard.offload_dir.empty()) {
+      const auto now = ProcessDiskBytes();
+      if (now.first >= 0 && disk_before_.first >= 0) {
+        disk = {now.first - disk_before_.first, now.second - disk_before_.second};
+      }
+      disk_before_ = now;
+    }
     if (json_) {
-      std::printf("%s\n", train::StepMetricsToJson(m).c_str());
+      std::string line = train::StepMetricsToJson(m);
+      if (disk.first >= 0 && !line.empty() && line.back() == '}') {
+        line.pop_back();
+        absl::StrAppend(&line, ",\"disk_read_bytes\":", disk.first, ",\"disk_write_bytes\":",
+                        disk.second, "}");
+      }
+      std::printf("%s\n", line.c_str());
     } else if (m.step == 0 || last || (m.step + 1) % f_.log_every == 0) {
-      std::printf("%s\n", FormatProgress(m).c_str());
+      std::printf("%s%s\n", FormatProgress(m).c_str(),
+                  disk.first < 0 ? ""
+                                 : absl::StrFormat(" | disk read %.2f GB, written %.2f GB",
+                                                   disk.first / 1e9, disk.second / 1e9)
+                                       .c_str());
     }
     std::fflush(stdout);
     return absl::OkStatus();
@@ -274,6 +308,7 @@ class TerminalSink final : public RankSink {
   const int threads_;
   const DType save_dtype_;
   std::unique_ptr<train::MetricsWriter> metrics_;
+  std::pair<int64_t, int64_t> disk_before_ = {-1, -1};  // ProcessDiskBytes at the last step
 };
 
 }  // namespace

@@ -51,9 +51,27 @@ void ReadOffload(Reader& r, const char* section, bool param, DsOffload* out) {
                                              [&] { return r.String(key("nvme_path")); });
   out->pin_memory = r.Bool(key("pin_memory"));
   out->buffer_count = r.Int(key("buffer_count"), 1, 1024);
+  // The swap-buffer knobs size DeepSpeed's pools; here offloaded state is streamed tile by tile
+  // through mapped files (docs/sharding.md, "NVMe offload"), so each is named with what holds.
+  if (out->pin_memory.value_or(false)) {
+    r.Warn(key("pin_memory"), "no pinned pool here: offloaded state lives in host memory or in "
+                              "mapped files, and CPU ranks compute in host memory already");
+  }
+  if (out->buffer_count) {
+    r.Warn(key("buffer_count"), "no swap-buffer pool here: the update streams through the "
+                                "files in tiles of sub_group_size elements (at most 16M)");
+  }
   if (param) {
     out->buffer_size = r.Int(key("buffer_size"), 1);
     out->max_in_cpu = r.Int(key("max_in_cpu"), 0);
+    if (out->buffer_size) {
+      r.Warn(key("buffer_size"), "no parameter swap buffers here: each unit's shard is read "
+                                 "from its file when its all-gather is issued");
+    }
+    if (out->max_in_cpu.value_or(0) > 0) {
+      r.Warn(key("max_in_cpu"), "every parameter shard goes to the files (as max_in_cpu: 0); "
+                                "none is kept in host memory");
+    }
     return;
   }
   for (const char* k : {"pipeline_read", "pipeline_write", "fast_init", "pipeline"}) {
@@ -145,6 +163,13 @@ void ReadAioSection(Reader& r, const KeyPath& path, DsAio* out) {
   out->overlap_events = r.Bool(key("overlap_events"));
   if (r.Bool(key("use_gds")).value_or(false)) {
     r.Error(key("use_gds"), "GPUDirect Storage is not supported by this engine");
+  }
+  for (const char* k : {"block_size", "queue_depth", "intra_op_parallelism", "single_submit",
+                        "overlap_events"}) {
+    if (r.Has(key(k))) {
+      r.Warn(key(k), "no effect yet: offloaded state is read and written through mapped files "
+                     "(kernel readahead and write-back), not the aio engine");
+    }
   }
 }
 

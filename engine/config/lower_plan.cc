@@ -1,5 +1,7 @@
 #include "engine/config/lower.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/config/mode.h"
@@ -202,6 +204,7 @@ absl::Status ApplyTrainPlan(const TrainPlan& p, TrainOptions* options,
                                       "offload needs a directory"));
       }
       o.shard.offload_dir = p.offload_optimizer_nvme_path;
+      o.shard.offload_tile_numel = std::min(o.shard.offload_tile_numel, p.comm.sub_group_size);
     }
   }
 

@@ -104,6 +104,22 @@ TEST(ResolveDeepSpeedTest, ActivationCheckpointingSectionSwitchesCheckpointingOn
       << bad.status();
 }
 
+// DeepSpeed's swap-pool and aio knobs are named with what holds here instead.
+TEST(ResolveDeepSpeedTest, OffloadAndAioKnobsAreNamedWithWhatHoldsInstead) {
+  const TrainPlan p = MustResolve(kDs, R"({"zero_optimization": {"stage": 3,
+      "offload_optimizer": {"device": "nvme", "nvme_path": "/nvme", "pin_memory": true,
+                            "buffer_count": 4},
+      "offload_param": {"device": "nvme", "nvme_path": "/nvme", "buffer_size": 100000000,
+                        "max_in_cpu": 1000}},
+      "aio": {"block_size": 1048576, "queue_depth": 8, "single_submit": false}})");
+  for (const char* key : {"offload_optimizer.pin_memory", "offload_optimizer.buffer_count",
+                          "offload_param.buffer_size", "offload_param.max_in_cpu",
+                          "aio.block_size", "aio.queue_depth", "aio.single_submit"}) {
+    EXPECT_TRUE(HasWarning(p, key)) << key;
+  }
+  EXPECT_FALSE(HasWarning(p, "aio.overlap_events"));  // not given
+}
+
 TEST(ResolveDeepSpeedTest, BatchRuleDerivesTheMicroBatchFromTheTotal) {
   const TrainPlan p = MustResolve(
       kDs, R"({"zero_optimization": {"stage": 2}, "train_batch_size": 32,

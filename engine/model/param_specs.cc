@@ -66,27 +66,45 @@ absl::StatusOr<Gpt2Layout> Gpt2Layout::Create(const Gpt2Config& config) {
   return g;
 }
 
-void InitGpt2Params(const Gpt2Layout& layout, uint64_t seed, float* params) {
+namespace {
+
+// Entry i's values into p (its numel floats). Each entry has its own generator, keyed by the
+// seed and the entry's index, so any subset of entries can be initialised alone.
+void InitEntry(const Gpt2Layout& layout, uint64_t seed, size_t i, float* p) {
   const float residual_std = 0.02f / std::sqrt(2.0f * static_cast<float>(layout.config().n_layer));
+  const ParamSpec& spec = layout.specs()[i];
+  const int64_t n = layout.flat().entries()[i].numel;
+  if (spec.init == ParamInit::kOnes || spec.init == ParamInit::kZeros) {
+    std::fill(p, p + n, spec.init == ParamInit::kOnes ? 1.0f : 0.0f);
+    return;
+  }
+  const double stddev = spec.init == ParamInit::kNormal ? 0.02 : residual_std;
+  // Box-Muller over a 64-bit Mersenne Twister: portable, unlike std::normal_distribution.
+  std::mt19937_64 gen(seed * 0x9E3779B97F4A7C15ull + i);
+  for (int64_t j = 0; j < n; j += 2) {
+    double u1 = (static_cast<double>(gen() >> 11) + 1.0) * 0x1.0p-53;
+    double u2 = static_cast<double>(gen() >> 11) * 0x1.0p-53;
+    double r = stddev * std::sqrt(-2.0 * std::log(u1));
+    p[j] = static_cast<float>(r * std::cos(6.283185307179586 * u2));
+    if (j + 1 < n) p[j + 1] = static_cast<float>(r * std::sin(6.283185307179586 * u2));
+  }
+}
+
+}  // namespace
+
+void InitGpt2Params(const Gpt2Layout& layout, uint64_t seed, float* params) {
+  const auto& entries = layout.flat().entries();
+  for (size_t i = 0; i < entries.size(); ++i) InitEntry(layout, seed, i, params + entries[i].offset);
+}
+
+void InitGpt2Unit(const Gpt2Layout& layout, uint64_t seed, int unit, float* unit_params) {
+  const UnitRange& range = layout.unit(unit);
   const auto& entries = layout.flat().entries();
   for (size_t i = 0; i < entries.size(); ++i) {
-    const ParamSpec& spec = layout.specs()[i];
-    float* p = params + entries[i].offset;
-    const int64_t n = entries[i].numel;
-    if (spec.init == ParamInit::kOnes || spec.init == ParamInit::kZeros) {
-      std::fill(p, p + n, spec.init == ParamInit::kOnes ? 1.0f : 0.0f);
+    if (entries[i].offset < range.offset || entries[i].offset >= range.offset + range.numel) {
       continue;
     }
-    const double stddev = spec.init == ParamInit::kNormal ? 0.02 : residual_std;
-    // Box-Muller over a 64-bit Mersenne Twister: portable, unlike std::normal_distribution.
-    std::mt19937_64 gen(seed * 0x9E3779B97F4A7C15ull + i);
-    for (int64_t j = 0; j < n; j += 2) {
-      double u1 = (static_cast<double>(gen() >> 11) + 1.0) * 0x1.0p-53;
-      double u2 = static_cast<double>(gen() >> 11) * 0x1.0p-53;
-      double r = stddev * std::sqrt(-2.0 * std::log(u1));
-      p[j] = static_cast<float>(r * std::cos(6.283185307179586 * u2));
-      if (j + 1 < n) p[j + 1] = static_cast<float>(r * std::sin(6.283185307179586 * u2));
-    }
+    InitEntry(layout, seed, i, unit_params + (entries[i].offset - range.offset));
   }
 }
 

@@ -75,5 +75,8 @@ class Gpt2Layout {
 // LayerNorm weights 1, biases 0. params has layout.num_params() elements. Each tensor draws from
 // its own stream (seed, tensor index), so the result does not depend on the layout order.
 void InitGpt2Params(const Gpt2Layout& layout, uint64_t seed, float* params);
+// The same values for unit u alone (layout.unit(u).numel floats; every tensor lies inside one
+// unit): a model initialised unit by unit never needs its whole parameter vector in memory.
+void InitGpt2Unit(const Gpt2Layout& layout, uint64_t seed, int unit, float* unit_params);
 
 }  // namespace accel::model

@@ -71,5 +71,15 @@ TEST(ParamSpecsTest, InitFollowsGpt2AndIsSeeded) {
   EXPECT_EQ(a[layout.flat().Find("h.3.attn.c_attn.bias")->offset], 0.0f);
 }
 
+TEST(ParamSpecsTest, UnitByUnitInitGivesTheSameValues) {
+  Gpt2Layout layout = MakeLayout(4, 64);
+  std::vector<float> whole(layout.num_params()), units(layout.num_params(), -1.0f);
+  InitGpt2Params(layout, 7, whole.data());
+  for (int u = 0; u < layout.num_units(); ++u) {
+    InitGpt2Unit(layout, 7, u, units.data() + layout.unit(u).offset);
+  }
+  EXPECT_EQ(units, whole);
+}
+
 }  // namespace
 }  // namespace accel::model

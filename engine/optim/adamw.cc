@@ -68,12 +68,34 @@ std::vector<AdamW::DecayRange> AdamW::DecayRanges(const model::Gpt2Layout& layou
   return ranges;
 }
 
-absl::Status AdamW::EvictUpdated(const void* params, size_t param_size) {
-  // Under NVMe offload the range's moments and masters go back to their files now, not at the
-  // end of the step, so about one range's state is in memory at a time (elsewhere: nothing).
-  ACCEL_RETURN_IF_ERROR(ops_->EvictRange(m_.data(), m_.bytes()));
-  ACCEL_RETURN_IF_ERROR(ops_->EvictRange(v_.data(), v_.bytes()));
-  return ops_->EvictRange(params, static_cast<size_t>(end_ - begin_) * param_size);
+absl::Status AdamW::EvictTile(const void* params, size_t param_size, const float* grads,
+                              int64_t begin, int64_t end) {
+  // Under NVMe offload the tile's state goes back to its files now, not at the end of the
+  // step, so about one tile of each is in memory at a time (elsewhere: nothing).
+  const size_t state_size = DTypeSize(config_.state_dtype);
+  const size_t n = static_cast<size_t>(end - begin);
+  ACCEL_RETURN_IF_ERROR(ops_->EvictRange(m_.as<char>() + begin * state_size, n * state_size));
+  ACCEL_RETURN_IF_ERROR(ops_->EvictRange(v_.as<char>() + begin * state_size, n * state_size));
+  ACCEL_RETURN_IF_ERROR(
+      ops_->EvictRange(static_cast<const char*>(params) + begin * param_size, n * param_size));
+  return ops_->EvictRange(grads + begin, n * sizeof(float));
+}
+
+template <typename Update>
+absl::Status AdamW::ForEachTile(const void* params, size_t param_size, const float* grads,
+                                kernels::AdamWHyper& hyper, Update update) {
+  for (const DecayRange& r : ranges_) {
+    hyper.weight_decay = r.decay ? config_.weight_decay : 0.0f;
+    for (int64_t b = r.begin; b < r.end;) {
+      // Tiles start at multiples of the tile size, so their pages are not shared.
+      const int64_t e = stream_tile_ > 0 ? std::min(r.end, (b / stream_tile_ + 1) * stream_tile_)
+                                         : r.end;
+      ACCEL_RETURN_IF_ERROR(update(b, e - b));
+      if (stream_tile_ > 0) ACCEL_RETURN_IF_ERROR(EvictTile(params, param_size, grads, b, e));
+      b = e;
+    }
+  }
+  return absl::OkStatus();
 }
 
 kernels::AdamWHyper AdamW::NextHyper(float lr, float grad_scale) {
@@ -93,24 +115,18 @@ absl::Status AdamW::Step(float* params, const float* grads, float lr, float grad
   kernels::AdamWHyper hyper = NextHyper(lr, grad_scale);
   float* m = m_.as<float>();
   float* v = v_.as<float>();
-  for (const DecayRange& r : ranges_) {
-    hyper.weight_decay = r.decay ? config_.weight_decay : 0.0f;
-    ACCEL_RETURN_IF_ERROR(ops_->AdamWUpdate(params + r.begin, m + r.begin, v + r.begin,
-                                            grads + r.begin, r.end - r.begin, hyper));
-  }
-  return EvictUpdated(params, sizeof(float));
+  return ForEachTile(params, sizeof(float), grads, hyper, [&](int64_t b, int64_t n) {
+    return ops_->AdamWUpdate(params + b, m + b, v + b, grads + b, n, hyper);
+  });
 }
 
 absl::Status AdamW::StepBf16(uint16_t* params, const float* grads, float lr, float grad_scale) {
   kernels::AdamWHyper hyper = NextHyper(lr, grad_scale);
   uint16_t* m = m_.as<uint16_t>();
   uint16_t* v = v_.as<uint16_t>();
-  for (const DecayRange& r : ranges_) {
-    hyper.weight_decay = r.decay ? config_.weight_decay : 0.0f;
-    ACCEL_RETURN_IF_ERROR(ops_->AdamWUpdateBf16(params + r.begin, m + r.begin, v + r.begin,
-                                                grads + r.begin, r.end - r.begin, hyper));
-  }
-  return EvictUpdated(params, sizeof(uint16_t));
+  return ForEachTile(params, sizeof(uint16_t), grads, hyper, [&](int64_t b, int64_t n) {
+    return ops_->AdamWUpdateBf16(params + b, m + b, v + b, grads + b, n, hyper);
+  });
 }
 
 }  // namespace accel::optim

@@ -63,6 +63,12 @@ class AdamW {
   [[nodiscard]] absl::Status StepBf16(uint16_t* params, const float* grads, float lr,
                                       float grad_scale = 1.0f);
 
+  // NVMe offload (state in files): update in tiles of `numel` elements, each tile's moments,
+  // parameters and gradients written back to their files and dropped from memory before the
+  // next (DeviceOps::EvictRange); the same arithmetic. 0 (the default): one pass, nothing
+  // evicted.
+  void set_stream_tile(int64_t numel) { stream_tile_ = numel; }
+
   int64_t step() const { return step_; }
   void set_step(int64_t step) { step_ = step; }
   int64_t begin() const { return begin_; }
@@ -86,12 +92,19 @@ class AdamW {
 
  private:
   AdamW() = default;
-  absl::Status EvictUpdated(const void* params, size_t param_size);
+  absl::Status EvictTile(const void* params, size_t param_size, const float* grads,
+                         int64_t begin, int64_t end);
+  // Runs update(begin, n) over every decay range, in tiles when streaming; `hyper` gets each
+  // range's weight decay.
+  template <typename Update>
+  absl::Status ForEachTile(const void* params, size_t param_size, const float* grads,
+                           kernels::AdamWHyper& hyper, Update update);
   // Advances the step count and fills everything but weight_decay.
   kernels::AdamWHyper NextHyper(float lr, float grad_scale);
 
   AdamWConfig config_;
   int64_t begin_ = 0, end_ = 0, step_ = 0;
+  int64_t stream_tile_ = 0;
   std::vector<DecayRange> ranges_;
   std::unique_ptr<shard::DeviceOps> own_ops_;  // the host ops of the first Create; outlives m_, v_
   shard::DeviceOps* ops_ = nullptr;

@@ -88,6 +88,9 @@ class DeviceOps {
   // True when block memory is host memory that the caller may read and write directly (then
   // host-side collectives need no staging copies).
   virtual bool host_addressable() const = 0;
+  // True when Allocate'd blocks are files (CreateFileBackedDeviceOps): touching them costs page
+  // cache, which EvictRange gives back, so callers stream through them range by range.
+  virtual bool file_backed() const { return false; }
 
   // Memory kept for the model's lifetime (resident parameters, shards, masters, reduced
   // gradients), zero-filled, charged to `category` until destroyed.

@@ -90,11 +90,25 @@ class PerUnitReducer final : public GradReducer {
 
   absl::Status Allocate() override {
     units_.resize(ctx_.num_units());
+    stale_.assign(ctx_.num_units(), false);
     for (int u = 0; u < ctx_.num_units(); ++u) {
       ACCEL_ASSIGN_OR_RETURN(
           units_[u].reduced,
-          ctx_.ops().Allocate(ctx_.unit(u).shard_numel * wire_size_, MemoryCategory::kGrads));
+          home().Allocate(ctx_.unit(u).shard_numel * wire_size_, MemoryCategory::kGrads));
     }
+    return absl::OkStatus();
+  }
+
+  absl::Status ZeroGrads() override {
+    // File-backed shards are zeroed when first reduced into: zeroing them all here would bring
+    // every one of them into memory at once.
+    if (!home().file_backed()) return GradReducer::ZeroGrads();
+    for (Unit& unit : units_) {
+      if (!unit.local.empty()) {
+        ACCEL_RETURN_IF_ERROR(unit.local.ops()->Zero(unit.local.data(), unit.local.bytes()));
+      }
+    }
+    stale_.assign(units_.size(), true);
     return absl::OkStatus();
   }
 
@@ -122,7 +136,12 @@ class PerUnitReducer final : public GradReducer {
     return absl::OkStatus();
   }
 
-  absl::Status EndMicroStep(int, int) override { return Drain(0); }
+  absl::Status EndMicroStep(int micro, int accum) override {
+    ACCEL_RETURN_IF_ERROR(Drain(0));
+    if (micro != accum - 1) return absl::OkStatus();
+    for (size_t u = 0; u < units_.size(); ++u) ACCEL_RETURN_IF_ERROR(ZeroIfStale(u));
+    return absl::OkStatus();
+  }
 
   ValueRef ReducedOptimizerSpan(int u) const override {
     return {units_[u].reduced.data(), wire_dtype_, false};
@@ -133,6 +152,21 @@ class PerUnitReducer final : public GradReducer {
     int unit;
     std::shared_ptr<comm::Work> work;
   };
+
+  // Where the reduced shards live: the optimizer's memory when it is offloaded and this rank
+  // computes in host memory (a device keeps them beside its compute).
+  DeviceOps& home() const {
+    return ctx_.optimizer_offloaded() && ctx_.ops().host_addressable() ? ctx_.optimizer_ops()
+                                                                       : ctx_.ops();
+  }
+
+  absl::Status ZeroIfStale(size_t u) {
+    if (!stale_[u]) return absl::OkStatus();
+    stale_[u] = false;
+    DeviceBlock& reduced = units_[u].reduced;
+    if (reduced.empty()) return absl::OkStatus();
+    return reduced.ops()->Zero(reduced.data(), reduced.bytes());
+  }
 
   absl::Status Drain(size_t keep) {
     while (pending_.size() > keep) {
@@ -155,12 +189,15 @@ class PerUnitReducer final : public GradReducer {
       ACCEL_RETURN_IF_ERROR(
           ctx_.Await(*replicate_, replicate_->AllReduce(slice, us.shard_numel, wire_dtype_)));
     }
+    ACCEL_RETURN_IF_ERROR(ZeroIfStale(p.unit));
     ACCEL_RETURN_IF_ERROR(ops.Accumulate(unit.reduced.data(), slice, us.shard_numel, wire_dtype_));
     ops.Recycle(std::move(unit.wire));
-    return absl::OkStatus();
+    // To its file now (a no-op for memory that is not file-backed).
+    return home().EvictRange(unit.reduced.data(), unit.reduced.bytes());
   }
 
   comm::Communicator* replicate_;
+  std::vector<bool> stale_;  // file-backed shards not yet zeroed this step
   std::deque<Pending> pending_;
 };
 

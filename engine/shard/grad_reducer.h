@@ -6,7 +6,11 @@
 //   - per unit (CreatePerUnitReducer; shard_grad_op, full_shard, hybrids): each unit's gradient
 //     is reduce-scattered as soon as backward produces it (GradsReady), at the last micro-step
 //     or at every one (reduce_every_micro_step, DeepSpeed stage 2: the shards add up), and under
-//     hybrid strategies the shard is then all-reduced across the replicas.
+//     hybrid strategies the shard is then all-reduced across the replicas. With the optimizer
+//     offloaded (and compute memory the host's) the reduced shards live in the optimizer's
+//     memory, so they leave the compute pool as soon as they are reduced; in files (NVMe) each
+//     is written back and dropped from memory right after its reduction, and zeroed lazily, so
+//     the step never holds every gradient shard in memory at once.
 // The wire dtype is ShardOptions::reduce_dtype (fp32 accumulation inside the collective). With
 // `in_place` (fp32 throughout) the fp32 local gradients are reduced where they are; otherwise
 // they are rounded to the wire dtype first, and the reduced gradients are kept in it.
@@ -31,7 +35,7 @@ class GradReducer {
   // Allocates what is kept between steps (zero-filled).
   [[nodiscard]] virtual absl::Status Allocate() = 0;
   // Zeroes the kept gradients: the start of a step.
-  [[nodiscard]] absl::Status ZeroGrads();
+  [[nodiscard]] virtual absl::Status ZeroGrads();
   // Before micro-step m of accum: whether its gradients are reduced as backward produces them.
   void BeginMicroStep(int micro, int accum) {
     reducing_micro_step_ = ctx_.options().reduce_every_micro_step || micro == accum - 1;

@@ -54,6 +54,7 @@ class HostDeviceOps final : public DeviceOps {
   }
 
   bool host_addressable() const override { return !as_device_; }
+  bool file_backed() const override { return !file_dir_.empty(); }
 
   absl::StatusOr<DeviceBlock> Allocate(size_t bytes, MemoryCategory category) override {
     if (!file_dir_.empty()) return AllocateFile(bytes, category);

@@ -9,6 +9,24 @@
 namespace accel::shard {
 namespace {
 
+// Runs fn(begin, n) over [0, n) in the offload's tiles when the optimizer's state is in files
+// (each tile then leaves memory before the next is read), else once.
+template <typename Fn>
+absl::Status ForEachOffloadTile(ShardContext& ctx, int64_t n, Fn fn) {
+  const int64_t tile =
+      ctx.optimizer_ops().file_backed() ? std::max<int64_t>(1, ctx.options().offload_tile_numel)
+                                        : std::max<int64_t>(1, n);
+  for (int64_t b = 0; b < n; b += tile) ACCEL_RETURN_IF_ERROR(fn(b, std::min(tile, n - b)));
+  return absl::OkStatus();
+}
+
+ValueRef At(ValueRef v, int64_t offset) {
+  return {static_cast<const char*>(v.data) + offset * DTypeSize(v.dtype), v.dtype, v.on_host};
+}
+MutableValueRef At(MutableValueRef v, int64_t offset) {
+  return {static_cast<char*>(v.data) + offset * DTypeSize(v.dtype), v.dtype, v.on_host};
+}
+
 // What the in-place variants share: the parameters are the optimizer's values, so loading and
 // saving go to and from the ParamStore alone.
 class ParamsAreValues : public OptimizerValues {
@@ -30,33 +48,64 @@ class ParamsAreValues : public OptimizerValues {
   ParamStore& params_;
 };
 
-// fp32 copies of the reduced gradients' optimizer spans, in the optimizer's memory.
+// fp32 copies of the reduced gradients' optimizer spans, in the optimizer's memory. In files
+// (NVMe offload) they are files of their own, kept across steps: each unit's copy is written,
+// its shard's Σg² taken on the way, and both it and the reduced shard it came from are dropped
+// from memory before the next unit, so the copies never sit in memory all at once.
 class GradCopies {
  public:
   explicit GradCopies(ShardContext* ctx) : ctx_(*ctx), grads_(ctx->num_units()) {}
   absl::Status Prepare(const GradReducer& reducer, double loss_scale) {
     const float unscale = static_cast<float>(1.0 / loss_scale);
     DeviceOps& ops = ctx_.optimizer_ops();
+    const bool files = ops.file_backed();
+    squares_.clear();
     for (int u = 0; u < ctx_.num_units(); ++u) {
       const int64_t n = ctx_.optimizer_span(u).length;
-      ACCEL_ASSIGN_OR_RETURN(grads_[u],
-                             ops.Acquire(n * sizeof(float), MemoryCategory::kGrads, false));
+      if (!files) {
+        ACCEL_ASSIGN_OR_RETURN(grads_[u],
+                               ops.Acquire(n * sizeof(float), MemoryCategory::kGrads, false));
+      } else if (grads_[u].empty() && n > 0) {
+        ACCEL_ASSIGN_OR_RETURN(grads_[u], ops.Allocate(n * sizeof(float), MemoryCategory::kGrads));
+      }
       float* g = grads_[u].as<float>();
-      ACCEL_RETURN_IF_ERROR(MoveValues(ctx_.ops(), reducer.ReducedOptimizerSpan(u),
-                                       {g, DType::kF32, ctx_.optimizer_offloaded()}, n,
-                                       MemoryCategory::kGrads));
-      if (unscale != 1.0f) ACCEL_RETURN_IF_ERROR(ops.Scale(g, n, unscale));
+      const ValueRef reduced = reducer.ReducedOptimizerSpan(u);
+      const MutableValueRef copy = {g, DType::kF32, ctx_.optimizer_offloaded()};
+      ACCEL_RETURN_IF_ERROR(ForEachOffloadTile(ctx_, n, [&](int64_t b, int64_t len) {
+        ACCEL_RETURN_IF_ERROR(
+            MoveValues(ctx_.ops(), At(reduced, b), At(copy, b), len, MemoryCategory::kGrads));
+        if (unscale != 1.0f) ACCEL_RETURN_IF_ERROR(ops.Scale(g + b, len, unscale));
+        if (!files) return absl::OkStatus();
+        ACCEL_RETURN_IF_ERROR(ops.EvictRange(g + b, len * sizeof(float)));
+        return ops.EvictRange(At(reduced, b).data, len * DTypeSize(reduced.dtype));
+      }));
+      if (!files) continue;
+      // GradNormSquared's part for this unit, the same sum over the same values.
+      const UnitShard& us = ctx_.unit(u);
+      const FloatSpan shard = {g + (us.shard_begin - ctx_.optimizer_span(u).begin),
+                               us.shard_valid};
+      ACCEL_ASSIGN_OR_RETURN(const double sq, ops.SumOfSquares({&shard, 1}));
+      squares_.push_back(sq);
+      ACCEL_RETURN_IF_ERROR(ops.EvictRange(g, n * sizeof(float)));
     }
     return absl::OkStatus();
   }
   const float* grads(int u) const { return grads_[u].as<float>(); }
+  // Per unit, Σg² over the shard partition, when Prepare took it on the way (files); else empty.
+  const std::vector<double>& squares() const { return squares_; }
+  // Unit u's copy is read: back to its file (nothing for memory that is not file-backed).
+  absl::Status Evict(int u) {
+    return ctx_.optimizer_ops().EvictRange(grads_[u].data(), grads_[u].bytes());
+  }
   void Release() {
+    if (ctx_.optimizer_ops().file_backed()) return;  // the files stay for the next step
     for (DeviceBlock& g : grads_) ctx_.optimizer_ops().Recycle(std::move(g));
   }
 
  private:
   ShardContext& ctx_;
   std::vector<DeviceBlock> grads_;  // per unit, from PrepareGrads to FinishStep
+  std::vector<double> squares_;
 };
 
 class InPlaceValues final : public ParamsAreValues {
@@ -116,25 +165,45 @@ class MasterValues final : public OptimizerValues {
     return copies_.Prepare(reducer, loss_scale);
   }
   const float* Grads(int u) const override { return copies_.grads(u); }
+  const std::vector<double>& ShardGradSquares() const override { return copies_.squares(); }
   DeviceOps& grads_ops() const override { return ctx_.optimizer_ops(); }
   Span Params(int u) override { return {masters_[u].as<float>(), nullptr}; }
 
+  absl::Status UnitUpdated(int u) override {
+    // In files, the unit's state leaves memory before the next unit is read; elsewhere
+    // FinishStep rounds every master at once.
+    if (!ctx_.optimizer_ops().file_backed()) return absl::OkStatus();
+    if (finished_.empty()) finished_.assign(ctx_.num_units(), false);
+    ACCEL_RETURN_IF_ERROR(Finish(u));
+    finished_[u] = true;
+    return copies_.Evict(u);
+  }
+
   absl::Status FinishStep() override {
     copies_.Release();
-    // Round each updated master into the parameters this rank keeps.
-    DeviceOps& optimizer_ops = ctx_.optimizer_ops();
     for (int u = 0; u < ctx_.num_units(); ++u) {
-      const MutableValueRef dst = params_.OptimizerSpanParams(u);
-      const int64_t n = ctx_.optimizer_span(u).length;
-      ACCEL_RETURN_IF_ERROR(MoveValues(ctx_.ops(), Master(u), dst, n, MemoryCategory::kParams));
-      // NVMe offload: the parameters and this master back to their files before the next
-      // unit is read (a no-op for memory that is not file-backed).
-      if (dst.on_host) {
-        ACCEL_RETURN_IF_ERROR(optimizer_ops.EvictRange(dst.data, n * DTypeSize(dst.dtype)));
-      }
-      ACCEL_RETURN_IF_ERROR(optimizer_ops.EvictRange(masters_[u].data(), masters_[u].bytes()));
+      if (finished_.empty() || !finished_[u]) ACCEL_RETURN_IF_ERROR(Finish(u));
     }
+    finished_.clear();
     return absl::OkStatus();
+  }
+
+  // Rounds unit u's updated master into the parameters this rank keeps.
+  absl::Status Finish(int u) {
+    DeviceOps& optimizer_ops = ctx_.optimizer_ops();
+    const MutableValueRef dst = params_.OptimizerSpanParams(u);
+    const int64_t n = ctx_.optimizer_span(u).length;
+    return ForEachOffloadTile(ctx_, n, [&](int64_t b, int64_t len) {
+      ACCEL_RETURN_IF_ERROR(
+          MoveValues(ctx_.ops(), At(Master(u), b), At(dst, b), len, MemoryCategory::kParams));
+      // NVMe offload: the parameters and this master back to their files before the next
+      // tile is read (a no-op for memory that is not file-backed).
+      if (dst.on_host) {
+        ACCEL_RETURN_IF_ERROR(
+            optimizer_ops.EvictRange(At(dst, b).data, len * DTypeSize(dst.dtype)));
+      }
+      return optimizer_ops.EvictRange(masters_[u].as<float>() + b, len * sizeof(float));
+    });
   }
 
   absl::Status Load(int u, const float* values) override {
@@ -153,6 +222,8 @@ class MasterValues final : public OptimizerValues {
           {master.as<float>() + (from - span.begin), DType::kF32, ctx_.optimizer_offloaded()},
           to - from, MemoryCategory::kOther));
     }
+    // In a file (NVMe), to disk now, so a load holds one unit's master in memory, not all.
+    ACCEL_RETURN_IF_ERROR(ctx_.optimizer_ops().EvictRange(master.data(), master.bytes()));
     return params_.Load(u, values);
   }
 
@@ -194,6 +265,7 @@ class MasterValues final : public OptimizerValues {
   ParamStore& params_;
   GradCopies copies_;
   std::vector<DeviceBlock> masters_;  // per unit: the optimizer span, fp32
+  std::vector<bool> finished_;        // this step's units already rounded (UnitUpdated)
 };
 
 }  // namespace

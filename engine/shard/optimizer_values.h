@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "engine/shard/grad_reducer.h"
@@ -43,6 +44,16 @@ class OptimizerValues {
     uint16_t* params16 = nullptr;
   };
   virtual Span Params(int unit) = 0;
+  // Per unit, Σg² over this rank's shard partition of the gradients Grads() holds, when
+  // PrepareGrads took them on the way (gradients in files, which are not read twice); else
+  // empty. The same sums GradNormSquared takes otherwise.
+  virtual const std::vector<double>& ShardGradSquares() const {
+    static const std::vector<double> kNone;
+    return kNone;
+  }
+  // The optimizer has updated unit u's span: in files (NVMe offload), its values reach the
+  // parameters and leave memory now, before the next unit is read. Otherwise nothing.
+  [[nodiscard]] virtual absl::Status UnitUpdated(int /*unit*/) { return absl::OkStatus(); }
   // After the update: gradient copies go back and the updated values reach the parameters.
   [[nodiscard]] virtual absl::Status FinishStep() = 0;
 

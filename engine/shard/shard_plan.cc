@@ -73,6 +73,10 @@ absl::StatusOr<ShardPlan> ShardPlan::Create(const model::Gpt2Layout& layout, int
     return absl::InvalidArgumentError(
         "offload_dir (NVMe offload) needs offload_optimizer: it says where offloaded state goes");
   }
+  if (options.offload_tile_numel < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "offload_tile_numel (sub_group_size) must be at least 1, got ", options.offload_tile_numel));
+  }
   if (options.offload_params && !options.offload_optimizer) {
     return absl::InvalidArgumentError(
         "offload_params needs offload_optimizer (the update runs where the parameters live)");

@@ -80,6 +80,11 @@ struct ShardOptions {
   // (DeepSpeed's nvme_path): the state lives in files there, paged in while it is used and
   // written back and dropped from memory after every step (CreateFileBackedDeviceOps).
   std::string offload_dir;
+  // NVMe offload streams the update in tiles of at most this many elements (DeepSpeed's
+  // sub_group_size, capped): each tile's masters, moments, gradients and rounded parameters are
+  // written back and dropped before the next tile is read, so the update holds about one tile
+  // of each, not a whole unit (the root's embedding is the largest).
+  int64_t offload_tile_numel = int64_t{1} << 24;
   // DeepSpeed ZeRO-3 scheduling, in elements; 0 = FSDP's rule (prefetch exactly the next unit,
   // no cap on what is gathered). prefetch_bucket_numel: keep prefetching later units until this
   // many elements are in flight (stage3_prefetch_bucket_size). max_live_numel: never hold more

@@ -51,7 +51,13 @@ absl::StatusOr<double> ShardedModel::GradNormSquared() {
     const int64_t skip = us.shard_begin - ctx().optimizer_span(u).begin;
     parts.push_back({parts_.optimizer->Grads(u) + skip, us.shard_valid});
   }
-  ACCEL_ASSIGN_OR_RETURN(const double partial, parts_.optimizer->grads_ops().SumOfSquares(parts));
+  double partial = 0;
+  if (const std::vector<double>& taken = parts_.optimizer->ShardGradSquares(); !taken.empty()) {
+    // Taken as the gradients went to their files; the same parts, added in the same order.
+    for (double part : taken) partial += part;
+  } else {
+    ACCEL_ASSIGN_OR_RETURN(partial, parts_.optimizer->grads_ops().SumOfSquares(parts));
+  }
   // Replicas of a hybrid group hold identical shards: sum within the shard group only.
   ACCEL_ASSIGN_OR_RETURN(const std::vector<double> all,
                          ctx().AllGatherDouble(*ctx().host_shard(), partial));
@@ -83,7 +89,15 @@ std::vector<OwnedRange> ShardedModel::OwnedRanges() {
   return ranges;
 }
 
+absl::Status ShardedModel::RangeUpdated(const OwnedRange& range) {
+  // The first range of the step: gathers still in flight read the values about to change.
+  if (!settled_) ACCEL_RETURN_IF_ERROR(parts_.params->SettleGathers());
+  settled_ = true;
+  return parts_.optimizer->UnitUpdated(range.unit);
+}
+
 absl::Status ShardedModel::FinishStep() {
+  settled_ = false;
   ACCEL_RETURN_IF_ERROR(parts_.params->SettleGathers());
   parts_.precision->ReleaseAll();
   ACCEL_RETURN_IF_ERROR(parts_.optimizer->FinishStep());

@@ -10,7 +10,8 @@
 //   for each micro-step m of accum:  BeginMicroStep(m, accum); model Forward/Backward through
 //                                    *this; EndMicroStep(m, accum)
 //   GradNormSquared()                 (global, collective)
-//   optimizer over OwnedRanges()      (AdamW per range; elementwise, so no communication)
+//   optimizer over OwnedRanges()      (AdamW per range; elementwise, so no communication),
+//                                      RangeUpdated(range) after each
 //   FinishStep()                      (updated values back into the parameters, re-gathered
 //                                      where parameters stay full)
 // Every rank must make the same calls in the same order; all collectives have the groups'
@@ -162,6 +163,10 @@ class ShardedModel final : public model::ParamAccess {
   // Every parameter of the layout, in layout order (param_views.cc). Valid for the model's
   // lifetime (the storage is fixed).
   std::vector<ParamView> ParamViews();
+  // The optimizer has updated `range` (one of OwnedRanges()): under NVMe offload its values
+  // reach the parameters and its state leaves memory now, so the update streams range by range
+  // and only a range's state is in memory at a time. Elsewhere FinishStep does that work.
+  [[nodiscard]] absl::Status RangeUpdated(const OwnedRange& range);
   [[nodiscard]] absl::Status FinishStep();
 
   // ParamAccess, called by the model.
@@ -189,6 +194,7 @@ class ShardedModel final : public model::ParamAccess {
 
   ShardParts parts_;
   double loss_scale_ = 1;
+  bool settled_ = false;  // this step's gathers settled by RangeUpdated
 };
 
 }  // namespace accel::shard

@@ -68,7 +68,9 @@ class ShardedParams final : public ParamStore, public GatherTarget {
     ACCEL_RETURN_IF_ERROR(
         LoadBlock(ctx_, units_[u].shard, offloaded(), values, ctx_.unit(u).shard_valid));
     MaybeFree(u);
-    return absl::OkStatus();
+    // In a file (NVMe), to disk now: loading unit by unit holds one unit in memory, not all.
+    const DeviceBlock& shard = units_[u].shard;
+    return home_.EvictRange(shard.data(), shard.bytes());
   }
   absl::StatusOr<const void*> GatherForSave(int u) override {
     ACCEL_RETURN_IF_ERROR(EnsureGathered(u));
@@ -125,6 +127,8 @@ class ShardedParams final : public ParamStore, public GatherTarget {
       // The offloaded shard comes to compute memory first: into this rank's slot of the unit.
       char* mine = unit.full.as<char>() + shard.rank() * us.shard_numel * size_;
       ACCEL_RETURN_IF_ERROR(ops.FromHost(mine, send, us.shard_numel * size_));
+      // In a file (NVMe), the shard is read ahead of use and leaves memory again at once.
+      ACCEL_RETURN_IF_ERROR(home_.EvictRange(send, us.shard_numel * size_));
       send = mine;
     }
     ACCEL_RETURN_IF_ERROR(ops.BeforeCollective(shard));

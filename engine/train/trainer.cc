@@ -88,6 +88,10 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
     ACCEL_ASSIGN_OR_RETURN(optim::AdamW opt,
                            optim::AdamW::Create(*t->layout_, r.flat_begin, r.flat_end, adamw,
                                                 &t->sharded_->optimizer_ops()));
+    // State in files: the update streams through it tile by tile.
+    if (t->sharded_->optimizer_ops().file_backed()) {
+      opt.set_stream_tile(options.shard.offload_tile_numel);
+    }
     t->optimizers_.push_back(std::move(opt));
   }
   ModelRunnerOptions ro;
@@ -155,6 +159,7 @@ absl::StatusOr<StepMetrics> Trainer::TrainStep() {
         ACCEL_RETURN_IF_ERROR(
             optimizers_[i].Step(ranges[i].params, ranges[i].grads, m.lr, m.clip_scale));
       }
+      ACCEL_RETURN_IF_ERROR(sharded.RangeUpdated(ranges[i]));
     }
     ++applied_steps_;
   }

@@ -3,16 +3,16 @@
 // charged to the ledger as host / other, so the memory statistics show the difference:
 //
 //   mode                                        reads the file       peak host "other" per rank
-//   default                                     every rank, whole    the full model
+//   default                                     every rank, whole    the full model (a seeded
+//                                                                    init: one unit)
 //   sync_module_states                          rank 0, whole        the full model (broadcast)
-//   cpu_ram_efficient_loading (+ sync implied)  rank 0, unit by unit rank 0: one unit (file) or
-//                                                                     the model (seeded init);
-//                                                                     others: one unit
+//   cpu_ram_efficient_loading (+ sync implied)  rank 0, unit by unit one unit
 //   zero3_init (with --init-weights)            every rank, its own  the largest held range
 //                                               byte ranges only
 //
 // cpu_ram_efficient_loading implies sync_module_states, as in Accelerate. zero3_init applies to
-// --init-weights; a seeded init is computed whole (every rank, or rank 0 with either sync mode).
+// --init-weights; a seeded init is computed unit by unit (model::InitGpt2Unit), except under
+// plain sync_module_states, whose broadcast is of the whole vector.
 #include <algorithm>
 #include <memory>
 
@@ -69,20 +69,10 @@ absl::Status Trainer::InitWeights() {
     ACCEL_ASSIGN_OR_RETURN(Buffer unit_buf, AllocateFloats(static_cast<size_t>(largest + 1),
                                                            MemoryPool::kHost,
                                                            MemoryCategory::kOther, ledger_));
-    Buffer full;  // rank 0, seeded init only
     std::unique_ptr<checkpoint::HfGpt2File> file;
     absl::Status source_status;
     if (rank() == 0) {
-      if (o.init_weights.empty()) {
-        absl::StatusOr<Buffer> b =
-            AllocateFloats(static_cast<size_t>(n), MemoryPool::kHost, MemoryCategory::kOther,
-                           ledger_);
-        source_status = b.status();
-        if (b.ok()) {
-          full = std::move(*b);
-          model::InitGpt2Params(*layout_, o.seed, full.as<float>());
-        }
-      } else {
+      if (!o.init_weights.empty()) {
         absl::StatusOr<std::unique_ptr<checkpoint::HfGpt2File>> f =
             checkpoint::HfGpt2File::Open(env_, o.init_weights, layout_.get());
         source_status = f.status();
@@ -96,7 +86,7 @@ absl::Status Trainer::InitWeights() {
         if (source_status.ok() && file != nullptr) {
           source_status = file->ReadFlat(range.offset, range.offset + range.numel, buf);
         } else if (source_status.ok()) {
-          std::copy_n(full.as<float>() + range.offset, range.numel, buf);
+          model::InitGpt2Unit(*layout_, o.seed, u, buf);
         }
         buf[range.numel] = source_status.ok() ? 1.0f : 0.0f;
       }
@@ -116,6 +106,17 @@ absl::Status Trainer::InitWeights() {
     return absl::OkStatus();
   }
 
+  if (o.init_weights.empty() && !o.sync_module_states) {
+    // A seeded init, unit by unit: every rank computes the same values, one unit at a time.
+    ACCEL_ASSIGN_OR_RETURN(Buffer unit_buf,
+                           AllocateFloats(static_cast<size_t>(LargestUnit(*layout_)),
+                                          MemoryPool::kHost, MemoryCategory::kOther, ledger_));
+    for (int u = 0; u < layout_->num_units(); ++u) {
+      model::InitGpt2Unit(*layout_, o.seed, u, unit_buf.as<float>());
+      ACCEL_RETURN_IF_ERROR(sharded_->LoadUnit(u, unit_buf.as<float>()));
+    }
+    return absl::OkStatus();
+  }
   // The full initial vector exists only during setup, as "other" host memory.
   ACCEL_ASSIGN_OR_RETURN(Buffer full, AllocateFloats(static_cast<size_t>(n), MemoryPool::kHost,
                                                      MemoryCategory::kOther, ledger_));

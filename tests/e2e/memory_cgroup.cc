@@ -1,0 +1,75 @@
+#include "tests/e2e/memory_cgroup.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+
+namespace accel::testing {
+namespace {
+
+constexpr char kRoot[] = "/sys/fs/cgroup/memory";
+
+int64_t ReadNumber(const std::string& path, const std::string& key = "") {
+  std::ifstream f(path);
+  std::string word;
+  int64_t value = -1;
+  if (key.empty()) {
+    f >> value;
+    return value;
+  }
+  while (f >> word >> value) {
+    if (word == key) return value;
+  }
+  return -1;
+}
+
+}  // namespace
+
+std::string MemoryCgroup::WhyUnavailable() {
+  if (::geteuid() != 0) return "needs root to create a memory cgroup";
+  if (::access((std::string(kRoot) + "/memory.limit_in_bytes").c_str(), F_OK) != 0) {
+    return "no cgroup v1 memory controller at /sys/fs/cgroup/memory";
+  }
+  return "";
+}
+
+absl::StatusOr<MemoryCgroup> MemoryCgroup::Create(const std::string& name, int64_t limit_bytes) {
+  const std::string path = absl::StrCat(kRoot, "/", name);
+  if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
+    return absl::InternalError(absl::StrCat("mkdir ", path, ": ", std::strerror(errno)));
+  }
+  MemoryCgroup cgroup(path);
+  std::ofstream limit(path + "/memory.limit_in_bytes");
+  limit << limit_bytes;
+  limit.close();
+  if (!limit || ReadNumber(path + "/memory.limit_in_bytes") > limit_bytes) {
+    return absl::InternalError(absl::StrCat("cannot set ", path, "/memory.limit_in_bytes"));
+  }
+  return cgroup;
+}
+
+MemoryCgroup::~MemoryCgroup() {
+  if (!path_.empty()) ::rmdir(path_.c_str());
+}
+
+std::vector<std::string> MemoryCgroup::Wrap(const std::vector<std::string>& argv) const {
+  std::vector<std::string> wrapped = {
+      "/bin/sh", "-c", absl::StrCat("echo $$ > ", path_, "/cgroup.procs && exec \"$@\""), "sh"};
+  wrapped.insert(wrapped.end(), argv.begin(), argv.end());
+  return wrapped;
+}
+
+int64_t MemoryCgroup::MaxUsageBytes() const {
+  return ReadNumber(path_ + "/memory.max_usage_in_bytes");
+}
+
+int64_t MemoryCgroup::OomKills() const {
+  return ReadNumber(path_ + "/memory.oom_control", "oom_kill");
+}
+
+}  // namespace accel::testing
