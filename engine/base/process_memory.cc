@@ -98,6 +98,7 @@ ProcessMemory ReadProcessMemory(const std::string& root) {
   const std::string status = ReadSmallFile(root + "/proc/self/status");
   m.peak_rss = KbField(status, "VmHWM:");
   m.rss = KbField(status, "VmRSS:");
+  m.rss_anon = KbField(status, "RssAnon:");
   m.mem_available = KbField(ReadSmallFile(root + "/proc/meminfo"), "MemAvailable:");
   m.cgroup = ReadCgroupMemory(root);
   return m;

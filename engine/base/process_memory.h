@@ -25,6 +25,10 @@ struct CgroupMemory {
 struct ProcessMemory {
   int64_t peak_rss = -1;       // VmHWM, bytes
   int64_t rss = -1;            // VmRSS, bytes
+  // RssAnon, bytes: the part of the resident set that is the process's own (heap, stacks), not
+  // shared library or file pages, which the page cache holds and a child cgroup is usually
+  // not charged for.
+  int64_t rss_anon = -1;
   int64_t mem_available = -1;  // MemAvailable, bytes
   CgroupMemory cgroup;
 };

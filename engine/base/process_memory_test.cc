@@ -17,7 +17,7 @@ class ProcessMemoryTest : public ::testing::Test {
   void SetUp() override {
     root_ = ::testing::TempDir() + "/process_memory_" + std::to_string(::getpid());
     (void)Env::Default()->DeleteRecursively(root_);
-    Write("/proc/self/status", "Name:\tx\nVmHWM:\t  2048 kB\nVmRSS:\t  1024 kB\n");
+    Write("/proc/self/status", "Name:\tx\nVmHWM:\t  2048 kB\nVmRSS:\t  1024 kB\nRssAnon:\t 512 kB\n");
     Write("/proc/meminfo", "MemTotal: 100 kB\nMemAvailable:   5000 kB\n");
   }
   void TearDown() override { (void)Env::Default()->DeleteRecursively(root_); }
@@ -40,6 +40,7 @@ TEST_F(ProcessMemoryTest, CgroupV1TakesTheSmallestLimitOnThePath) {
   const ProcessMemory m = ReadProcessMemory(root_);
   EXPECT_EQ(m.peak_rss, 2048 * 1024);
   EXPECT_EQ(m.rss, 1024 * 1024);
+  EXPECT_EQ(m.rss_anon, 512 * 1024);
   EXPECT_EQ(m.mem_available, 5000 * 1024);
   EXPECT_EQ(m.cgroup.limit, 300000000);
   EXPECT_EQ(m.cgroup.usage, 1000);
@@ -69,6 +70,8 @@ TEST(RealProcessMemory, PeakResidentSetIsPositive) {
   const ProcessMemory m = ReadProcessMemory();
   EXPECT_GT(m.peak_rss, 0);
   EXPECT_GE(m.peak_rss, m.rss);
+  EXPECT_GT(m.rss_anon, 0);
+  EXPECT_LE(m.rss_anon, m.rss);
   EXPECT_GT(m.mem_available, 0);
 }
 
