@@ -94,16 +94,27 @@ int ConfigExplain(const ExplainArgs& args, const config::EnvMap& env, std::ostre
                 err);
     return kExitInvalid;
   }
+  std::optional<train::MemoryPlan> memory;
+  if (args.memory.wanted()) {
+    absl::StatusOr<train::MemoryPlan> m = ExplainMemory(args.memory, *lowered, fs);
+    if (!m.ok()) {
+      PrintStatus(m.status(), err);
+      return kExitInvalid;
+    }
+    memory = std::move(*m);
+  }
   if (args.output == "json") {
     nlohmann::ordered_json j = nlohmann::ordered_json::parse(config::PlanToJsonText(*plan));
     j["engine"] = nlohmann::ordered_json::parse(
         config::ModeJson(lowered->options, lowered->source, {}));
     j["engine"].erase("event");
     j["engine"].erase("notes");
+    if (memory) j["memory_plan"] = nlohmann::ordered_json::parse(train::MemoryPlanJson(*memory));
     out << j.dump() << "\n";
   } else {
     out << config::PlanToText(*plan);
     out << "engine: " << config::DescribeMode(lowered->options) << "\n";
+    if (memory) out << train::MemoryPlanTable(*memory);
   }
   return kExitOk;
 }
@@ -218,6 +229,14 @@ void AddConfigCommand(CLI::App& app, ConfigCommand* c) {
   explain->add_option("--hidden-size", c->hidden_size, "job: model hidden size");
   explain->add_option("--lr", c->lr, "job: learning rate");
   explain->add_option("--steps", c->steps, "job: optimizer steps");
+  explain->add_option("--model", c->explain.memory.model,
+                      "print the memory plan for this model preset (gpt2, gpt2-medium, ...)");
+  explain->add_option("--model-config", c->explain.memory.model_config,
+                      "print the memory plan for this Hugging Face config.json");
+  explain->add_option("--seq", c->seq, "memory plan: sequence length");
+  explain->add_option("--world", c->world, "memory plan: ranks (default: the config's processes)");
+  explain->add_option("--ranks-per-machine", c->ranks_per_machine,
+                      "memory plan: ranks sharing one machine (default: all)");
   explain->add_flag("--library-defaults", c->explain.library_defaults,
                     "use the plugin's own defaults instead of accelerate launch's");
   explain->callback([c] { c->chosen = "explain"; });
@@ -244,6 +263,9 @@ int RunParsedConfigCommand(ConfigCommand& c, const config::EnvMap& env, std::ost
   auto finite = [](double v) { return std::isnan(v) ? std::nullopt : std::optional<double>(v); };
   if (c.chosen == "explain") {
     if (c.explain_num_processes > 0) c.explain.num_processes = c.explain_num_processes;
+    if (c.world > 0 && c.explain_num_processes <= 0) c.explain.num_processes = c.world;
+    if (c.seq > 0) c.explain.memory.seq = c.seq;
+    if (c.ranks_per_machine > 0) c.explain.memory.ranks_per_machine = c.ranks_per_machine;
     c.explain.job.micro_batch_size = positive(c.micro_batch);
     c.explain.job.gradient_accumulation_steps = positive(c.grad_accum);
     c.explain.job.gradient_clipping = finite(c.grad_clip);

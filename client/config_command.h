@@ -21,6 +21,7 @@
 
 #include "CLI/CLI.hpp"
 #include "engine/base/env.h"
+#include "client/explain_memory.h"
 #include "engine/config/inputs.h"
 
 namespace accel::client {
@@ -37,6 +38,7 @@ struct ExplainArgs {
   std::string output = "text";  // "text" or "json"
   config::JobSettings job;
   bool library_defaults = false;
+  MemoryExplainArgs memory;  // --model / --model-config: the memory plan too
 };
 
 struct ConvertArgs {
@@ -60,7 +62,8 @@ struct ConfigCommand {
   std::string chosen;  // "explain", "validate", "convert"; empty until one is parsed
   ExplainArgs explain;
   int explain_num_processes = 0;
-  int64_t micro_batch = 0, grad_accum = 0, hidden_size = 0, steps = 0;
+  int64_t micro_batch = 0, grad_accum = 0, hidden_size = 0, steps = 0, seq = 0;
+  int world = 0, ranks_per_machine = 0;
   double grad_clip = NAN, lr = NAN;
   std::vector<std::string> validate_files;
   int validate_num_processes_raw = 0;

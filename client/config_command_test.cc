@@ -4,6 +4,9 @@
 #include <sstream>
 
 #include "client/accelctl.h"
+#include "engine/base/env.h"
+#include "engine/model/gpt2.h"
+#include "engine/model/gpt2_config.h"
 #include "engine/testing/mem_env.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -154,6 +157,73 @@ TEST(AccelctlConfigTest, ConfigEnvironmentKeepsOnlyConfigVariables) {
   EXPECT_EQ(env.size(), 2u);
   EXPECT_EQ(env.at("FSDP_VERSION"), "2");
   EXPECT_EQ(env.at("ACCELERATE_MIXED_PRECISION"), "bf16");
+}
+
+TEST(AccelctlConfigTest, ExplainModelPrintsTheMemoryPlan) {
+  // gpt2, B=8, T=1024, fp32 full_shard on 2 ranks of one machine.
+  Outcome r = Accelctl({"config", "explain", Src("configs/fsdp_full_shard.yaml"), "--model",
+                        "gpt2", "--micro-batch", "8", "--seq", "1024", "--world", "2",
+                        "--mixed-precision", "no", "--output", "json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const nlohmann::json m = nlohmann::json::parse(r.out)["memory_plan"];
+  const int64_t psi = 124439808;  // GPT-2 124M
+  EXPECT_EQ(m["num_params"], psi);
+  EXPECT_EQ(m["world"], 2);
+  EXPECT_EQ(m["batch"], 8);
+  EXPECT_EQ(m["seq"], 1024);
+  const nlohmann::json& device = m["rank"]["device"];
+  // AdamW's two fp32 moments of this rank's half of the real elements (13 units, so at most 13
+  // elements of padding decide which rank holds the odd ones).
+  const int64_t moments = device["optimizer_state"];
+  EXPECT_NEAR(static_cast<double>(moments), 8.0 * psi / 2, 8.0 * 13);
+  auto activations = model::Gpt2Activations::PlannedBytes(*model::Gpt2Preset("gpt2"), 8, 1024, {});
+  ASSERT_TRUE(activations.ok());
+  EXPECT_EQ(device["activations"], *activations);
+  EXPECT_GE(device["total"].get<int64_t>(), moments + *activations);
+  // The machine holds both ranks; under the config's cpu_ram_efficient_loading only rank 0 builds
+  // the seeded initial vector (4Ψ of host memory during setup).
+  const int64_t rank_ram = m["rank"]["ram"], machine_ram = m["machine"]["ram"];
+  EXPECT_EQ(machine_ram, 2 * rank_ram - 4 * psi);
+  EXPECT_EQ(m["deepspeed_estimator"]["function"], "estimate_zero3_model_states_mem_needs");
+  // No offload: 4·largest layer + 18Ψ/2 per GPU.
+  EXPECT_EQ(m["deepspeed_estimator"]["gpu_bytes_per_rank"], 4 * 38597376 + 18 * psi / 2);
+
+  // The text form has the table, and one rank of a world of one holds all the moments.
+  r = Accelctl({"config", "explain", Src("configs/fsdp_full_shard.yaml"), "--model", "gpt2",
+                "--micro-batch", "8", "--seq", "1024", "--world", "1", "--mixed-precision", "no"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("memory plan: gpt2 (124439808 parameters), micro-batch 8, sequence 1024"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find(std::to_string(8 * psi) + "    949.4 MiB"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("machine total (1 rank here)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("DeepSpeed's estimator"), std::string::npos) << r.out;
+}
+
+TEST(AccelctlConfigTest, ExplainModelConfigAndBadModels) {
+  const std::string dir = ::testing::TempDir() + "/explain_model_config";
+  ASSERT_TRUE(Env::Default()->CreateDirs(dir).ok());
+  const model::Gpt2Config small{"small", 2, 2, 16, 300, 64};
+  ASSERT_TRUE(WriteFileAtomic(Env::Default(), dir + "/config.json",
+                              model::Gpt2ConfigToJson(small)).ok());
+  Outcome r = Accelctl({"config", "explain", Src("configs/fsdp_full_shard.yaml"), "--model-config",
+                        dir + "/config.json", "--micro-batch", "2", "--seq", "32", "--world", "1",
+                        "--mixed-precision", "no", "--output", "json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const nlohmann::json m = nlohmann::json::parse(r.out)["memory_plan"];
+  EXPECT_EQ(m["num_params"], small.NumParams());
+  EXPECT_EQ(m["rank"]["device"]["optimizer_state"], 8 * small.NumParams());
+
+  r = Accelctl({"config", "explain", Src("configs/fsdp_full_shard.yaml"), "--model", "gpt9"});
+  EXPECT_EQ(r.code, kExitInvalid);
+  EXPECT_NE(r.err.find("--model: "), std::string::npos) << r.err;
+  r = Accelctl({"config", "explain", Src("configs/fsdp_full_shard.yaml"), "--model", "gpt2",
+                "--seq", "4096"});
+  EXPECT_EQ(r.code, kExitInvalid);
+  EXPECT_NE(r.err.find("--seq 4096 exceeds the model's 1024 positions"), std::string::npos)
+      << r.err;
+  (void)Env::Default()->DeleteRecursively(dir);
 }
 
 }  // namespace

@@ -42,6 +42,7 @@ absl::StatusOr<config::TrainOptions> JobOptionsFromSpec(const accel::v1::JobSpec
   o.seed = t.seed();
   if (t.has_max_nonfinite_steps()) o.max_nonfinite_steps = t.max_nonfinite_steps();
   o.activation_checkpointing = t.activation_checkpointing();
+  o.ignore_memory_plan = t.ignore_memory_plan();
   const auto& sh = spec.sharding();
   absl::StatusOr<shard::Strategy> strategy =
       shard::ParseStrategy(sh.strategy().empty() ? "no_shard" : sh.strategy());

@@ -53,6 +53,20 @@ TEST(JobLoweringTest, NoConfigAndTheShippedConfigsLower) {
   EXPECT_TRUE(LowerJobSpec(spec).ok()) << LowerJobSpec(spec).status();
 }
 
+TEST(JobLoweringTest, IgnoreMemoryPlanReachesTheTrainOptions) {
+  accel::v1::JobSpec spec = Spec(1);
+  auto plain = LowerJobSpec(spec);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE(plain->options.ignore_memory_plan);
+  auto parsed = ParseJobYaml("model: {preset: gpt2-tiny}\ndata: {path: /d.txt}\n"
+                             "train: {ignore_memory_plan: true}\n",
+                             "job.yaml", "/jobs");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  auto lowered = LowerJobSpec(*parsed);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  EXPECT_TRUE(lowered->options.ignore_memory_plan);
+}
+
 TEST(JobLoweringTest, ABadDeepSpeedJsonIsRejectedNamingTheFileAndKeyPath) {
   accel::v1::JobSpec spec = Spec(2);
   spec.set_accelerate_config_path("/cfg/ds.yaml");

@@ -248,6 +248,10 @@ absl::StatusOr<DaemonOutcome> RunDaemonWorker(const DaemonEnv& env) {
   }
   spec.rank = env.rank;
   spec.world = env.world_size;
+  // acceld runs the job's ranks on its machine and says how many (LOCAL_WORLD_SIZE).
+  if (const char* local = std::getenv("LOCAL_WORLD_SIZE"); local != nullptr) {
+    spec.local_ranks = std::max(1, std::atoi(local));
+  }
   spec.device = run.device;
   spec.cuda_device = 0;
   spec.store = store.get();

@@ -5,6 +5,7 @@
 #include "engine/base/status_macros.h"
 #include "engine/shard/process_groups.h"
 #include "worker/device_session.h"
+#include "worker/memory_check.h"
 
 namespace accel::worker {
 namespace {
@@ -22,6 +23,13 @@ absl::StatusOr<bool> AgreeOnStop(comm::Communicator* world, bool mine) {
 
 absl::StatusOr<RankOutcome> RunRank(const RankSpec& spec, RankSink& sink) {
   const bool on_gpu = spec.device == "cuda";
+  // Before the first allocation: refuse a plan this machine cannot hold.
+  ACCEL_RETURN_IF_ERROR(CheckMemoryPlan({.options = &spec.options,
+                                         .world = spec.world,
+                                         .rank = spec.rank,
+                                         .local_ranks = spec.local_ranks,
+                                         .on_gpu = on_gpu},
+                                        ReadProcessMemory()));
   // One trainer either way: on a GPU the device session owns it and its NCCL communicators,
   // made through the same store; on the CPU gloo groups for the plan.
   shard::OwnedProcessGroups groups;

@@ -5,6 +5,8 @@
 // a RankSink.
 //
 // The loop, for every rank in the same order (collectives inside must match):
+//   the memory plan's check (memory_check.h): a plan that cannot fit ends here, before anything
+//          is allocated or any peer is contacted
 //   create groups and Trainer (resuming from options.resume_dir) -> sink.Started
 //   Train: after each step sink.Step; unless it was the last, the ranks agree whether any
 //          sink wants to stop (one-float all-reduce; only when the sink can ask) and, if so,
@@ -33,6 +35,8 @@ struct RankSpec {
   int world = 1;
   std::string device = "cpu";  // cpu | cuda
   int cuda_device = -1;        // cuda: -1 = LOCAL_RANK or the only visible one
+  // Ranks of this gang on this machine (LOCAL_WORLD_SIZE), for the memory plan's check.
+  int local_ranks = 1;
   comm::Store* store = nullptr;  // the gang's rendezvous (world > 1); not owned
   std::string prefix;            // this gang's keys in the store
   comm::GlooOptions gloo;        // cpu: timeout and the address peers reach this rank at

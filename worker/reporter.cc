@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "engine/base/process_memory.h"
+
 
 namespace accel::worker {
 
@@ -19,6 +21,10 @@ v1::WorkerEvent MemoryEvent(const MemoryLedger& ledger, int64_t step, int64_t dr
   m->set_step(step);
   m->set_device_driver_used(driver_used);
   m->set_device_driver_total(driver_total);
+  const ProcessMemory process = ReadProcessMemory();
+  m->set_process_peak_rss(std::max<int64_t>(process.peak_rss, 0));
+  m->set_cgroup_usage(std::max<int64_t>(process.cgroup.usage, 0));
+  m->set_cgroup_limit(std::max<int64_t>(process.cgroup.limit, 0));
   return e;
 }
 

@@ -159,6 +159,9 @@ void AddStandaloneFlags(CLI::App& app, StandaloneFlags& f) {
                "(implies --sync-module-states)");
   app.add_flag("--zero3-init", t.zero3_init,
                "every rank reads only its own byte ranges of --init-weights");
+  app.add_flag("--ignore-memory-plan", t.ignore_memory_plan,
+               "start even when the memory plan does not fit this machine or its memory cgroup "
+               "(the worker refuses such a job before allocating; docs/sharding.md)");
 }
 
 namespace {
@@ -393,6 +396,7 @@ absl::Status RunStandalone(StandaloneFlags f) {
   spec.options = f.train;
   spec.rank = rank;
   spec.world = world;
+  spec.local_ranks = std::max(1, EnvInt("LOCAL_WORLD_SIZE", 1));
   spec.device = f.device;
   spec.store = store.get();
   spec.prefix = f.run_id;

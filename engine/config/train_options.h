@@ -72,6 +72,10 @@ struct TrainOptions {
   // norm (each skipped) end Train() with FailedPrecondition naming the steps. 0: never. Not
   // under fp16 loss scaling, whose overflow skips are its own business.
   int64_t max_nonfinite_steps = 5;
+  // The worker checks the memory plan (engine/train/memory_plan.h) against the machine or its
+  // memory cgroup before allocating and refuses a job that cannot fit; this starts it anyway
+  // (--ignore-memory-plan, the job's train.ignore_memory_plan).
+  bool ignore_memory_plan = false;
 };
 
 // InvalidArgument naming the flag for a non-positive batch, seq or accumulation, negative

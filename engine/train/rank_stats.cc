@@ -3,14 +3,16 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "engine/base/process_memory.h"
 #include "engine/base/status_macros.h"
 
 namespace accel::train {
 namespace {
 
 constexpr int kCells = kNumMemoryPools * kNumMemoryCategories;
-// The wire form: memory (current, peak) per cell, bytes sent, received, wait in nanoseconds.
-constexpr int kWords = 2 * kCells + 3;
+// The wire form: memory (current, peak) per cell, bytes sent, received, wait in nanoseconds,
+// peak RSS, cgroup usage and limit.
+constexpr int kWords = 2 * kCells + 6;
 
 }  // namespace
 
@@ -23,6 +25,10 @@ RankStats RankStats::FromLedger(int rank, const MemoryLedger& ledger) {
           ledger.Get(static_cast<MemoryPool>(p), static_cast<MemoryCategory>(c));
     }
   }
+  const ProcessMemory process = ReadProcessMemory();
+  s.peak_rss = process.peak_rss;
+  s.cgroup_usage = process.cgroup.usage;
+  s.cgroup_limit = process.cgroup.limit;
   return s;
 }
 
@@ -46,6 +52,10 @@ std::string RankStats::ToJson() const {
                     ",\"current\":", pool_current, "}");
     first_pool = false;
   }
+  absl::StrAppend(&out, "},\"process\":{\"peak_rss\":", peak_rss);
+  if (cgroup_limit >= 0) {
+    absl::StrAppend(&out, ",\"cgroup_usage\":", cgroup_usage, ",\"cgroup_limit\":", cgroup_limit);
+  }
   absl::StrAppend(&out, "},\"bytes_sent\":", bytes_sent, ",\"bytes_received\":", bytes_received,
                   ",\"comm_wait_seconds\":", comm_wait_seconds, "}");
   return out;
@@ -62,6 +72,9 @@ absl::StatusOr<std::vector<RankStats>> GatherRankStats(comm::Communicator* world
   words[2 * kCells] = mine.bytes_sent;
   words[2 * kCells + 1] = mine.bytes_received;
   words[2 * kCells + 2] = static_cast<int64_t>(mine.comm_wait_seconds * 1e9);
+  words[2 * kCells + 3] = mine.peak_rss;
+  words[2 * kCells + 4] = mine.cgroup_usage;
+  words[2 * kCells + 5] = mine.cgroup_limit;
   const int n = world->size();
   std::vector<int64_t> all(static_cast<size_t>(n) * kWords);
   // int64 words travel through an f32 all-gather as bit copies (two floats each).
@@ -76,6 +89,9 @@ absl::StatusOr<std::vector<RankStats>> GatherRankStats(comm::Communicator* world
     out[r].bytes_sent = w[2 * kCells];
     out[r].bytes_received = w[2 * kCells + 1];
     out[r].comm_wait_seconds = static_cast<double>(w[2 * kCells + 2]) * 1e-9;
+    out[r].peak_rss = w[2 * kCells + 3];
+    out[r].cgroup_usage = w[2 * kCells + 4];
+    out[r].cgroup_limit = w[2 * kCells + 5];
   }
   return out;
 }

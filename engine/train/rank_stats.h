@@ -25,11 +25,19 @@ struct RankStats {
   int64_t bytes_sent = 0;      // during the step, all of this rank's communicators
   int64_t bytes_received = 0;
   double comm_wait_seconds = 0;
+  // What the kernel says (engine/base/process_memory.h), beside the ledger: the process's peak
+  // resident set (VmHWM), and inside a memory cgroup with a limit its usage and limit. -1:
+  // unknown / none. Ranks run as threads of one process (tests) share these.
+  int64_t peak_rss = -1;
+  int64_t cgroup_usage = -1;
+  int64_t cgroup_limit = -1;
 
+  // The ledger's counts and the process's memory (ReadProcessMemory) now.
   static RankStats FromLedger(int rank, const MemoryLedger& ledger);
   // {"rank":0,"memory":{"device":{"params":{"current":..,"peak":..},...,"total":{..}},...},
+  //  "process":{"peak_rss":..[,"cgroup_usage":..,"cgroup_limit":..]},
   //  "bytes_sent":..,"bytes_received":..,"comm_wait_seconds":..}; pools with no bytes at all
-  // are left out.
+  // are left out, and the cgroup's numbers outside a memory cgroup with a limit.
   std::string ToJson() const;
 };
 

@@ -28,6 +28,22 @@ int64_t ReadNumber(const std::string& path, const std::string& key = "") {
   return -1;
 }
 
+// This process's path in the v1 memory hierarchy ("/a/b"), or "" at the root: new cgroups go
+// below it, where a container lets its root user create them.
+std::string OwnMemoryCgroup() {
+  std::ifstream in("/proc/self/cgroup");
+  for (std::string line; std::getline(in, line);) {
+    const size_t a = line.find(':'), b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    const std::string controllers = "," + line.substr(a + 1, b - a - 1) + ",";
+    if (controllers.find(",memory,") != std::string::npos) {
+      const std::string path = line.substr(b + 1);
+      return path == "/" ? "" : path;
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string MemoryCgroup::WhyUnavailable() {
@@ -39,7 +55,7 @@ std::string MemoryCgroup::WhyUnavailable() {
 }
 
 absl::StatusOr<MemoryCgroup> MemoryCgroup::Create(const std::string& name, int64_t limit_bytes) {
-  const std::string path = absl::StrCat(kRoot, "/", name);
+  const std::string path = absl::StrCat(kRoot, OwnMemoryCgroup(), "/", name);
   if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
     return absl::InternalError(absl::StrCat("mkdir ", path, ": ", std::strerror(errno)));
   }

@@ -16,7 +16,8 @@ class MemoryCgroup {
   // Why this machine cannot run memory-cgroup tests (not root, no v1 memory controller), or ""
   // when it can.
   static std::string WhyUnavailable();
-  // Creates /sys/fs/cgroup/memory/<name> with memory.limit_in_bytes = limit_bytes.
+  // Creates <name> below this process's own memory cgroup (/sys/fs/cgroup/memory/<own>/<name>)
+  // with memory.limit_in_bytes = limit_bytes.
   static absl::StatusOr<MemoryCgroup> Create(const std::string& name, int64_t limit_bytes);
   MemoryCgroup(MemoryCgroup&& other) noexcept : path_(std::move(other.path_)) {
     other.path_.clear();

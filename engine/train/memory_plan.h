@@ -1,0 +1,82 @@
+// MemoryPlan: the peak bytes one rank will hold, by pool and category, worked out before anything
+// is allocated (DESIGN.md §3.3) — from the model, the TrainOptions (batch, sequence, strategy,
+// dtypes, offload, activation checkpointing), the world size and the rank, through the same
+// ShardPlan the engine builds and a replay of the buffers its Trainer charges
+// (memory_replay.h). For a CPU rank (the host DeviceOps) the plan equals the MemoryLedger's
+// peaks of a real run: tests/sharding/memory_plan_test.cc runs every strategy against it.
+//
+// Beside it, DeepSpeed's own estimator (stage3.py's estimate_zero3_model_states_mem_needs,
+// zero_init, additional_buffer_factor 1.5) for comparison: model states only, no activations.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "engine/base/memory_ledger.h"
+#include "engine/config/train_options.h"
+#include "engine/model/gpt2_config.h"
+
+namespace accel::train {
+
+struct MemoryPlanOptions {
+  int world = 1;
+  int rank = 0;              // the rank planned in detail (its peaks per category)
+  int ranks_on_machine = 1;  // ranks first_local_rank .. + n - 1 share this machine's memory
+  int first_local_rank = 0;
+  // Whether the model multiplies in bf16 (the CPU runner's choice: bf16 parameters on a CPU with
+  // native bf16 dot products); unset: decided as CreateCpuModelRunner decides here.
+  std::optional<bool> bf16_matmuls;
+};
+
+// DeepSpeed's estimate_zero3_model_states_mem_needs for the same model and offload settings.
+struct DeepSpeedEstimate {
+  int64_t total_params = 0;
+  int64_t largest_layer_params = 0;  // the largest single tensor (GPT-2: wte)
+  int gpus_per_node = 1, num_nodes = 1;
+  int64_t gpu_bytes_per_rank = 0;    // "per GPU"
+  int64_t cpu_bytes_per_node = 0;    // "per CPU" (the node's host memory)
+};
+
+struct MemoryPlan {
+  std::string model;
+  int64_t num_params = 0;
+  int64_t batch = 0, seq = 0;
+  std::string strategy;  // ShardPlan::Describe()
+  std::string dtypes;    // "fp32", "bf16 params, bf16 grads, fp32 masters", ...
+  int world = 1, rank = 0, ranks_on_machine = 1;
+  bool bf16_matmuls = false;
+  // Rank `rank`'s peak per [pool][category], and the peak of each pool's sum (not a sum of
+  // peaks: buffers of different categories come and go at different times).
+  std::array<std::array<int64_t, kNumMemoryCategories>, kNumMemoryPools> peak{};
+  std::array<int64_t, kNumMemoryPools> pool_peak{};
+  // The machine's ranks together: Σ of each local rank's pool peak.
+  std::array<int64_t, kNumMemoryPools> machine_pool_peak{};
+  DeepSpeedEstimate deepspeed;
+
+  int64_t Peak(MemoryPool pool, MemoryCategory category) const {
+    return peak[static_cast<int>(pool)][static_cast<int>(category)];
+  }
+  // What the rank holds in RAM on a CPU machine: its device (compute) and host pools.
+  int64_t RankRamBytes() const;
+  int64_t MachineRamBytes() const;
+};
+
+// InvalidArgument naming the problem for a plan the engine would refuse (a bad world or rank,
+// a hybrid group that does not divide the world, a bad batch or sequence).
+[[nodiscard]] absl::StatusOr<MemoryPlan> PlanMemory(const model::Gpt2Config& config,
+                                                    const config::TrainOptions& options,
+                                                    const MemoryPlanOptions& plan_options);
+
+// {"model":..,"rank":{"device":{"params":..,...,"total":..},...,"total":..},
+//  "machine":{"ranks":..,"device":..,"host":..,"nvme":..,"ram":..},"deepspeed_estimator":{..}}
+std::string MemoryPlanJson(const MemoryPlan& plan);
+// The human table: one row per pool and category with bytes, pool totals, the rank's and the
+// machine's totals, and DeepSpeed's estimator.
+std::string MemoryPlanTable(const MemoryPlan& plan);
+// "1.23 GiB" / "456.7 MiB" / "12 B".
+std::string FormatBytes(int64_t bytes);
+
+}  // namespace accel::train

@@ -1,0 +1,116 @@
+// The memory plan (engine/train/memory_plan.h) against real training: every strategy, fp32 and
+// bf16 mixed precision, with and without optimizer offload and activation checkpointing, on 1
+// and 2 ranks (and hybrid on 4), over real gloo. Each rank's ledger peaks — setup included,
+// since nothing resets them — are taken from the last step's rank statistics and must EQUAL the
+// plan's, category by category: the plan replays the engine's buffers with the plan's sizes, so
+// any difference is a change in the engine the plan has not followed (no tolerance).
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/train/memory_plan.h"
+#include "tests/sharding/gang_fixture.h"
+
+namespace accel::testing {
+namespace {
+
+using shard::Strategy;
+
+std::string Name(Strategy s) { return std::string(shard::StrategyName(s)); }
+
+class MemoryPlanTest : public GangTest {
+ protected:
+  // Four blocks (so the backward's gradient pipeline reaches its depth) of sizes that do not
+  // divide evenly by 2 or 4 (so padding shows).
+  MemoryPlanTest() : GangTest(model::Gpt2Config{"memplan", 4, 2, 14, 131, 16}) {}
+
+  train::TrainOptions Options(Strategy s, DType dtype, bool offload, bool checkpointing,
+                              int world) {
+    train::TrainOptions o = GangOptions(dir_, s, /*accum=*/1, /*batch=*/2, dtype);
+    o.steps = 2;
+    o.rank_stats_every = 1;
+    o.shard.offload_optimizer = offload;
+    o.activation_checkpointing = checkpointing;
+    o.shard.hybrid_group_size = world >= 4 ? 2 : 1;
+    return o;
+  }
+
+  // Runs `o` on `world` ranks and compares every rank's ledger peaks with its plan.
+  void ExpectPlanMatches(const train::TrainOptions& o, int world, const std::string& what) {
+    absl::StatusOr<GangResult> run = RunGang(o, world);
+    ASSERT_TRUE(run.ok()) << what << ": " << run.status();
+    ASSERT_FALSE(run->steps.empty()) << what;
+    const std::vector<train::RankStats>& ranks = run->steps.back().ranks;
+    ASSERT_EQ(ranks.size(), static_cast<size_t>(world)) << what;
+    for (int r = 0; r < world; ++r) {
+      // The kernel's view rides along (engine/base/process_memory.h): the peak resident set.
+      EXPECT_GT(ranks[r].peak_rss, 0) << what;
+      EXPECT_NE(ranks[r].ToJson().find("\"process\":{\"peak_rss\":" +
+                                       std::to_string(ranks[r].peak_rss)),
+                std::string::npos)
+          << ranks[r].ToJson();
+      train::MemoryPlanOptions po;
+      po.world = world;
+      po.rank = r;
+      absl::StatusOr<train::MemoryPlan> plan = train::PlanMemory(config(), o, po);
+      ASSERT_TRUE(plan.ok()) << what << ": " << plan.status();
+      for (int p = 0; p < kNumMemoryPools; ++p) {
+        for (int c = 0; c < kNumMemoryCategories; ++c) {
+          const auto pool = static_cast<MemoryPool>(p);
+          const auto category = static_cast<MemoryCategory>(c);
+          EXPECT_EQ(plan->Peak(pool, category), ranks[r].memory[p * kNumMemoryCategories + c].peak)
+              << what << " rank " << r << ": " << MemoryPoolName(pool) << "/"
+              << MemoryCategoryName(category);
+        }
+      }
+    }
+  }
+};
+
+TEST_F(MemoryPlanTest, EqualsTheLedgerPeaksForEveryStrategyDtypeOffloadAndCheckpointing) {
+  const Strategy strategies[] = {Strategy::kNoShard, Strategy::kShardOptimizer,
+                                 Strategy::kShardGradOp, Strategy::kFullShard,
+                                 Strategy::kHybridShard};
+  for (int world : {1, 2}) {
+    for (Strategy s : strategies) {
+      for (DType dtype : {DType::kF32, DType::kBF16}) {
+        for (bool offload : {false, true}) {
+          for (bool checkpointing : {false, true}) {
+            ExpectPlanMatches(Options(s, dtype, offload, checkpointing, world), world,
+                              absl::StrCat(Name(s), " ", std::string(DTypeName(dtype)),
+                                           offload ? " offload" : "",
+                                           checkpointing ? " checkpointing" : "", " N=", world));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_F(MemoryPlanTest, EqualsTheLedgerPeaksForHybridAccumulationAndParameterOffload) {
+  // Hybrid with two replicas of two-rank groups.
+  ExpectPlanMatches(Options(Strategy::kHybridShard, DType::kBF16, false, false, 4), 4,
+                    "hybrid_shard bf16 N=4");
+  ExpectPlanMatches(Options(Strategy::kHybridShardZero2, DType::kF32, true, false, 4), 4,
+                    "hybrid_shard_zero2 fp32 offload N=4");
+  // Gradient accumulation keeps the unreduced gradients between micro-steps.
+  for (Strategy s : {Strategy::kNoShard, Strategy::kShardGradOp, Strategy::kFullShard}) {
+    for (DType dtype : {DType::kF32, DType::kBF16}) {
+      train::TrainOptions o = Options(s, dtype, false, false, 2);
+      o.grad_accum = 2;
+      ExpectPlanMatches(o, 2, absl::StrCat(Name(s), " ", std::string(DTypeName(dtype)),
+                                           " accum 2 N=2"));
+    }
+  }
+  // Parameter offload to the host, and both to NVMe files.
+  for (int world : {1, 2}) {
+    train::TrainOptions o = Options(Strategy::kFullShard, DType::kBF16, true, true, world);
+    o.shard.offload_params = true;
+    ExpectPlanMatches(o, world, absl::StrCat("full_shard bf16 offload_params N=", world));
+    o.shard.offload_dir = dir_;
+    ExpectPlanMatches(o, world, absl::StrCat("full_shard bf16 nvme N=", world));
+  }
+}
+
+}  // namespace
+}  // namespace accel::testing

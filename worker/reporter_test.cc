@@ -1,0 +1,26 @@
+// The daemon's memory event: the ledger's pools beside what the kernel says about the process.
+#include "worker/reporter.h"
+
+#include "engine/base/process_memory.h"
+#include "gtest/gtest.h"
+
+namespace accel::worker {
+namespace {
+
+TEST(ReporterTest, MemoryEventCarriesThePeakResidentSetAndTheCgroup) {
+  MemoryLedger ledger;
+  ledger.Charge(MemoryPool::kDevice, MemoryCategory::kParams, 1000);
+  const v1::WorkerEvent e = MemoryEvent(ledger, 3, 0, 0);
+  ASSERT_TRUE(e.has_memory());
+  EXPECT_EQ(e.memory().step(), 3);
+  EXPECT_EQ(e.memory().device_peak(), 1000);
+  EXPECT_GT(e.memory().process_peak_rss(), 0);
+  // Inside a memory cgroup with a limit (as under acceld's systemd units or a container) its
+  // numbers ride along; outside one they are 0.
+  const CgroupMemory cgroup = ReadCgroupMemory();
+  EXPECT_EQ(e.memory().cgroup_limit(), cgroup.limit >= 0 ? cgroup.limit : 0);
+  if (cgroup.limit >= 0) EXPECT_GT(e.memory().cgroup_usage(), 0);
+}
+
+}  // namespace
+}  // namespace accel::worker
