@@ -123,12 +123,12 @@ TEST_P(AsyncIoTest, ReadPastTheEndOfAShortFileIsDataLoss) {
   auto buf = AlignedBuffer::Allocate(4 * kBlock);
   ASSERT_TRUE(buf.ok());
   // The first piece gets 8192 of 64 KiB (short), the retry for the rest gets 0 bytes.
-  absl::Status s = aio_->Read(*file, 0, buf->data(), 4 * kBlock);
+  absl::Status s = aio_->Read(*file, 0, buf->data(), 4 * kBlock, absl::Now() + absl::Seconds(10));
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
   EXPECT_NE(s.message().find(file->path()), absl::string_view::npos) << s;
   EXPECT_NE(s.message().find("offset 8192"), absl::string_view::npos) << s;
   // Entirely past the end.
-  s = aio_->Read(*file, 1 << 20, buf->data(), 4096);
+  s = aio_->Read(*file, 1 << 20, buf->data(), 4096, absl::Now() + absl::Seconds(10));
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
   EXPECT_NE(s.message().find("offset 1048576"), absl::string_view::npos) << s;
 }

@@ -63,19 +63,22 @@ DioAlign QueryDioAlign(int fd) {
   return a;
 }
 
+absl::Status MemoryBackedError(const std::string& where, const struct statfs& fs) {
+  const auto magic = static_cast<uint64_t>(fs.f_type);
+  const bool tmpfs = magic == static_cast<uint64_t>(TMPFS_MAGIC);
+  if (!tmpfs && magic != static_cast<uint64_t>(RAMFS_MAGIC)) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      where, " is on ", tmpfs ? "tmpfs" : "ramfs",
+      ": tmpfs keeps file pages in memory: offload there would not lower memory use; choose "
+      "a directory on a disk"));
+}
+
 }  // namespace
 
 absl::Status CheckNotMemoryBacked(const std::string& dir) {
   struct statfs fs;
   if (statfs(dir.c_str(), &fs) != 0) return absl::OkStatus();
-  const auto magic = static_cast<uint64_t>(fs.f_type);
-  if (magic == static_cast<uint64_t>(TMPFS_MAGIC) || magic == static_cast<uint64_t>(RAMFS_MAGIC)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        dir, " is on ", magic == static_cast<uint64_t>(TMPFS_MAGIC) ? "tmpfs" : "ramfs",
-        ": tmpfs keeps file pages in memory: offload there would not lower memory use; choose "
-        "a directory on a disk"));
-  }
-  return absl::OkStatus();
+  return MemoryBackedError(dir, fs);
 }
 
 absl::StatusOr<std::unique_ptr<BlockFile>> BlockFile::Open(const std::string& path,
@@ -94,6 +97,8 @@ absl::StatusOr<std::unique_ptr<BlockFile>> BlockFile::Open(const std::string& pa
         absl::StrCat("cannot use block file ", path, ": ", s.message()));
   }
 
+  struct stat before;
+  const bool existed = stat(path.c_str(), &before) == 0;
   std::unique_ptr<BlockFile> f(new BlockFile());
   f->path_ = path;
   f->remove_on_close_ = options.remove_on_close;
@@ -126,6 +131,19 @@ absl::StatusOr<std::unique_ptr<BlockFile>> BlockFile::Open(const std::string& pa
   if (f->fd_ < 0) {
     f->fd_ = open(path.c_str(), base_flags, 0600);
     if (f->fd_ < 0) return SystemError(errno, "cannot open block file", path);
+  }
+
+  // The directory check misses a path that is a symlink onto tmpfs: check the file itself.
+  if (struct statfs fs; fstatfs(f->fd_, &fs) == 0) {
+    if (absl::Status s = MemoryBackedError(path, fs); !s.ok()) {
+      if (!existed) {  // remove what this call created, not a symlink of the caller's
+        if (char* real = realpath(path.c_str(), nullptr); real != nullptr) {
+          unlink(real);
+          std::free(real);
+        }
+      }
+      return s;
+    }
   }
 
   const DioAlign dio = QueryDioAlign(f->fd_);

@@ -83,6 +83,21 @@ TEST(BlockFileTest, RefusesTmpfsNamingThePath) {
   EXPECT_EQ(CheckNotMemoryBacked("/dev/shm").code(), absl::StatusCode::kFailedPrecondition);
 }
 
+TEST(BlockFileTest, RefusesASymlinkOntoTmpfs) {
+  struct statfs fs;
+  if (statfs("/dev/shm", &fs) != 0 || static_cast<uint64_t>(fs.f_type) != TMPFS_MAGIC) {
+    GTEST_SKIP() << "/dev/shm is not tmpfs on this machine";
+  }
+  DiskTempDir dir;
+  ASSERT_TRUE(dir.ok());
+  const std::string target = "/dev/shm/accel_block_file_link_" + std::to_string(getpid());
+  ASSERT_EQ(symlink(target.c_str(), dir.File("link").c_str()), 0);
+  auto f = BlockFile::Open(dir.File("link"), 1 << 20);
+  EXPECT_EQ(f.status().code(), absl::StatusCode::kFailedPrecondition) << f.status();
+  EXPECT_NE(access(target.c_str(), F_OK), 0) << "the refused file was left on tmpfs";
+  unlink(target.c_str());
+}
+
 TEST(BlockFileTest, MissingDirectoryIsNotFound) {
   DiskTempDir dir;
   ASSERT_TRUE(dir.ok());

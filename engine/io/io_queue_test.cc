@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <vector>
 
+#include "absl/time/clock.h"
 #include "engine/io/aligned_buffer.h"
 #include "engine/io/io_test_util.h"
 #include "gtest/gtest.h"
@@ -91,7 +92,7 @@ TEST_F(IoQueueTest, ShortTransferIsRetriedForTheRemainderFirst) {
     // On a 4096-aligned direct file the remainder cannot be resumed: DataLoss.
     for (const IoPiece& p : {pieces[0], pieces[2]}) q.Complete(p, 4096);
     for (const IoPiece& p : Take(q)) q.Complete(p, 4096);
-    EXPECT_EQ(q.Wait(*t, absl::InfiniteFuture()).code(), absl::StatusCode::kDataLoss);
+    EXPECT_EQ(q.Wait(*t, absl::Now() + absl::Seconds(10)).code(), absl::StatusCode::kDataLoss);
     return;
   }
   auto retry = Take(q);
@@ -102,7 +103,7 @@ TEST_F(IoQueueTest, ShortTransferIsRetriedForTheRemainderFirst) {
   q.Complete(retry[0], 3072);
   for (const IoPiece& p : {pieces[0], pieces[2]}) q.Complete(p, 4096);
   for (const IoPiece& p : Take(q)) q.Complete(p, 4096);
-  EXPECT_TRUE(q.Wait(*t, absl::InfiniteFuture()).ok());
+  EXPECT_TRUE(q.Wait(*t, absl::Now() + absl::Seconds(10)).ok());
 }
 
 TEST_F(IoQueueTest, ErrnoFailureNamesFileAndOffsetAndIsTheRequestsStatus) {
@@ -112,7 +113,7 @@ TEST_F(IoQueueTest, ErrnoFailureNamesFileAndOffsetAndIsTheRequestsStatus) {
   auto pieces = Take(q);
   q.Complete(pieces[0], 4096);
   q.Complete(pieces[1], -ENOSPC);
-  absl::Status s = q.Wait(*t, absl::InfiniteFuture());
+  absl::Status s = q.Wait(*t, absl::Now() + absl::Seconds(10));
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
   EXPECT_NE(s.message().find("offset 4096"), absl::string_view::npos) << s;
   EXPECT_NE(s.message().find(file_->path()), absl::string_view::npos) << s;
@@ -123,7 +124,7 @@ TEST_F(IoQueueTest, ZeroByteWriteIsDataLoss) {
   auto t = q.Submit(*file_, true, 4096, buf_.as<char>(), 4096);
   ASSERT_TRUE(t.ok());
   q.Complete(Take(q)[0], 0);
-  absl::Status s = q.Wait(*t, absl::InfiniteFuture());
+  absl::Status s = q.Wait(*t, absl::Now() + absl::Seconds(10));
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
   EXPECT_NE(s.message().find("offset 4096"), absl::string_view::npos) << s;
 }
@@ -135,7 +136,7 @@ TEST_F(IoQueueTest, ShutdownCancelsQueuedPiecesAndRefusesNewWork) {
   auto running = Take(q);
   q.Shutdown(absl::CancelledError("test"));
   for (const IoPiece& p : running) q.Complete(p, 4096);
-  EXPECT_EQ(q.Wait(*t, absl::InfiniteFuture()).code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(q.Wait(*t, absl::Now() + absl::Seconds(10)).code(), absl::StatusCode::kCancelled);
   std::vector<IoPiece> out;
   EXPECT_FALSE(q.Take(1, /*block=*/true, &out));
   EXPECT_EQ(q.Submit(*file_, false, 0, buf_.as<char>(), 4096).status().code(),
