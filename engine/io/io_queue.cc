@@ -134,20 +134,20 @@ void IoQueue::Complete(const IoPiece& piece, int64_t result) {
                             OpName(piece.write), " at offset ", retry.offset, " in ",
                             piece.file->path(), " was retried")));
     } else {
-      FinishPieceLocked(piece.ticket, piece.offset, s);
+      FinishPieceLocked(piece.ticket, piece.offset, std::move(s));
     }
     changed_.SignalAll();
   }
 }
 
-void IoQueue::FinishPieceLocked(IoTicket ticket, int64_t offset, const absl::Status& status) {
+void IoQueue::FinishPieceLocked(IoTicket ticket, int64_t offset, absl::Status status) {
   auto it = requests_.find(ticket);
   if (it == requests_.end()) return;
   Request& r = it->second;
   // Pieces complete in any order; report the failure nearest the start of the request, which
   // is deterministic and, for a truncated file, names where the data ends.
   if (!status.ok() && (r.status.ok() || offset < r.error_offset)) {
-    r.status = status;
+    r.status = std::move(status);
     r.error_offset = offset;
   }
   --r.pieces_left;

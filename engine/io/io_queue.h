@@ -67,7 +67,9 @@ class IoQueue {
     int64_t error_offset = 0;  // that piece's offset
   };
   int IssuableLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void FinishPieceLocked(IoTicket ticket, int64_t offset, const absl::Status& status)
+  // Takes `status` by value and drops it under the lock: a Status's refcount lives in
+  // (uninstrumented) libabsl_status, so only the mutex orders its last release for TSan.
+  void FinishPieceLocked(IoTicket ticket, int64_t offset, absl::Status status)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The error for a piece that moved `result` bytes (or failed with -errno); OK when the piece
   // is complete or should be retried (then *retry holds the remainder).
