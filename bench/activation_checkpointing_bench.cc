@@ -43,7 +43,9 @@ absl::StatusOr<Result> Run(const std::string& model, const std::string& data, in
   o.schedule.base_lr = 1e-4f;
   o.activation_checkpointing = checkpoint;
   o.rank_stats_every = 1;
-  auto trainer = accel::train::Trainer::Create(o);
+  // A ledger of its own: the peaks are this run's alone.
+  accel::MemoryLedger ledger;
+  auto trainer = accel::train::Trainer::Create(o, {}, accel::Env::Default(), &ledger);
   if (!trainer.ok()) return trainer.status();
   std::vector<double> times;
   Result r;

@@ -9,6 +9,7 @@
 #include "engine/config/accelerate_yaml.h"
 #include "engine/config/document.h"
 #include "engine/config/resolve.h"
+#include "engine/io/block_file.h"
 #include "engine/model/param_specs.h"
 
 namespace accel::config {
@@ -141,6 +142,9 @@ absl::Status CheckEngine(const LoweringInputs& in, const LoweredJob& job) {
   if (in.check_files && !o.shard.offload_dir.empty()) {
     ACCEL_RETURN_IF_ERROR(
         Prefixed(OffloadDirKey(in, job), CheckWritableDirectory(o.shard.offload_dir)));
+    // Files on tmpfs are memory: offload there would lower nothing.
+    ACCEL_RETURN_IF_ERROR(
+        Prefixed(OffloadDirKey(in, job), io::CheckNotMemoryBacked(o.shard.offload_dir)));
   }
   return absl::OkStatus();
 }

@@ -3,7 +3,9 @@
 // naming its file and key.
 #include "engine/config/lower.h"
 
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -114,6 +116,19 @@ TEST(LowerTest, NvmePathThatIsAFileIsRefusedNamingTheKey) {
   EXPECT_THAT(std::string(lowered.status().message()),
               AllOf(HasSubstr("zero_optimization.offload_optimizer.nvme_path"),
                     HasSubstr(file), HasSubstr("not a directory")));
+}
+
+TEST(LowerTest, NvmePathOnTmpfsIsRefusedNamingTheKey) {
+  struct statfs fs;
+  if (::statfs("/dev/shm", &fs) != 0 || fs.f_type != TMPFS_MAGIC) {
+    GTEST_SKIP() << "no tmpfs at /dev/shm";
+  }
+  auto lowered = Lower(Inputs(kDeepSpeed, R"({"zero_optimization": {"stage": 3,
+      "offload_optimizer": {"device": "nvme", "nvme_path": "/dev/shm"}}})"));
+  ASSERT_FALSE(lowered.ok());
+  EXPECT_THAT(std::string(lowered.status().message()),
+              AllOf(HasSubstr("zero_optimization.offload_optimizer.nvme_path"),
+                    HasSubstr("/dev/shm"), HasSubstr("tmpfs")));
 }
 
 TEST(LowerTest, NvmePathThatDoesNotExistYetIsCreatableUnderAWritableParent) {

@@ -12,6 +12,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
+#include "engine/io/block_file.h"
 #include "engine/kernels/adamw.h"
 #include "engine/shard/device_ops.h"
 #include "engine/tensor/buffer.h"
@@ -263,6 +264,10 @@ std::unique_ptr<DeviceOps> CreateHostDeviceOps(MemoryLedger* ledger, MemoryPool 
 
 absl::StatusOr<std::unique_ptr<DeviceOps>> CreateFileBackedDeviceOps(MemoryLedger* ledger,
                                                                      const std::string& dir) {
+  // Files on tmpfs or ramfs are memory: offload there would lower nothing.
+  if (absl::Status s = io::CheckNotMemoryBacked(dir); !s.ok()) {
+    return absl::InvalidArgumentError(std::string(s.message()));
+  }
   // Fail here, naming the directory, rather than at the first allocation.
   std::string probe = dir + "/accel-offload-XXXXXX";
   const int fd = ::mkstemp(probe.data());

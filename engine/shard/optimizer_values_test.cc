@@ -99,12 +99,18 @@ TEST_F(OptimizerValuesTest, GradientCopiesAreFp32AndUnscaled) {
     ASSERT_TRUE(grads_->GradsReady(u).ok());
   }
   ASSERT_TRUE(grads_->EndMicroStep(0, 1).ok());
+  // With the optimizer offloaded the reduced shards (bf16 here) live with it, in the host pool.
+  int64_t shard_elements = 0;
+  for (int u = 0; u < ctx_->num_units(); ++u) shard_elements += ctx_->unit(u).shard_numel;
+  const int64_t reduced = ledger_.Get(MemoryPool::kHost, MemoryCategory::kGrads).current;
+  EXPECT_EQ(reduced, 2 * shard_elements);
   ASSERT_TRUE(values_->PrepareGrads(*grads_, /*loss_scale=*/4.0).ok());
   EXPECT_EQ(values_->Grads(1)[0], 2.0f);
   EXPECT_EQ(&values_->grads_ops(), &ctx_->optimizer_ops());
-  EXPECT_GT(ledger_.Get(MemoryPool::kHost, MemoryCategory::kGrads).current, 0);
+  EXPECT_GT(ledger_.Get(MemoryPool::kHost, MemoryCategory::kGrads).current, reduced);
   ASSERT_TRUE(values_->FinishStep().ok());
-  EXPECT_EQ(ledger_.Get(MemoryPool::kHost, MemoryCategory::kGrads).current, 0);
+  // The fp32 copies are gone; the reduced shards stay for the next step.
+  EXPECT_EQ(ledger_.Get(MemoryPool::kHost, MemoryCategory::kGrads).current, reduced);
 }
 
 }  // namespace

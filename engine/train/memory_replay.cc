@@ -84,6 +84,7 @@ class RankReplay {
         opt_alloc_pool_(!o_.offload_optimizer     ? MemoryPool::kDevice
                         : o_.offload_dir.empty() ? MemoryPool::kHost
                                                   : MemoryPool::kNvme),
+        files_(o_.offload_optimizer && !o_.offload_dir.empty()),
         masters_(!low_precision_ && (!fp32_ || o_.offload_optimizer)),
         grad_copies_(low_precision_ || masters_),
         sharded_params_(!plan_.params_persistent()),
@@ -99,6 +100,7 @@ class RankReplay {
   struct Unit {
     Block full, copy, local, wire, grad_copy;
     bool gathered = false, in_flight = false, keep_for_step = false, keep_for_reuse = false;
+    bool grad_copy_file = false;  // NVMe offload: the gradient copy's file exists
   };
   const UnitShard& U(int u) const { return plan_.unit(u); }
   int64_t SpanLength(int u) const {  // ShardContext::optimizer_span
@@ -121,7 +123,9 @@ class RankReplay {
     }
     for (int u = 0; u < n; ++u) {  // BoundaryReducer / PerUnitReducer::Allocate
       if (per_unit_) {
-        mem_.Allocate(MemoryPool::kDevice, kGrads, U(u).shard_numel * wsize_);
+        // With the optimizer offloaded the reduced shards live with it (PerUnitReducer::home).
+        mem_.Allocate(o_.offload_optimizer ? opt_alloc_pool_ : MemoryPool::kDevice, kGrads,
+                      U(u).shard_numel * wsize_);
       } else {
         mem_.Allocate(MemoryPool::kDevice, kGrads, U(u).padded_numel * (in_place_ ? 4 : wsize_));
       }
@@ -139,23 +143,23 @@ class RankReplay {
   void InitWeights() {
     const config::TrainOptions& t = *in_.options;
     const model::Gpt2Layout& layout = *in_.layout;
-    int64_t floats = 0, extra = 0;
+    int64_t floats = 0;
     if (!t.init_weights.empty() && t.zero3_init) {
       for (int u = 0; u < plan_.num_units(); ++u) {
         floats = std::max(floats, sharded_params_ ? U(u).shard_valid : U(u).numel);
       }
       floats = std::max<int64_t>(floats, 1);
-    } else if (t.cpu_ram_efficient_loading) {
+    } else if (t.cpu_ram_efficient_loading || (t.init_weights.empty() && !t.sync_module_states)) {
+      // One unit at a time: broadcast with a status element, or a seeded init unit by unit.
       for (int u = 0; u < layout.num_units(); ++u) {
         floats = std::max(floats, layout.unit(u).numel);
       }
-      floats += 1;
-      if (plan_.rank() == 0 && t.init_weights.empty()) extra = layout.num_params();
+      if (t.cpu_ram_efficient_loading) floats += 1;
     } else {
       floats = layout.num_params();
     }
-    mem_.Allocate(MemoryPool::kHost, MemoryCategory::kOther, (floats + extra) * 4);
-    mem_.Free(MemoryPool::kHost, MemoryCategory::kOther, (floats + extra) * 4);
+    mem_.Allocate(MemoryPool::kHost, MemoryCategory::kOther, floats * 4);
+    mem_.Free(MemoryPool::kHost, MemoryCategory::kOther, floats * 4);
   }
 
   // Trainer::TrainStep through ShardedModel, Gpt2::Forward and Gpt2::Backward.
@@ -325,7 +329,13 @@ class RankReplay {
     }
     if (!last || !grad_copies_) return;
     for (int u = 0; u < plan_.num_units(); ++u) {  // GradCopies::Prepare
-      units_[u].grad_copy = mem_.Acquire(opt_pool_, kGrads, SpanLength(u) * 4);
+      if (files_) {
+        // Files of their own, allocated at the first step and kept.
+        if (!units_[u].grad_copy_file) mem_.Allocate(opt_alloc_pool_, kGrads, SpanLength(u) * 4);
+        units_[u].grad_copy_file = true;
+      } else {
+        units_[u].grad_copy = mem_.Acquire(opt_pool_, kGrads, SpanLength(u) * 4);
+      }
     }
   }
 
@@ -338,6 +348,7 @@ class RankReplay {
   const int64_t psize_, wsize_;
   const bool fp32_, low_precision_;
   const MemoryPool opt_pool_, opt_alloc_pool_;
+  const bool files_;  // the optimizer's state is in files (NVMe offload)
   const bool masters_, grad_copies_, sharded_params_, per_unit_, in_place_;
   bool reducing_ = true;
 };
