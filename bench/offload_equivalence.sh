@@ -2,8 +2,9 @@
 # Same numbers, a fraction of the memory: a model (gpt2-medium by default) trains N steps with
 # everything resident and again with its state offloaded to files, for each strategy that allows
 # offload, in fp32 and bf16 mixed precision. Prints, per case, whether the final parameters are
-# the same bytes (the saved model files compared with cmp), and each run's peak RSS (VmHWM) with
-# the offloaded / resident ratio. Resident runs are the baseline, from the same invocation.
+# the same bytes (the saved model files compared with cmp), and each run's peak RSS (VmHWM) over
+# its training steps (the last step record's "peak_rss"; the final save comes after it) with the
+# offloaded / resident ratio. Resident runs are the baseline, from the same invocation.
 #
 #   bench/offload_equivalence.sh [--model gpt2-medium] [--steps 3] [--dir /var/tmp/accel-equiv]
 #                                [--build build] [--strategies "full_shard shard_grad_op zero1 no_shard"]
@@ -28,13 +29,15 @@ WORKER=$BUILD/worker/accel-worker
 [ -x "$WORKER" ] || { echo "no $WORKER: build first (scripts/build.sh)" >&2; exit 2; }
 mkdir -p "$DIR"
 
-# One run; prints its peak RSS in kB. $1 name, then extra flags.
+# One run; prints its peak RSS over the training steps in kB. $1 name, then extra flags.
 run() {
   local name=$1; shift
   "$WORKER" --standalone --model "$MODEL" --data data/kjv.txt --batch 1 --seq 64 \
-    --steps "$STEPS" --threads 2 --save-final "$DIR/$name.safetensors" "$@" \
+    --steps "$STEPS" --threads 2 --save-final "$DIR/$name.safetensors" \
+    --metrics-out "$DIR/$name.jsonl" "$@" \
     > "$DIR/$name.out" 2> "$DIR/$name.err" || { echo "$name failed:" >&2; tail -3 "$DIR/$name.err" >&2; exit 1; }
-  sed -n 's/.*process memory: resident [0-9]* kB, peak \([0-9]*\) kB.*/\1/p' "$DIR/$name.out"
+  tail -1 "$DIR/$name.jsonl" | python3 -c \
+    'import json, sys; print(json.load(sys.stdin)["ranks"][0]["process"]["peak_rss"] // 1024)'
 }
 
 printf "%-14s %-5s %-10s %16s %18s %8s\n" strategy dtype same-bits "resident peak GB" "offloaded peak GB" ratio

@@ -228,6 +228,15 @@ class MasterValues final : public OptimizerValues {
   }
 
   absl::Status Save(int u, float* out) override {
+    absl::Status s = SaveMaster(u, out);
+    // In a file (NVMe), the master leaves memory again: a save walks the model unit by unit.
+    absl::Status evicted =
+        ctx_.optimizer_ops().EvictRange(masters_[u].data(), masters_[u].bytes());
+    return s.ok() ? evicted : s;
+  }
+
+ private:
+  absl::Status SaveMaster(int u, float* out) {
     const UnitShard& us = ctx_.unit(u);
     if (ctx_.optimizer_span(u).length == us.padded_numel) {  // this rank holds the whole unit
       return MoveValues(ctx_.ops(), Master(u), {out, DType::kF32, true}, us.numel,
@@ -256,7 +265,6 @@ class MasterValues final : public OptimizerValues {
     return s;
   }
 
- private:
   ValueRef Master(int u) const {
     return {masters_[u].data(), DType::kF32, ctx_.optimizer_offloaded()};
   }
