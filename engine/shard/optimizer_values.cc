@@ -80,7 +80,9 @@ class GradCopies {
         return ops.EvictRange(At(reduced, b).data, len * DTypeSize(reduced.dtype));
       }));
       if (!files) continue;
-      // GradNormSquared's part for this unit, the same sum over the same values.
+      // GradNormSquared's part for this unit, the same sum over the same values. It runs over
+      // the whole shard (its summation order makes the norm's bits), so the copy is read back
+      // once rather than kept in memory while it is written.
       const UnitShard& us = ctx_.unit(u);
       const FloatSpan shard = {g + (us.shard_begin - ctx_.optimizer_span(u).begin),
                                us.shard_valid};
@@ -93,10 +95,6 @@ class GradCopies {
   const float* grads(int u) const { return grads_[u].as<float>(); }
   // Per unit, Σg² over the shard partition, when Prepare took it on the way (files); else empty.
   const std::vector<double>& squares() const { return squares_; }
-  // Unit u's copy is read: back to its file (nothing for memory that is not file-backed).
-  absl::Status Evict(int u) {
-    return ctx_.optimizer_ops().EvictRange(grads_[u].data(), grads_[u].bytes());
-  }
   void Release() {
     if (ctx_.optimizer_ops().file_backed()) return;  // the files stay for the next step
     for (DeviceBlock& g : grads_) ctx_.optimizer_ops().Recycle(std::move(g));
@@ -170,13 +168,14 @@ class MasterValues final : public OptimizerValues {
   Span Params(int u) override { return {masters_[u].as<float>(), nullptr}; }
 
   absl::Status UnitUpdated(int u) override {
-    // In files, the unit's state leaves memory before the next unit is read; elsewhere
-    // FinishStep rounds every master at once.
+    // In files, the unit's masters reach the parameters before the next unit is read (AdamW
+    // has already dropped its tiles of moments and gradient copies); elsewhere FinishStep
+    // rounds every master at once.
     if (!ctx_.optimizer_ops().file_backed()) return absl::OkStatus();
     if (finished_.empty()) finished_.assign(ctx_.num_units(), false);
     ACCEL_RETURN_IF_ERROR(Finish(u));
     finished_[u] = true;
-    return copies_.Evict(u);
+    return absl::OkStatus();
   }
 
   absl::Status FinishStep() override {

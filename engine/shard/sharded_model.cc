@@ -45,17 +45,17 @@ absl::Status ShardedModel::EndMicroStep(int micro, int accum) {
 
 absl::StatusOr<double> ShardedModel::GradNormSquared() {
   // Each rank sums its shard partition of every unit, whichever span its optimizer holds.
-  std::vector<FloatSpan> parts;
-  for (int u = 0; u < ctx().num_units(); ++u) {
-    const UnitShard& us = ctx().unit(u);
-    const int64_t skip = us.shard_begin - ctx().optimizer_span(u).begin;
-    parts.push_back({parts_.optimizer->Grads(u) + skip, us.shard_valid});
-  }
   double partial = 0;
   if (const std::vector<double>& taken = parts_.optimizer->ShardGradSquares(); !taken.empty()) {
     // Taken as the gradients went to their files; the same parts, added in the same order.
     for (double part : taken) partial += part;
   } else {
+    std::vector<FloatSpan> parts;
+    for (int u = 0; u < ctx().num_units(); ++u) {
+      const UnitShard& us = ctx().unit(u);
+      const int64_t skip = us.shard_begin - ctx().optimizer_span(u).begin;
+      parts.push_back({parts_.optimizer->Grads(u) + skip, us.shard_valid});
+    }
     ACCEL_ASSIGN_OR_RETURN(partial, parts_.optimizer->grads_ops().SumOfSquares(parts));
   }
   // Replicas of a hybrid group hold identical shards: sum within the shard group only.
@@ -90,14 +90,13 @@ std::vector<OwnedRange> ShardedModel::OwnedRanges() {
 }
 
 absl::Status ShardedModel::RangeUpdated(const OwnedRange& range) {
-  // The first range of the step: gathers still in flight read the values about to change.
-  if (!settled_) ACCEL_RETURN_IF_ERROR(parts_.params->SettleGathers());
-  settled_ = true;
+  // Gathers still in flight read the values about to change (after the first range there are
+  // none left, and settling again is a check per unit).
+  ACCEL_RETURN_IF_ERROR(parts_.params->SettleGathers());
   return parts_.optimizer->UnitUpdated(range.unit);
 }
 
 absl::Status ShardedModel::FinishStep() {
-  settled_ = false;
   ACCEL_RETURN_IF_ERROR(parts_.params->SettleGathers());
   parts_.precision->ReleaseAll();
   ACCEL_RETURN_IF_ERROR(parts_.optimizer->FinishStep());

@@ -194,7 +194,6 @@ class ShardedModel final : public model::ParamAccess {
 
   ShardParts parts_;
   double loss_scale_ = 1;
-  bool settled_ = false;  // this step's gathers settled by RangeUpdated
 };
 
 }  // namespace accel::shard

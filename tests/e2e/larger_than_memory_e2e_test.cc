@@ -1,10 +1,9 @@
 // A model whose training state is larger than the memory it may use: full_shard (ZeRO-3) with
 // parameters, gradients and optimizer state offloaded to files, in real accel-worker processes
 // inside a cgroup v1 memory cgroup (page cache included) smaller than the state, on 1 rank
-// (640 MiB against 1.76 GB) and on 2 ranks (1280 MiB). The run must finish without an OOM kill, the cgroup's peak stays under
-// its limit by construction, and the losses are the same bits as the same job trained with
-// everything resident (outside the cgroup) — whose losses differ from a run with lr 0, so the
-// parameters really changed. bench/larger_than_memory.sh does the same at gpt2-xl size.
+// (640 MiB against 1.76 GB) and on 2 ranks (1280 MiB). The run must finish without an OOM kill,
+// and the losses are the same bits as the same job trained with everything resident (outside
+// the cgroup) — whose losses differ from a run with lr 0, so the parameters really changed. bench/larger_than_memory.sh does the same at gpt2-xl size.
 #include <cmath>
 #include <fstream>
 #include <string>
@@ -92,10 +91,10 @@ TEST_F(LargerThanMemoryTest, TrainsInsideACgroupSmallerThanItsStateWithTheSameBi
     const std::vector<double> offloaded =
         Run(absl::StrCat("offloaded", world), world, offload, &*cgroup);
     EXPECT_EQ(cgroup->OomKills(), 0) << what;
+    // The peak cannot pass the limit (the kernel reclaims or kills first): printed, not checked.
     std::printf("%s: cgroup peak %.0f MB (limit %.0f MB) for %.0f MB of training state\n",
                 what.c_str(), cgroup->MaxUsageBytes() / 1e6, limit / 1e6,
                 16.0 * kModel.NumParams() / 1e6);
-    EXPECT_LE(cgroup->MaxUsageBytes(), limit) << what;
     ASSERT_EQ(resident.size(), 2u) << what;
     ASSERT_EQ(offloaded.size(), 2u) << what;
     EXPECT_EQ(offloaded, resident) << what;
