@@ -51,15 +51,17 @@ void ReadOffload(Reader& r, const char* section, bool param, DsOffload* out) {
                                              [&] { return r.String(key("nvme_path")); });
   out->pin_memory = r.Bool(key("pin_memory"));
   out->buffer_count = r.Int(key("buffer_count"), 1, 1024);
-  // The swap-buffer knobs size DeepSpeed's pools; here offloaded state is streamed tile by tile
-  // through mapped files (docs/sharding.md, "NVMe offload"), so each is named with what holds.
-  if (out->pin_memory.value_or(false)) {
-    r.Warn(key("pin_memory"), "no pinned pool here: offloaded state lives in host memory or in "
-                              "mapped files, and CPU ranks compute in host memory already");
+  // The swap-buffer knobs size DeepSpeed's pools; here the update streams offloaded state tile
+  // by tile through two staging sets (docs/sharding.md, "NVMe offload"), so each is named with
+  // what holds. pin_memory locks those staging buffers under NVMe offload.
+  const bool nvme = out->device.has_value() && out->device.value == OffloadDevice::kNvme;
+  if (out->pin_memory.value_or(false) && !nvme) {
+    r.Warn(key("pin_memory"), "no pinned pool here: offloaded state lives in host memory, and "
+                              "CPU ranks compute in host memory already");
   }
   if (out->buffer_count) {
-    r.Warn(key("buffer_count"), "no swap-buffer pool here: the update streams through the "
-                                "files in tiles of sub_group_size elements (at most 16M)");
+    r.Warn(key("buffer_count"), "no swap-buffer pool here: the update streams through two "
+                                "staging sets of one tile (sub_group_size elements, at most 4M)");
   }
   if (param) {
     out->buffer_size = r.Int(key("buffer_size"), 1);
@@ -164,11 +166,12 @@ void ReadAioSection(Reader& r, const KeyPath& path, DsAio* out) {
   if (r.Bool(key("use_gds")).value_or(false)) {
     r.Error(key("use_gds"), "GPUDirect Storage is not supported by this engine");
   }
-  for (const char* k : {"block_size", "queue_depth", "intra_op_parallelism", "single_submit",
-                        "overlap_events"}) {
+  // block_size, queue_depth, single_submit and overlap_events drive the transfers of NVMe
+  // offload (io::AsyncIo); only the number of submitting threads differs.
+  for (const char* k : {"intra_op_parallelism", "thread_count"}) {
     if (r.Has(key(k))) {
-      r.Warn(key(k), "no effect yet: offloaded state is read and written through mapped files "
-                     "(kernel readahead and write-back), not the aio engine");
+      r.Warn(key(k), "one thread per rank submits the transfers; up to queue_depth of them run "
+                     "at once");
     }
   }
 }

@@ -205,6 +205,17 @@ absl::Status ApplyTrainPlan(const TrainPlan& p, TrainOptions* options,
       }
       o.shard.offload_dir = p.offload_optimizer_nvme_path;
       o.shard.offload_tile_numel = std::min(o.shard.offload_tile_numel, p.comm.sub_group_size);
+      // DeepSpeed's aio section drives the transfers (AsyncIo); pin_memory locks the staging
+      // buffers (mlock, unlocked where refused).
+      const OffloadTuning& t = p.offload_tuning;
+      o.shard.offload_aio.block_size = t.aio_block_size;
+      o.shard.offload_aio.queue_depth = t.aio_queue_depth;
+      o.shard.offload_aio.single_submit = t.aio_single_submit;
+      o.shard.offload_aio.overlap_events = t.aio_overlap_events;
+      o.shard.offload_pin_buffers = t.pin_memory;
+      if (absl::Status s = io::ValidateAioOptions(o.shard.offload_aio); !s.ok()) {
+        errors.push_back(std::string(s.message()));
+      }
     }
   }
 

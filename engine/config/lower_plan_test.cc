@@ -227,6 +227,30 @@ TEST(PlanOptionsTest, DeepSpeedOptimizerOffloadToCpuIsZeroOffload) {
   EXPECT_THAT(ModeJson(n, "", {}), HasSubstr(R"("optimizer_device":"nvme")"));
 }
 
+// The aio section drives NVMe offload's transfers, and pin_memory locks its staging buffers; an
+// aio block size the transfers cannot use is refused naming the key.
+TEST(PlanOptionsTest, DeepSpeedAioReachesTheNvmeOffload) {
+  config::TrainPlan ds;
+  ds.distributed_type = config::DistributedType::kDeepSpeed;
+  ds.offload_optimizer = config::OffloadDevice::kNvme;
+  ds.offload_optimizer_nvme_path = "/local_nvme";
+  ds.offload_tuning.aio_block_size = 262144;
+  ds.offload_tuning.aio_queue_depth = 32;
+  ds.offload_tuning.aio_single_submit = true;
+  ds.offload_tuning.aio_overlap_events = false;
+  ds.offload_tuning.pin_memory = true;
+  TrainOptions o;
+  ASSERT_TRUE(ApplyTrainPlan(ds, &o).ok());
+  EXPECT_EQ(o.shard.offload_aio.block_size, 262144);
+  EXPECT_EQ(o.shard.offload_aio.queue_depth, 32);
+  EXPECT_TRUE(o.shard.offload_aio.single_submit);
+  EXPECT_FALSE(o.shard.offload_aio.overlap_events);
+  EXPECT_TRUE(o.shard.offload_pin_buffers);
+  ds.offload_tuning.aio_block_size = 1000;
+  TrainOptions bad;
+  EXPECT_THAT(ApplyTrainPlan(ds, &bad).message(), HasSubstr("aio.block_size"));
+}
+
 TEST(PlanOptionsTest, FsdpAndDeepSpeedParameterOffloadToCpu) {
   TrainOptions o;
   ASSERT_TRUE(ApplyTrainPlan(Resolve("distributed_type: FSDP\nnum_processes: 2\nfsdp_config: "

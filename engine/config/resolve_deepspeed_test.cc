@@ -104,20 +104,27 @@ TEST(ResolveDeepSpeedTest, ActivationCheckpointingSectionSwitchesCheckpointingOn
       << bad.status();
 }
 
-// DeepSpeed's swap-pool and aio knobs are named with what holds here instead.
-TEST(ResolveDeepSpeedTest, OffloadAndAioKnobsAreNamedWithWhatHoldsInstead) {
+// DeepSpeed's swap-pool knobs are named with what holds here instead; the aio section and
+// pin_memory (under NVMe offload) are honoured, so they are not warned about.
+TEST(ResolveDeepSpeedTest, OffloadKnobsAreNamedWithWhatHoldsInsteadAndAioIsHonoured) {
   const TrainPlan p = MustResolve(kDs, R"({"zero_optimization": {"stage": 3,
       "offload_optimizer": {"device": "nvme", "nvme_path": "/nvme", "pin_memory": true,
                             "buffer_count": 4},
       "offload_param": {"device": "nvme", "nvme_path": "/nvme", "buffer_size": 100000000,
                         "max_in_cpu": 1000}},
-      "aio": {"block_size": 1048576, "queue_depth": 8, "single_submit": false}})");
-  for (const char* key : {"offload_optimizer.pin_memory", "offload_optimizer.buffer_count",
-                          "offload_param.buffer_size", "offload_param.max_in_cpu",
-                          "aio.block_size", "aio.queue_depth", "aio.single_submit"}) {
+      "aio": {"block_size": 262144, "queue_depth": 16, "single_submit": true,
+              "intra_op_parallelism": 2}})");
+  for (const char* key : {"offload_optimizer.buffer_count", "offload_param.buffer_size",
+                          "offload_param.max_in_cpu", "aio.intra_op_parallelism"}) {
     EXPECT_TRUE(HasWarning(p, key)) << key;
   }
-  EXPECT_FALSE(HasWarning(p, "aio.overlap_events"));  // not given
+  for (const char* key : {"offload_optimizer.pin_memory", "aio.block_size", "aio.queue_depth",
+                          "aio.single_submit", "aio.overlap_events"}) {
+    EXPECT_FALSE(HasWarning(p, key)) << key;
+  }
+  const TrainPlan cpu = MustResolve(kDs, R"({"zero_optimization": {"stage": 3,
+      "offload_optimizer": {"device": "cpu", "pin_memory": true}}})");
+  EXPECT_TRUE(HasWarning(cpu, "offload_optimizer.pin_memory"));
 }
 
 TEST(ResolveDeepSpeedTest, BatchRuleDerivesTheMicroBatchFromTheTotal) {

@@ -18,6 +18,7 @@
 #include "engine/kernels/adamw.h"
 #include "engine/model/param_specs.h"
 #include "engine/shard/device_ops.h"
+#include "engine/shard/tile_stream.h"
 #include "engine/tensor/dtype.h"
 
 namespace accel::optim {
@@ -56,8 +57,11 @@ class AdamW {
   // end - begin elements. grad_scale multiplies every gradient (clipping, loss-scale undo).
   // Advances the step count first (so the first update uses step 1).
   // Requires f32 state. Errors are the DeviceOps' (none on the host).
+  // Under a stream (set_stream), `hook`'s arrays ride the same tiles and hook->fn runs after
+  // each tile's update; without one, or where the stream cannot address the arrays, the hook
+  // is not used (its fn never runs, which its owner sees).
   [[nodiscard]] absl::Status Step(float* params, const float* grads, float lr,
-                                  float grad_scale = 1.0f);
+                                  float grad_scale = 1.0f, const shard::TileHook* hook = nullptr);
   // The same with bf16 parameters and bf16 state (kernels::AdamWUpdateBf16; Unimplemented on
   // a device without that kernel).
   [[nodiscard]] absl::Status StepBf16(uint16_t* params, const float* grads, float lr,
@@ -68,6 +72,12 @@ class AdamW {
   // next (DeviceOps::EvictRange); the same arithmetic. 0 (the default): one pass, nothing
   // evicted.
   void set_stream_tile(int64_t numel) { stream_tile_ = numel; }
+  // NVMe offload through AsyncIo (not owned; outlives the optimizer): the update reads each
+  // tile of parameters, moments and gradients into the stream's buffers and writes it back
+  // directly (io_uring, O_DIRECT), overlapping the next tile's reads and the last one's writes
+  // with the arithmetic (shard::TileStream). Used where the stream can address the files
+  // (TileStream::CanStream); otherwise the tiled mapped path above. Null: not streamed.
+  void set_stream(shard::TileStream* stream) { stream_ = stream; }
 
   int64_t step() const { return step_; }
   void set_step(int64_t step) { step_ = step; }
@@ -99,12 +109,18 @@ class AdamW {
   template <typename Update>
   absl::Status ForEachTile(const void* params, size_t param_size, const float* grads,
                            kernels::AdamWHyper& hyper, Update update);
+  // The same update through stream_: update(params, m, v, grads, n) on tile pointers. False
+  // in `streamed` when the stream cannot address these arrays (nothing done then).
+  template <typename Param, typename State, typename Update>
+  absl::Status StreamTiles(Param* params, const float* grads, kernels::AdamWHyper& hyper,
+                           const shard::TileHook* hook, bool* streamed, Update update);
   // Advances the step count and fills everything but weight_decay.
   kernels::AdamWHyper NextHyper(float lr, float grad_scale);
 
   AdamWConfig config_;
   int64_t begin_ = 0, end_ = 0, step_ = 0;
   int64_t stream_tile_ = 0;
+  shard::TileStream* stream_ = nullptr;
   std::vector<DecayRange> ranges_;
   std::unique_ptr<shard::DeviceOps> own_ops_;  // the host ops of the first Create; outlives m_, v_
   shard::DeviceOps* ops_ = nullptr;

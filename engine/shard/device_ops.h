@@ -41,6 +41,10 @@
 #include "engine/kernels/adamw.h"
 #include "engine/tensor/dtype.h"
 
+namespace accel::io {
+class BlockFile;
+}
+
 namespace accel::shard {
 
 class DeviceOps;
@@ -128,6 +132,17 @@ class DeviceOps {
   [[nodiscard]] virtual absl::Status EvictRange(const void* /*data*/, size_t /*bytes*/) {
     return absl::OkStatus();
   }
+
+  // Where a file-backed block's bytes lie: the BlockFile (opened for direct I/O, sized to a
+  // multiple of its alignment) and the offset of `data` in it, so a streaming pass can read
+  // and write the range with AsyncIo instead of through the mapping. {nullptr, 0} for memory
+  // of any other kind. Call EvictRange on the range first: the file is then the only copy, and
+  // direct writes leave no stale page behind for the mapping's next touch.
+  struct FileSpan {
+    io::BlockFile* file = nullptr;
+    int64_t offset = 0;
+  };
+  virtual FileSpan FileOf(const void* /*data*/) const { return {}; }
 
   // The optimizer's update on n elements, kernels::AdamWUpdate's arithmetic: fp32 parameters,
   // moments and gradients.

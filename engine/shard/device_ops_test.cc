@@ -2,6 +2,8 @@
 // the sharding engine's bit-identity across strategies rests on.
 #include "engine/shard/device_ops.h"
 
+#include <sys/mman.h>
+
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -152,6 +154,10 @@ TEST(FileBackedDeviceOpsTest, BlocksAreFilesChargedToNvmeAndSurviveEviction) {
     for (size_t i = 0; i < n; ++i) ASSERT_EQ(x[i], 0.0f) << i;
     for (size_t i = 0; i < n; ++i) x[i] = static_cast<float>(i) * 0.5f;
     ASSERT_TRUE((*ops)->Evict().ok());
+    // Nothing of the file is left in the page cache (mincore on its mapping).
+    std::vector<unsigned char> cached((b->bytes() + 4095) / 4096);
+    ASSERT_EQ(mincore(b->data(), b->bytes(), cached.data()), 0);
+    for (size_t p = 0; p < cached.size(); ++p) EXPECT_EQ(cached[p] & 1, 0) << "page " << p;
     for (size_t i = 0; i < n; ++i) ASSERT_EQ(x[i], static_cast<float>(i) * 0.5f) << i;
     // Transient blocks are ordinary host memory.
     absl::StatusOr<DeviceBlock> t = (*ops)->Acquire(4096, MemoryCategory::kGrads, true);

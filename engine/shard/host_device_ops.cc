@@ -51,7 +51,7 @@ class HostDeviceOps final : public DeviceOps {
         file_dir_(std::move(file_dir)),
         pool_(pool, ledger) {}
   ~HostDeviceOps() override {
-    for (const auto& [data, f] : files_) Unmap(data, f);
+    for (auto& [data, f] : files_) Unmap(data, f);
   }
 
   bool host_addressable() const override { return !as_device_; }
@@ -165,17 +165,32 @@ class HostDeviceOps final : public DeviceOps {
     for (const auto& [base, f] : files_) {
       const char* b = static_cast<const char*>(base);
       if (p < b || p + bytes > b + f.bytes) continue;
-      if (::fdatasync(f.fd) != 0) return FileError("fdatasync", f.bytes);
-      const off_t offset = p - b;
-      (void)::posix_fadvise(f.fd, offset, static_cast<off_t>(bytes), POSIX_FADV_DONTNEED);
-      // Only whole pages inside the range: a page shared with a neighbour stays mapped.
+      const int fd = f.file->fd();
+      if (::fdatasync(fd) != 0) return FileError("fdatasync", f.bytes);
+      // Unmap first: the page cache keeps a page that is still mapped. Only whole pages inside
+      // the range: a page shared with a neighbour stays mapped. The block's last page has no
+      // neighbour (each block is its own file and mapping).
       const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-      const uintptr_t from = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
-      const uintptr_t to = (reinterpret_cast<uintptr_t>(p) + bytes) / page * page;
+      const uintptr_t start = reinterpret_cast<uintptr_t>(p), end = start + bytes;
+      const uintptr_t from = (start + page - 1) / page * page;
+      const bool to_end = p + bytes == b + f.bytes;
+      const uintptr_t to = (to_end ? end + page - 1 : end) / page * page;
       if (to > from) (void)::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
+      // fadvise keeps a partial last page of its range; length 0 reaches the end of the file.
+      (void)::posix_fadvise(fd, p - b, to_end ? 0 : static_cast<off_t>(bytes),
+                            POSIX_FADV_DONTNEED);
       return absl::OkStatus();
     }
     return absl::OkStatus();  // not file-backed
+  }
+
+  FileSpan FileOf(const void* data) const override {
+    const char* p = static_cast<const char*>(data);
+    for (const auto& [base, f] : files_) {
+      const char* b = static_cast<const char*>(base);
+      if (p >= b && p < b + f.bytes) return {f.file.get(), p - b};
+    }
+    return {};
   }
 
   void Free(void* data, size_t) override {
@@ -189,7 +204,7 @@ class HostDeviceOps final : public DeviceOps {
 
  private:
   struct File {
-    int fd;
+    std::unique_ptr<io::BlockFile> file;  // direct I/O where the file system allows it
     size_t bytes;
     MemoryCategory category;
   };
@@ -200,25 +215,25 @@ class HostDeviceOps final : public DeviceOps {
                                                    std::strerror(errno)));
   }
 
-  // A fresh file in file_dir_, unlinked at once, sized (zero-filled) and mapped shared.
+  // A fresh file in file_dir_, unlinked at once, sized (zero-filled, padded to the direct-I/O
+  // alignment) and mapped shared. The one descriptor serves the mapping (which ignores
+  // O_DIRECT) and AsyncIo's direct transfers (FileOf).
   absl::StatusOr<DeviceBlock> AllocateFile(size_t bytes, MemoryCategory category) {
     if (bytes == 0) return DeviceBlock();
     std::string path = file_dir_ + "/accel-offload-XXXXXX";
     const int fd = ::mkstemp(path.data());
     if (fd < 0) return FileError("mkstemp", bytes);
+    absl::StatusOr<std::unique_ptr<io::BlockFile>> file =
+        io::BlockFile::Open(path, static_cast<int64_t>(bytes));
     ::unlink(path.c_str());
-    if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
-      absl::Status s = FileError("ftruncate", bytes);
-      ::close(fd);
-      return s;
+    ::close(fd);
+    if (!file.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("offload file of ", bytes, " bytes in ",
+                                                     file_dir_, ": ", file.status().message()));
     }
-    void* data = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (data == MAP_FAILED) {
-      absl::Status s = FileError("mmap", bytes);
-      ::close(fd);
-      return s;
-    }
-    files_.emplace(data, File{fd, bytes, category});
+    void* data = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, (*file)->fd(), 0);
+    if (data == MAP_FAILED) return FileError("mmap", bytes);
+    files_.emplace(data, File{std::move(*file), bytes, category});
     ledger_->Charge(MemoryPool::kNvme, category, static_cast<int64_t>(bytes));
     return DeviceBlock(this, data, bytes);
   }
@@ -226,15 +241,16 @@ class HostDeviceOps final : public DeviceOps {
   // Write back, then drop the pages from the page cache and from this mapping; the next touch
   // reads them from the file again.
   absl::Status EvictFile(void* data, const File& f) const {
-    if (::fdatasync(f.fd) != 0) return FileError("fdatasync", f.bytes);
-    (void)::posix_fadvise(f.fd, 0, 0, POSIX_FADV_DONTNEED);
-    (void)::madvise(data, f.bytes, MADV_DONTNEED);
+    const int fd = f.file->fd();
+    if (::fdatasync(fd) != 0) return FileError("fdatasync", f.bytes);
+    (void)::madvise(data, f.bytes, MADV_DONTNEED);  // first: a mapped page stays cached
+    (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     return absl::OkStatus();
   }
 
-  void Unmap(void* data, const File& f) {
+  void Unmap(void* data, File& f) {
     ::munmap(data, f.bytes);
-    ::close(f.fd);
+    f.file.reset();
     ledger_->Release(MemoryPool::kNvme, f.category, static_cast<int64_t>(f.bytes));
   }
 

@@ -167,15 +167,44 @@ class MasterValues final : public OptimizerValues {
   DeviceOps& grads_ops() const override { return ctx_.optimizer_ops(); }
   Span Params(int u) override { return {masters_[u].as<float>(), nullptr}; }
 
+  TileHook UpdateHook(int u) override {
+    if (!ctx_.optimizer_ops().file_backed()) return {};
+    const MutableValueRef dst = params_.OptimizerSpanParams(u);
+    const OptimizerSpan span = ctx_.optimizer_span(u);
+    // The real elements the optimizer updates; the padding after them stays as it is (zero).
+    const int64_t real = std::min(span.length, ctx_.unit(u).numel - span.begin);
+    TileHook hook;
+    // Host memory or a file rides on the stream (a file is written, never read); device
+    // memory is reached from the tile by MoveValues.
+    if (dst.on_host) {
+      hook.arrays.push_back({dst.data, DTypeSize(dst.dtype), /*write_back=*/true, /*read=*/false});
+    }
+    hook.fn = [this, u, dst, real](int64_t b, int64_t len, const float* master,
+                                   std::span<void* const> extra) -> absl::Status {
+      const MutableValueRef to = dst.on_host ? MutableValueRef{extra[0], dst.dtype, true}
+                                             : At(dst, b);
+      ACCEL_RETURN_IF_ERROR(MoveValues(ctx_.ops(), {master, DType::kF32, true}, to, len,
+                                       MemoryCategory::kParams));
+      if (b + len == real) MarkFinished(u);  // tiles come in order: the unit is rounded
+      return absl::OkStatus();
+    };
+    return hook;
+  }
+
   absl::Status UnitUpdated(int u) override {
     // In files, the unit's masters reach the parameters before the next unit is read (AdamW
-    // has already dropped its tiles of moments and gradient copies); elsewhere FinishStep
-    // rounds every master at once.
+    // has already dropped its tiles of moments and gradient copies, and its stream has
+    // written the parameters where it could); elsewhere FinishStep rounds every master at once.
     if (!ctx_.optimizer_ops().file_backed()) return absl::OkStatus();
-    if (finished_.empty()) finished_.assign(ctx_.num_units(), false);
+    if (!finished_.empty() && finished_[u]) return absl::OkStatus();
     ACCEL_RETURN_IF_ERROR(Finish(u));
-    finished_[u] = true;
+    MarkFinished(u);
     return absl::OkStatus();
+  }
+
+  void MarkFinished(int u) {
+    if (finished_.empty()) finished_.assign(ctx_.num_units(), false);
+    finished_[u] = true;
   }
 
   absl::Status FinishStep() override {

@@ -21,6 +21,7 @@
 #include "engine/shard/grad_reducer.h"
 #include "engine/shard/param_store.h"
 #include "engine/shard/shard_context.h"
+#include "engine/shard/tile_stream.h"
 
 namespace accel::shard {
 
@@ -51,8 +52,13 @@ class OptimizerValues {
     static const std::vector<double> kNone;
     return kNone;
   }
+  // NVMe offload: what rides on the optimizer's streamed update of unit u (AdamW::Step): the
+  // parameters this rank keeps for the span, written from each updated master tile while it is
+  // in memory. An empty hook elsewhere. Valid until FinishStep.
+  virtual TileHook UpdateHook(int /*unit*/) { return {}; }
   // The optimizer has updated unit u's span: in files (NVMe offload), its values reach the
-  // parameters and leave memory now, before the next unit is read. Otherwise nothing.
+  // parameters and leave memory now (unless the update hook already wrote them), before the
+  // next unit is read. Otherwise nothing.
   [[nodiscard]] virtual absl::Status UnitUpdated(int /*unit*/) { return absl::OkStatus(); }
   // After the update: gradient copies go back and the updated values reach the parameters.
   [[nodiscard]] virtual absl::Status FinishStep() = 0;

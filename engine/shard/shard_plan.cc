@@ -77,6 +77,10 @@ absl::StatusOr<ShardPlan> ShardPlan::Create(const model::Gpt2Layout& layout, int
     return absl::InvalidArgumentError(absl::StrCat(
         "offload_tile_numel (sub_group_size) must be at least 1, got ", options.offload_tile_numel));
   }
+  if (absl::Status s = io::ValidateAioOptions(options.offload_aio);
+      !options.offload_dir.empty() && !s.ok()) {
+    return s;
+  }
   if (options.offload_params && !options.offload_optimizer) {
     return absl::InvalidArgumentError(
         "offload_params needs offload_optimizer (the update runs where the parameters live)");

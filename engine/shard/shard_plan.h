@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/io/async_io.h"
 #include "engine/model/param_specs.h"
 #include "engine/tensor/dtype.h"
 
@@ -81,10 +82,15 @@ struct ShardOptions {
   // written back and dropped from memory after every step (CreateFileBackedDeviceOps).
   std::string offload_dir;
   // NVMe offload streams the update in tiles of at most this many elements (DeepSpeed's
-  // sub_group_size, capped): each tile's masters, moments, gradients and rounded parameters are
-  // written back and dropped before the next tile is read, so the update holds about one tile
-  // of each, not a whole unit (the root's embedding is the largest).
-  int64_t offload_tile_numel = int64_t{1} << 24;
+  // sub_group_size, capped): the optimizer reads each tile's masters, moments and gradients
+  // into two sets of staging buffers and writes it back through AsyncIo (shard::TileStream),
+  // so the update holds two tiles of each, not a whole unit (the root's embedding is the
+  // largest); the rounded parameters follow tile by tile.
+  int64_t offload_tile_numel = int64_t{1} << 22;
+  // NVMe offload's transfers (DeepSpeed's aio section: block_size, queue_depth, single_submit,
+  // overlap_events) and whether its staging buffers are locked in RAM (pin_memory).
+  io::AioOptions offload_aio;
+  bool offload_pin_buffers = false;
   // DeepSpeed ZeRO-3 scheduling, in elements; 0 = FSDP's rule (prefetch exactly the next unit,
   // no cap on what is gathered). prefetch_bucket_numel: keep prefetching later units until this
   // many elements are in flight (stage3_prefetch_bucket_size). max_live_numel: never hold more

@@ -89,6 +89,11 @@ std::vector<OwnedRange> ShardedModel::OwnedRanges() {
   return ranges;
 }
 
+absl::StatusOr<TileHook> ShardedModel::BeforeRangeUpdate(const OwnedRange& range) {
+  ACCEL_RETURN_IF_ERROR(parts_.params->SettleGathers());
+  return parts_.optimizer->UpdateHook(range.unit);
+}
+
 absl::Status ShardedModel::RangeUpdated(const OwnedRange& range) {
   // Gathers still in flight read the values about to change (after the first range there are
   // none left, and settling again is a check per unit).

@@ -167,6 +167,10 @@ class ShardedModel final : public model::ParamAccess {
   // reach the parameters and its state leaves memory now, so the update streams range by range
   // and only a range's state is in memory at a time. Elsewhere FinishStep does that work.
   [[nodiscard]] absl::Status RangeUpdated(const OwnedRange& range);
+  // Before the optimizer updates `range`: settles the gathers in flight (they read the values
+  // about to change) and returns what rides on a streamed update (OptimizerValues::UpdateHook;
+  // empty unless under NVMe offload).
+  [[nodiscard]] absl::StatusOr<TileHook> BeforeRangeUpdate(const OwnedRange& range);
   [[nodiscard]] absl::Status FinishStep();
 
   // ParamAccess, called by the model.

@@ -84,6 +84,16 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
   optim::AdamWConfig adamw = options.adamw;
   // Low precision keeps the moments in the parameters' bf16 too (DESIGN.md §3.2).
   if (t->sharded_->low_precision()) adamw.state_dtype = DType::kBF16;
+  if (t->sharded_->optimizer_ops().file_backed()) {
+    int64_t largest = 0;
+    for (const shard::OwnedRange& r : t->sharded_->OwnedRanges()) {
+      largest = std::max(largest, r.flat_end - r.flat_begin);
+    }
+    ACCEL_ASSIGN_OR_RETURN(
+        t->offload_stream_,
+        shard::TileStream::Create(shard::OptimizerStreamOptions(options.shard, largest),
+                                  t->ledger_));
+  }
   for (const shard::OwnedRange& r : t->sharded_->OwnedRanges()) {
     ACCEL_ASSIGN_OR_RETURN(optim::AdamW opt,
                            optim::AdamW::Create(*t->layout_, r.flat_begin, r.flat_end, adamw,
@@ -91,6 +101,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
     // State in files: the update streams through it tile by tile.
     if (t->sharded_->optimizer_ops().file_backed()) {
       opt.set_stream_tile(options.shard.offload_tile_numel);
+      opt.set_stream(t->offload_stream_.get());
     }
     t->optimizers_.push_back(std::move(opt));
   }
@@ -156,8 +167,9 @@ absl::StatusOr<StepMetrics> Trainer::TrainStep() {
         ACCEL_RETURN_IF_ERROR(
             optimizers_[i].StepBf16(ranges[i].params16, ranges[i].grads, m.lr, m.clip_scale));
       } else {
+        ACCEL_ASSIGN_OR_RETURN(const shard::TileHook hook, sharded.BeforeRangeUpdate(ranges[i]));
         ACCEL_RETURN_IF_ERROR(
-            optimizers_[i].Step(ranges[i].params, ranges[i].grads, m.lr, m.clip_scale));
+            optimizers_[i].Step(ranges[i].params, ranges[i].grads, m.lr, m.clip_scale, &hook));
       }
       ACCEL_RETURN_IF_ERROR(sharded.RangeUpdated(ranges[i]));
     }

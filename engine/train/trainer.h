@@ -142,6 +142,8 @@ class Trainer {
   // Host-memory collectives of the trainer's own: the sharded model's host view of the world.
   comm::Communicator* host_world_ = nullptr;
   std::unique_ptr<shard::ShardedModel> sharded_;
+  // NVMe offload: the update's transfers and staging buffers (AdamW::set_stream).
+  std::unique_ptr<shard::TileStream> offload_stream_;
   std::vector<optim::AdamW> optimizers_;  // one per owned range; after sharded_ (its ops)
   std::unique_ptr<ModelRunner> runner_;
   std::unique_ptr<data::BatchLoader> loader_;
