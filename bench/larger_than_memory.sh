@@ -8,10 +8,11 @@
 #
 #   bench/larger_than_memory.sh [--model gpt2-xl] [--limit-gib 4] [--ranks "1 2"]
 #                               [--dir /var/tmp/accel-ltm] [--build build] [--seq 64]
+#                               [--worker-flags "--activation-checkpointing"]
 # Needs root (the cgroup) and about 2 × 25 GB free under --dir. Takes tens of minutes at gpt2-xl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-MODEL=gpt2-xl LIMIT_GIB=4 RANKS="1 2" DIR=/var/tmp/accel-ltm BUILD=build SEQ=64
+MODEL=gpt2-xl LIMIT_GIB=4 RANKS="1 2" DIR=/var/tmp/accel-ltm BUILD=build SEQ=64 FLAGS=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --model) MODEL=$2; shift 2 ;;
@@ -20,6 +21,7 @@ while [ $# -gt 0 ]; do
     --dir) DIR=$2; shift 2 ;;
     --build) BUILD=$2; shift 2 ;;
     --seq) SEQ=$2; shift 2 ;;
+    --worker-flags) FLAGS=$2; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -44,11 +46,13 @@ for world in $RANKS; do
   rm -rf "$run"; mkdir -p "$run/nvme"
   pids=()
   for ((r = 0; r < world; r++)); do
-    sh -c "echo \$\$ > $cg/cgroup.procs && exec \"\$@\"" sh \
+    # LOCAL_WORLD_SIZE: the ranks share this machine and this cgroup, so each one's memory
+    # check plans for all of them (as torchrun's environment says).
+    LOCAL_WORLD_SIZE=$world sh -c "echo \$\$ > $cg/cgroup.procs && exec \"\$@\"" sh \
       "$WORKER" --standalone --model "$MODEL" --data data/kjv.txt --batch 1 --seq "$SEQ" \
       --steps 2 --threads $((2 / world > 0 ? 2 / world : 1)) --strategy full_shard \
       --offload-optimizer --offload-params --offload-dir "$run/nvme" \
-      --world-size "$world" --rank "$r" --rdzv-dir "$run/rdzv" --comm-timeout 3600 \
+      --world-size "$world" --rank "$r" --rdzv-dir "$run/rdzv" --comm-timeout 3600 $FLAGS \
       > "$run/rank$r.out" 2> "$run/rank$r.err" &
     pids+=($!)
   done
@@ -59,6 +63,7 @@ for world in $RANKS; do
   rmdir "$cg"
   echo "== $MODEL, $world rank(s), cgroup limit $LIMIT_GIB GiB: exit $status, cgroup peak" \
        "$(awk -v b="$peak" 'BEGIN{printf "%.2f GiB", b / 2^30}'), OOM kills $ooms"
-  grep -E "^step|process memory" "$run/rank0.out" || tail -3 "$run/rank0.err"
-  rm -rf "$run"
+  grep -E "^step|process memory" "$run/rank0.out" || true
+  for ((r = 0; r < world; r++)); do tail -2 "$run/rank$r.err" | sed "s/^/rank $r: /"; done
+  rm -rf "$run/nvme" "$run/rdzv"  # the state (tens of GB); the logs stay
 done

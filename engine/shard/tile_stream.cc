@@ -81,11 +81,12 @@ absl::Status TileStream::Submit(std::span<const Array> arrays, int set, int64_t 
   for (size_t i = 0; i < arrays.size(); ++i) {
     const Slot& slot = slots_[set][i];
     if (slot.file == nullptr || (write && !arrays[i].write_back)) continue;
+    const int64_t es = static_cast<int64_t>(arrays[i].elem_size);
     const int64_t bytes = TransferBytes(slot, arrays[i].elem_size, tile, n);
-    const bool whole = bytes == tile_numel_ * static_cast<int64_t>(arrays[i].elem_size) ||
-                       (n - tile * tile_numel_) * static_cast<int64_t>(arrays[i].elem_size) == bytes;
-    if (!write && !arrays[i].read && whole) continue;  // written whole: nothing to keep
-    const int64_t at = slot.offset + tile * tile_numel_ * static_cast<int64_t>(arrays[i].elem_size);
+    const int64_t len = std::min(tile_numel_, n - tile * tile_numel_);
+    // A write-only tile needs no read unless its transfer is padded past its elements.
+    if (!write && !arrays[i].read && bytes == len * es) continue;
+    const int64_t at = slot.offset + tile * tile_numel_ * es;
     ACCEL_ASSIGN_OR_RETURN(io::IoTicket t,
                            write ? aio_->SubmitWrite(*slot.file, at, slot.buffer, bytes)
                                  : aio_->SubmitRead(*slot.file, at, slot.buffer, bytes));
