@@ -61,7 +61,7 @@ void ReadOffload(Reader& r, const char* section, bool param, DsOffload* out) {
   }
   if (out->buffer_count) {
     r.Warn(key("buffer_count"), "no swap-buffer pool here: the update streams through two "
-                                "staging sets of one tile (sub_group_size elements, at most 4M)");
+                                "staging sets of one tile (sub_group_size elements, at most 1M)");
   }
   if (param) {
     out->buffer_size = r.Int(key("buffer_size"), 1);

@@ -3,12 +3,14 @@
 #include "engine/shard/device_ops.h"
 
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 #include <cstring>
 #include <memory>
 #include <vector>
 
 #include "engine/comm/self_communicator.h"
+#include "engine/io/block_file.h"
 #include "engine/kernels/adamw.h"
 #include "gtest/gtest.h"
 
@@ -165,6 +167,36 @@ TEST(FileBackedDeviceOpsTest, BlocksAreFilesChargedToNvmeAndSurviveEviction) {
     EXPECT_EQ(ledger.Get(MemoryPool::kHost, MemoryCategory::kGrads).current, 4096);
   }
   EXPECT_EQ(ledger.PoolTotal(MemoryPool::kNvme).current, 0);
+}
+
+// Zero on a file-backed block punches a hole: the values read zero, the file's blocks are freed
+// (so rewriting the range reads nothing from the disk), and bytes outside the range survive.
+TEST(FileBackedDeviceOpsTest, ZeroPunchesAHoleAndKeepsTheNeighbours) {
+  MemoryLedger ledger;
+  absl::StatusOr<std::unique_ptr<DeviceOps>> ops =
+      CreateFileBackedDeviceOps(&ledger, ::testing::TempDir());
+  ASSERT_TRUE(ops.ok()) << ops.status();
+  const size_t n = 1 << 20;
+  absl::StatusOr<DeviceBlock> b = (*ops)->Allocate(n * sizeof(float), MemoryCategory::kGrads);
+  ASSERT_TRUE(b.ok()) << b.status();
+  float* x = b->as<float>();
+  for (size_t i = 0; i < n; ++i) x[i] = 1.0f + static_cast<float>(i);
+  ASSERT_TRUE((*ops)->Evict().ok());
+  const int fd = (*ops)->FileOf(x).file->fd();
+  struct stat before;
+  ASSERT_EQ(fstat(fd, &before), 0);
+  // An unaligned range in the middle: partial pages at both edges.
+  const size_t lo = 1000, hi = n - 3000;
+  ASSERT_TRUE((*ops)->Zero(x + lo, (hi - lo) * sizeof(float)).ok());
+  struct stat after;
+  ASSERT_EQ(fstat(fd, &after), 0);
+  EXPECT_LT(after.st_blocks, before.st_blocks / 4) << before.st_blocks << " -> " << after.st_blocks;
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(x[i], i < lo || i >= hi ? 1.0f + static_cast<float>(i) : 0.0f) << i;
+  }
+  // The whole block, its last partial page included.
+  ASSERT_TRUE((*ops)->Zero(x, n * sizeof(float)).ok());
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(x[i], 0.0f) << i;
 }
 
 TEST(FileBackedDeviceOpsTest, AnUnwritableDirectoryIsNamed) {

@@ -80,7 +80,9 @@ class HostDeviceOps final : public DeviceOps {
   }
 
   absl::Status Zero(void* dst, size_t bytes) override {
-    if (bytes > 0) std::memset(dst, 0, bytes);
+    if (bytes == 0) return absl::OkStatus();
+    if (ZeroFileRange(static_cast<char*>(dst), bytes)) return absl::OkStatus();
+    std::memset(dst, 0, bytes);
     return absl::OkStatus();
   }
   absl::Status Copy(void* dst, const void* src, size_t bytes) override {
@@ -182,6 +184,35 @@ class HostDeviceOps final : public DeviceOps {
       return absl::OkStatus();
     }
     return absl::OkStatus();  // not file-backed
+  }
+
+  // Zeroes a file-backed range by punching a hole in its file for the whole pages (memset for
+  // the partial ones at its edges): a hole reads as zeros, and the next write to it faults in
+  // a fresh page instead of reading the old one from the disk — a lazily zeroed gradient shard
+  // or a gradient copy about to be rewritten costs no reads. False (nothing done) for memory
+  // that is not file-backed, or where the file system cannot punch holes.
+  bool ZeroFileRange(char* p, size_t bytes) {
+    for (const auto& [base, f] : files_) {
+      char* b = static_cast<char*>(base);
+      if (p < b || p + bytes > b + f.bytes) continue;
+      const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+      const uintptr_t start = reinterpret_cast<uintptr_t>(p), end = start + bytes;
+      const uintptr_t from = (start + page - 1) / page * page;
+      // The block's last page has no neighbour: the hole may cover it whole.
+      const uintptr_t to = (p + bytes == b + f.bytes ? end + page - 1 : end) / page * page;
+      if (to <= from) return false;
+      // Unmap first so no stale page stays mapped over the hole.
+      (void)::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
+      const off_t at = static_cast<off_t>(from - reinterpret_cast<uintptr_t>(b));
+      if (::fallocate(f.file->fd(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, at,
+                      static_cast<off_t>(to - from)) != 0) {
+        return false;  // the caller memsets the whole range
+      }
+      if (from > start) std::memset(p, 0, from - start);
+      if (end > to) std::memset(reinterpret_cast<void*>(to), 0, end - to);
+      return true;
+    }
+    return false;
   }
 
   FileSpan FileOf(const void* data) const override {

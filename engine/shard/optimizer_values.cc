@@ -69,6 +69,8 @@ class GradCopies {
         ACCEL_ASSIGN_OR_RETURN(grads_[u], ops.Allocate(n * sizeof(float), MemoryCategory::kGrads));
       }
       float* g = grads_[u].as<float>();
+      // In a file, a hole first: the copy's pages are then written without being read.
+      if (files) ACCEL_RETURN_IF_ERROR(ops.Zero(g, n * sizeof(float)));
       const ValueRef reduced = reducer.ReducedOptimizerSpan(u);
       const MutableValueRef copy = {g, DType::kF32, ctx_.optimizer_offloaded()};
       ACCEL_RETURN_IF_ERROR(ForEachOffloadTile(ctx_, n, [&](int64_t b, int64_t len) {

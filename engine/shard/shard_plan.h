@@ -86,7 +86,9 @@ struct ShardOptions {
   // into two sets of staging buffers and writes it back through AsyncIo (shard::TileStream),
   // so the update holds two tiles of each, not a whole unit (the root's embedding is the
   // largest); the rounded parameters follow tile by tile.
-  int64_t offload_tile_numel = int64_t{1} << 22;
+  // 1 M: two staging sets of 20 MB each, small beside any rank's compute buffers, while each
+  // transfer (4 MB per array) still keeps the disk's queue full.
+  int64_t offload_tile_numel = int64_t{1} << 20;
   // NVMe offload's transfers (DeepSpeed's aio section: block_size, queue_depth, single_submit,
   // overlap_events) and whether its staging buffers are locked in RAM (pin_memory).
   io::AioOptions offload_aio;

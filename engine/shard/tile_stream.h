@@ -49,7 +49,7 @@ namespace accel::shard {
 
 struct TileStreamOptions {
   // Elements per tile; rounded up to a multiple of TileStream::kTileGranule.
-  int64_t tile_numel = int64_t{1} << 22;
+  int64_t tile_numel = int64_t{1} << 20;
   // Σ element size over the arrays of one pass, at most (fp32 AdamW: master, m, v, gradient).
   int64_t bytes_per_element = 16;
   int max_arrays = 4;
