@@ -84,6 +84,15 @@ CTEST_ARGS=()
 rc=0
 ctest --test-dir "$BUILD" --output-on-failure -j"$JOBS" --timeout 900 "${CTEST_ARGS[@]}" "$@" || rc=$?
 
+# allocator_may_return_null still writes one warning line for each refused allocation (the
+# 2^62-byte request of BufferTest.ImpossibleSize...); a file holding nothing else is no report.
+refused='^==[0-9]+==WARNING: AddressSanitizer failed to allocate 0x[0-9a-f]+ bytes$'
+for f in $(find "$LOGS" -type f); do
+  if ! grep -Evq "$refused" "$f"; then
+    echo "sanitize.sh: refused allocation, returned null: $(cat "$f")"
+    rm "$f"
+  fi
+done
 reports=$(find "$LOGS" -type f | sort)
 if [ -n "$reports" ]; then
   echo "sanitize.sh: $(echo "$reports" | wc -l) sanitizer report file(s) in $LOGS:" >&2
