@@ -39,9 +39,11 @@ inline std::string FreshDir() {
   return dir.string();
 }
 
+// Polls `cond` until it holds or `seconds` (times testing::TimeScale()) have passed.
 template <typename F>
 bool WaitFor(F cond, double seconds) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  const auto until = std::chrono::steady_clock::now() +
+                     std::chrono::duration<double>(seconds * testing::TimeScale());
   while (std::chrono::steady_clock::now() < until) {
     if (cond()) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

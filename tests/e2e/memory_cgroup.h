@@ -13,8 +13,8 @@ namespace accel::testing {
 
 class MemoryCgroup {
  public:
-  // Why this machine cannot run memory-cgroup tests (not root, no v1 memory controller), or ""
-  // when it can.
+  // Why this machine or build cannot run memory-cgroup tests (not root, no v1 memory
+  // controller, an AddressSanitizer build), or "" when it can.
   static std::string WhyUnavailable();
   // Creates <name> below this process's own memory cgroup (/sys/fs/cgroup/memory/<own>/<name>)
   // with memory.limit_in_bytes = limit_bytes.

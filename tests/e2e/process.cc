@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -32,8 +34,24 @@ ChildProcess StartProcess(const std::vector<std::string>& argv, const std::strin
   return c;
 }
 
+double TimeScale() {
+  static const double scale = [] {
+    const char* text = std::getenv("ACCEL_TEST_TIME_SCALE");
+    if (text == nullptr || *text == '\0') return 1.0;
+    char* end = nullptr;
+    const double v = std::strtod(text, &end);
+    if (*end != '\0' || !(v >= 1 && v <= 1000)) {
+      std::fprintf(stderr, "ACCEL_TEST_TIME_SCALE=%s: expected a number from 1 to 1000\n", text);
+      std::exit(2);
+    }
+    return v;
+  }();
+  return scale;
+}
+
 int WaitProcess(const ChildProcess& child, double timeout_s) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s * TimeScale());
   while (true) {
     int status = 0;
     pid_t r = waitpid(child.pid, &status, WNOHANG);

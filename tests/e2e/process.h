@@ -17,8 +17,15 @@ struct ChildProcess {
 ChildProcess StartProcess(const std::vector<std::string>& argv, const std::string& dir,
                           const std::string& name);
 // Waits for exit; returns the exit status (128 + signal when killed), or -1 on timeout (the
-// child is then killed).
+// child is then killed). The timeout is multiplied by TimeScale().
 int WaitProcess(const ChildProcess& child, double timeout_s);
+
+// How many times longer than in the plain build the tests' deadlines are: the environment
+// variable ACCEL_TEST_TIME_SCALE (a number >= 1; unset: 1). scripts/sanitize.sh sets it, since
+// a sanitizer slows the processes a test waits on several times over and the plain build's
+// deadlines, sized for a loaded machine, then fail on time alone. A malformed value exits the
+// test with a one-line error.
+double TimeScale();
 std::string ReadAll(const std::string& path);
 
 }  // namespace accel::testing
