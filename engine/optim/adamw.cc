@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <span>
-#include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -101,38 +100,30 @@ absl::Status AdamW::ForEachTile(const void* params, size_t param_size, const flo
   return absl::OkStatus();
 }
 
-template <typename Param, typename State, typename Update>
-absl::Status AdamW::StreamTiles(Param* params, const float* grads, kernels::AdamWHyper& hyper,
-                                const shard::TileHook* hook, bool* streamed, Update update) {
-  std::vector<shard::StreamArray> arrays = {{params, sizeof(Param), true},
-                                            {m_.data(), sizeof(State), true},
-                                            {v_.data(), sizeof(State), true},
+absl::Status AdamW::StreamTiles(float* params, const float* grads, kernels::AdamWHyper& hyper,
+                                const shard::TileHook* hook, bool* streamed) {
+  std::vector<shard::StreamArray> arrays = {{params, sizeof(float), true},
+                                            {m_.data(), sizeof(float), true},
+                                            {v_.data(), sizeof(float), true},
                                             {const_cast<float*>(grads), sizeof(float), false}};
   if (hook != nullptr) arrays.insert(arrays.end(), hook->arrays.begin(), hook->arrays.end());
   *streamed = stream_ != nullptr && stream_->CanStream(*ops_, arrays);
   if (!*streamed) return absl::OkStatus();
-  // Elementwise arithmetic: cutting the decay ranges at tile edges changes no bit.
-  auto update_tile = [&](int64_t b, int64_t len, std::span<void* const> at) -> absl::Status {
+  return stream_->Run(*ops_, arrays, end_ - begin_,
+                      [&](int64_t b, int64_t len, std::span<void* const> at) -> absl::Status {
+    float* p = static_cast<float*>(at[0]);
+    // Elementwise arithmetic: cutting the decay ranges at tile edges changes no bit.
     for (const DecayRange& r : ranges_) {
       const int64_t lo = std::max(r.begin, b), hi = std::min(r.end, b + len);
       if (lo >= hi) continue;
       hyper.weight_decay = r.decay ? config_.weight_decay : 0.0f;
-      ACCEL_RETURN_IF_ERROR(update(static_cast<Param*>(at[0]) + (lo - b),
-                                   static_cast<State*>(at[1]) + (lo - b),
-                                   static_cast<State*>(at[2]) + (lo - b),
-                                   static_cast<const float*>(at[3]) + (lo - b), hi - lo));
+      ACCEL_RETURN_IF_ERROR(ops_->AdamWUpdate(p + (lo - b), static_cast<float*>(at[1]) + (lo - b),
+                                              static_cast<float*>(at[2]) + (lo - b),
+                                              static_cast<const float*>(at[3]) + (lo - b),
+                                              hi - lo, hyper));
     }
-    return absl::OkStatus();
-  };
-  return stream_->Run(*ops_, arrays, end_ - begin_,
-                      [&](int64_t b, int64_t len, std::span<void* const> at) -> absl::Status {
-    ACCEL_RETURN_IF_ERROR(update_tile(b, len, at));
     if (hook == nullptr || !hook->fn) return absl::OkStatus();
-    if constexpr (std::is_same_v<Param, float>) {
-      return hook->fn(b, len, static_cast<const float*>(at[0]), at.subspan(4));
-    } else {
-      return absl::InvalidArgumentError("a tile hook needs fp32 parameters");
-    }
+    return hook->fn(b, len, p, at.subspan(4));
   });
 }
 
@@ -153,11 +144,7 @@ absl::Status AdamW::Step(float* params, const float* grads, float lr, float grad
                          const shard::TileHook* hook) {
   kernels::AdamWHyper hyper = NextHyper(lr, grad_scale);
   bool streamed = false;
-  absl::Status s = StreamTiles<float, float>(
-      params, grads, hyper, hook, &streamed,
-      [&](float* p, float* m, float* v, const float* g, int64_t n) {
-        return ops_->AdamWUpdate(p, m, v, g, n, hyper);
-      });
+  absl::Status s = StreamTiles(params, grads, hyper, hook, &streamed);
   if (!s.ok() || streamed) return s;
   float* m = m_.as<float>();
   float* v = v_.as<float>();
@@ -168,13 +155,6 @@ absl::Status AdamW::Step(float* params, const float* grads, float lr, float grad
 
 absl::Status AdamW::StepBf16(uint16_t* params, const float* grads, float lr, float grad_scale) {
   kernels::AdamWHyper hyper = NextHyper(lr, grad_scale);
-  bool streamed = false;
-  absl::Status s = StreamTiles<uint16_t, uint16_t>(
-      params, grads, hyper, nullptr, &streamed,
-      [&](uint16_t* p, uint16_t* m, uint16_t* v, const float* g, int64_t n) {
-        return ops_->AdamWUpdateBf16(p, m, v, g, n, hyper);
-      });
-  if (!s.ok() || streamed) return s;
   uint16_t* m = m_.as<uint16_t>();
   uint16_t* v = v_.as<uint16_t>();
   return ForEachTile(params, sizeof(uint16_t), grads, hyper, [&](int64_t b, int64_t n) {

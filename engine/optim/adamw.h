@@ -109,11 +109,11 @@ class AdamW {
   template <typename Update>
   absl::Status ForEachTile(const void* params, size_t param_size, const float* grads,
                            kernels::AdamWHyper& hyper, Update update);
-  // The same update through stream_: update(params, m, v, grads, n) on tile pointers. False
-  // in `streamed` when the stream cannot address these arrays (nothing done then).
-  template <typename Param, typename State, typename Update>
-  absl::Status StreamTiles(Param* params, const float* grads, kernels::AdamWHyper& hyper,
-                           const shard::TileHook* hook, bool* streamed, Update update);
+  // Step's update through stream_ (fp32 only: NVMe offload keeps fp32 masters and moments, as
+  // ShardPlan refuses it under low precision, so StepBf16 never streams). False in `streamed`
+  // when the stream cannot address these arrays (nothing done then).
+  absl::Status StreamTiles(float* params, const float* grads, kernels::AdamWHyper& hyper,
+                           const shard::TileHook* hook, bool* streamed);
   // Advances the step count and fills everything but weight_decay.
   kernels::AdamWHyper NextHyper(float lr, float grad_scale);
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
@@ -163,27 +164,16 @@ class HostDeviceOps final : public DeviceOps {
 
  protected:
   absl::Status EvictRange(const void* data, size_t bytes) override {
-    const char* p = static_cast<const char*>(data);
-    for (const auto& [base, f] : files_) {
-      const char* b = static_cast<const char*>(base);
-      if (p < b || p + bytes > b + f.bytes) continue;
-      const int fd = f.file->fd();
-      if (::fdatasync(fd) != 0) return FileError("fdatasync", f.bytes);
-      // Unmap first: the page cache keeps a page that is still mapped. Only whole pages inside
-      // the range: a page shared with a neighbour stays mapped. The block's last page has no
-      // neighbour (each block is its own file and mapping).
-      const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-      const uintptr_t start = reinterpret_cast<uintptr_t>(p), end = start + bytes;
-      const uintptr_t from = (start + page - 1) / page * page;
-      const bool to_end = p + bytes == b + f.bytes;
-      const uintptr_t to = (to_end ? end + page - 1 : end) / page * page;
-      if (to > from) (void)::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
-      // fadvise keeps a partial last page of its range; length 0 reaches the end of the file.
-      (void)::posix_fadvise(fd, p - b, to_end ? 0 : static_cast<off_t>(bytes),
-                            POSIX_FADV_DONTNEED);
-      return absl::OkStatus();
-    }
-    return absl::OkStatus();  // not file-backed
+    const std::optional<FileRange> r = FindFileRange(data, bytes);
+    if (!r) return absl::OkStatus();  // not file-backed
+    const int fd = r->file->file->fd();
+    if (::fdatasync(fd) != 0) return FileError("fdatasync", r->file->bytes);
+    // Unmap first: the page cache keeps a page that is still mapped.
+    if (r->to > r->from) (void)::madvise(r->from, r->to - r->from, MADV_DONTNEED);
+    // fadvise keeps a partial last page of its range; length 0 reaches the end of the file.
+    (void)::posix_fadvise(fd, r->offset, r->to_end ? 0 : static_cast<off_t>(bytes),
+                          POSIX_FADV_DONTNEED);
+    return absl::OkStatus();
   }
 
   // Zeroes a file-backed range by punching a hole in its file for the whole pages (memset for
@@ -192,36 +182,24 @@ class HostDeviceOps final : public DeviceOps {
   // or a gradient copy about to be rewritten costs no reads. False (nothing done) for memory
   // that is not file-backed, or where the file system cannot punch holes.
   bool ZeroFileRange(char* p, size_t bytes) {
-    for (const auto& [base, f] : files_) {
-      char* b = static_cast<char*>(base);
-      if (p < b || p + bytes > b + f.bytes) continue;
-      const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-      const uintptr_t start = reinterpret_cast<uintptr_t>(p), end = start + bytes;
-      const uintptr_t from = (start + page - 1) / page * page;
-      // The block's last page has no neighbour: the hole may cover it whole.
-      const uintptr_t to = (p + bytes == b + f.bytes ? end + page - 1 : end) / page * page;
-      if (to <= from) return false;
-      // Unmap first so no stale page stays mapped over the hole.
-      (void)::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
-      const off_t at = static_cast<off_t>(from - reinterpret_cast<uintptr_t>(b));
-      if (::fallocate(f.file->fd(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, at,
-                      static_cast<off_t>(to - from)) != 0) {
-        return false;  // the caller memsets the whole range
-      }
-      if (from > start) std::memset(p, 0, from - start);
-      if (end > to) std::memset(reinterpret_cast<void*>(to), 0, end - to);
-      return true;
+    const std::optional<FileRange> r = FindFileRange(p, bytes);
+    if (!r || r->to <= r->from) return false;
+    // Unmap first so no stale page stays mapped over the hole.
+    (void)::madvise(r->from, r->to - r->from, MADV_DONTNEED);
+    const off_t at = r->offset + (r->from - p);
+    if (::fallocate(r->file->file->fd(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, at,
+                    static_cast<off_t>(r->to - r->from)) != 0) {
+      return false;  // the caller memsets the whole range
     }
-    return false;
+    std::memset(p, 0, r->from - p);
+    std::memset(r->to, 0, std::max<ptrdiff_t>(0, p + bytes - r->to));
+    return true;
   }
 
   FileSpan FileOf(const void* data) const override {
-    const char* p = static_cast<const char*>(data);
-    for (const auto& [base, f] : files_) {
-      const char* b = static_cast<const char*>(base);
-      if (p >= b && p < b + f.bytes) return {f.file.get(), p - b};
-    }
-    return {};
+    const std::optional<FileRange> r = FindFileRange(data, 1);
+    if (!r) return {};
+    return {r->file->file.get(), r->offset};
   }
 
   void Free(void* data, size_t) override {
@@ -239,6 +217,33 @@ class HostDeviceOps final : public DeviceOps {
     size_t bytes;
     MemoryCategory category;
   };
+
+  // [data, data + bytes) inside one file-backed block: the block, the range's offset in its
+  // file, and the whole pages inside the range, [from, to). A page shared with a neighbouring
+  // range is not whole; the block's last page has no neighbour (each block is its own file and
+  // mapping), so a range that ends the block (to_end) covers it whole.
+  struct FileRange {
+    const File* file;
+    off_t offset;
+    char* from;
+    char* to;
+    bool to_end;
+  };
+  std::optional<FileRange> FindFileRange(const void* data, size_t bytes) const {
+    char* p = static_cast<char*>(const_cast<void*>(data));
+    for (const auto& [base, f] : files_) {
+      char* b = static_cast<char*>(base);
+      if (p < b || p + bytes > b + f.bytes) continue;
+      const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+      const uintptr_t start = reinterpret_cast<uintptr_t>(p), end = start + bytes;
+      const bool to_end = p + bytes == b + f.bytes;
+      const uintptr_t from = (start + page - 1) / page * page;
+      const uintptr_t to = (to_end ? end + page - 1 : end) / page * page;
+      return FileRange{&f, p - b, reinterpret_cast<char*>(from),
+                       reinterpret_cast<char*>(std::max(from, to)), to_end};
+    }
+    return std::nullopt;
+  }
 
   absl::Status FileError(const char* what, size_t bytes) const {
     return absl::InvalidArgumentError(absl::StrCat("offload file of ", bytes, " bytes in ",

@@ -16,9 +16,12 @@ int64_t RoundedTile(int64_t tile_numel) {
 
 }  // namespace
 
-TileStreamOptions OptimizerStreamOptions(const ShardOptions& options, int64_t largest_range) {
+TileStreamOptions OptimizerStreamOptions(const ShardPlan& plan) {
+  const ShardOptions& options = plan.options();
+  int64_t largest = 0;
+  for (const auto& [begin, end] : plan.OwnedFlatRanges()) largest = std::max(largest, end - begin);
   TileStreamOptions o;
-  o.tile_numel = std::max<int64_t>(1, std::min(options.offload_tile_numel, largest_range));
+  o.tile_numel = std::max<int64_t>(1, std::min(options.offload_tile_numel, largest));
   // master, m, v, gradient copy (fp32), and the rounded parameters (at most fp32).
   o.bytes_per_element = 20;
   o.max_arrays = 5;

@@ -61,11 +61,11 @@ struct TileStreamOptions {
 };
 
 // The stream of the optimizer's update under NVMe offload (Trainer::Create; the memory plan
-// sizes its buffers with the same call): tiles of offload_tile_numel elements, or of the largest
-// owned range where that is smaller, over fp32 masters, fp32 moments and fp32 gradient copies
-// (offload keeps fp32 masters: ShardPlan refuses it under low precision), with the rounded
-// parameters (TileHook) as a fifth array.
-TileStreamOptions OptimizerStreamOptions(const ShardOptions& options, int64_t largest_range);
+// sizes its buffers with the same call): tiles of offload_tile_numel elements, or of the plan's
+// largest owned range where that is smaller, over fp32 masters, fp32 moments and fp32 gradient
+// copies (offload keeps fp32 masters: ShardPlan refuses it under low precision), with the
+// rounded parameters (TileHook) as a fifth array.
+TileStreamOptions OptimizerStreamOptions(const ShardPlan& plan);
 
 // One array of a pass.
 struct StreamArray {

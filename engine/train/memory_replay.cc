@@ -135,12 +135,8 @@ class RankReplay {
     InitWeights();
     const int64_t state_size = low_precision_ ? 2 : 4;  // Trainer::Create's AdamW state dtype
     if (files_) {  // the update's staging buffers (shard::TileStream)
-      int64_t largest = 0;
-      for (const auto& [begin, end] : plan_.OwnedFlatRanges()) {
-        largest = std::max(largest, end - begin);
-      }
       mem_.Allocate(MemoryPool::kHost, kState,
-                    shard::TileStream::BufferBytes(shard::OptimizerStreamOptions(o_, largest)));
+                    shard::TileStream::BufferBytes(shard::OptimizerStreamOptions(plan_)));
     }
     for (const auto& [begin, end] : plan_.OwnedFlatRanges()) {
       mem_.Allocate(opt_alloc_pool_, kState, 2 * (end - begin) * state_size);

@@ -85,14 +85,9 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
   // Low precision keeps the moments in the parameters' bf16 too (DESIGN.md §3.2).
   if (t->sharded_->low_precision()) adamw.state_dtype = DType::kBF16;
   if (t->sharded_->optimizer_ops().file_backed()) {
-    int64_t largest = 0;
-    for (const shard::OwnedRange& r : t->sharded_->OwnedRanges()) {
-      largest = std::max(largest, r.flat_end - r.flat_begin);
-    }
     ACCEL_ASSIGN_OR_RETURN(
         t->offload_stream_,
-        shard::TileStream::Create(shard::OptimizerStreamOptions(options.shard, largest),
-                                  t->ledger_));
+        shard::TileStream::Create(shard::OptimizerStreamOptions(t->sharded_->plan()), t->ledger_));
   }
   for (const shard::OwnedRange& r : t->sharded_->OwnedRanges()) {
     ACCEL_ASSIGN_OR_RETURN(optim::AdamW opt,
