@@ -255,7 +255,8 @@ void JobManager::StartAttempt(const JobRecord& job, const std::string& message) 
                               ".log");
     launch.ranks.push_back(std::move(r));
   }
-  absl::Status s = runner_->Launch(launch);
+  absl::StatusOr<std::string> launched = runner_->Launch(launch);
+  absl::Status s = launched.status();
   if (!s.ok()) {
     Log(store_->PutAttempt({job.id, attempt, gang.start_us, wall_clock_->NowMicros(),
                             absl::StrCat("failed: ", s.message())}),

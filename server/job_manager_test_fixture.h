@@ -14,10 +14,10 @@ namespace accel::server::testing {
 // Records launches and stops; tests decide how ranks end.
 class FakeRunner : public GangRunner {
  public:
-  absl::Status Launch(const GangLaunch& gang) override {
+  absl::StatusOr<std::string> Launch(const GangLaunch& gang) override {
     launches.push_back(gang);
     for (const RankLaunch& r : gang.ranks) live_.insert({gang.job_id, r.rank});
-    return absl::OkStatus();
+    return std::string();
   }
   void Stop(const std::string& job_id, int attempt, absl::Duration grace) override {
     stops.push_back(job_id + "/" + std::to_string(attempt));

@@ -71,7 +71,7 @@ void Supervisor::KillAndReap(Proc& p) {
   p.log_fd = -1;
 }
 
-absl::Status Supervisor::Launch(const GangLaunch& gang) {
+absl::StatusOr<std::string> Supervisor::Launch(const GangLaunch& gang) {
   std::vector<pid_t> started;
   auto fail = [&](absl::Status s) {
     for (pid_t pid : started) {
@@ -123,7 +123,7 @@ absl::Status Supervisor::Launch(const GangLaunch& gang) {
     ACCEL_LOG(info, "started {} attempt {} rank {}: pid {}", gang.job_id, gang.attempt, r.rank,
               pid);
   }
-  return absl::OkStatus();
+  return std::string();  // local ranks have no cluster name
 }
 
 void Supervisor::Stop(const std::string& job_id, int attempt, absl::Duration grace) {

@@ -29,7 +29,7 @@ class Supervisor final : public GangRunner {
   // Kills (SIGKILL) and reaps every live rank.
   ~Supervisor() override;
 
-  [[nodiscard]] absl::Status Launch(const GangLaunch& gang) override;
+  [[nodiscard]] absl::StatusOr<std::string> Launch(const GangLaunch& gang) override;
   void Stop(const std::string& job_id, int attempt, absl::Duration grace) override;
   void RequestCheckpoint(const std::string& job_id, int attempt) override;
   PollResult Poll() override;
