@@ -73,6 +73,14 @@ class Session {
     out_ << "job " << j.id() << " (" << j.spec().name() << "): " << StateName(j.state()) << "\n";
     out_ << "  attempt " << j.attempt() << ", restarts used " << j.restarts_used() << " of "
          << j.spec().max_restarts() << "\n";
+    const auto& r = j.spec().resources();
+    if (!r.launcher().empty() && r.launcher() != "local") {
+      out_ << "  launcher " << r.launcher() << ", " << std::max(1, r.nodes()) << " nodes x "
+           << r.num_processes() / std::max(1, r.nodes()) << " ranks"
+           << (j.placement().empty() ? "" : ", attempt " + std::to_string(j.attempt()) + " is " +
+                                                j.placement())
+           << "\n";
+    }
     out_ << "  step " << j.last_step() + 1 << "/" << j.spec().train().steps() << "\n";
     PrintPlan(j);
     out_ << "  submitted " << Time(j.submit_time_us()) << ", started " << Time(j.start_time_us())

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/base/status_macros.h"
+#include "rpc/job_placement.h"
 
 namespace accel::rpc {
 namespace {
@@ -153,6 +154,18 @@ std::string Resolve(const Ctx& c, const std::string& p) {
 Handler Path(const Ctx& c, std::function<void(const std::string&)> set) {
   return Str(c, [&c, set](const std::string& p) { set(Resolve(c, p)); });
 }
+// A launcher's settings: a mapping of known keys to text (numbers read as written).
+Handler Settings(const Ctx& c, const std::vector<std::string>& keys,
+                 google::protobuf::Map<std::string, std::string>* out) {
+  std::map<std::string, Handler> handlers;
+  for (const std::string& key : keys) {
+    handlers[key] = Str(c, [out, key](const std::string& v) { (*out)[key] = v; });
+  }
+  return [&c, handlers](const YAML::Node& n, const std::string& path) {
+    return Walk(c, n, path, handlers);
+  };
+}
+
 // Errors in a section are reported where the section starts when the key is absent.
 Handler Section(const Ctx& c, std::map<std::string, Handler> handlers) {
   return [&c, handlers](const YAML::Node& n, const std::string& path) {
@@ -215,7 +228,11 @@ absl::Status ParseInto(const Ctx& c, const YAML::Node& root, JobSpec& s) {
        Section(c, {{"num_processes", Int32(c, [r](int32_t v) { r->set_num_processes(v); })},
                    {"device", Str(c, [r](const std::string& v) { r->set_device(v); })},
                    {"threads_per_process",
-                    Int32(c, [r](int32_t v) { r->set_threads_per_process(v); })}})},
+                    Int32(c, [r](int32_t v) { r->set_threads_per_process(v); })},
+                   {"launcher", Str(c, [r](const std::string& v) { r->set_launcher(v); })},
+                   {"nodes", Int32(c, [r](int32_t v) { r->set_nodes(v); })},
+                   {"slurm", Settings(c, SlurmSettingKeys(), r->mutable_slurm())},
+                   {"kubernetes", Settings(c, KubernetesSettingKeys(), r->mutable_kubernetes())}})},
       {"sharding",
        Section(c, {{"strategy", Str(c, [sh](const std::string& v) { sh->set_strategy(v); })},
                    {"hybrid_group_size",

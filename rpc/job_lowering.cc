@@ -1,5 +1,7 @@
 #include "rpc/job_lowering.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
 #include "engine/config/mode.h"
@@ -76,6 +78,15 @@ absl::StatusOr<config::LoweredJob> LowerJobSpec(const accel::v1::JobSpec& spec,
   if (spec.resources().has_num_processes()) {
     in.launcher_world = spec.resources().num_processes();
     in.launcher_world_source = "resources.num_processes";
+  }
+  if (spec.resources().nodes() > 0) {
+    in.launcher_machines = spec.resources().nodes();
+    in.launcher_machines_source = "resources.nodes";
+    // A job file alone: a hybrid strategy with no group size shards within a node.
+    const int world = spec.resources().has_num_processes() ? spec.resources().num_processes() : 1;
+    if (shard::IsHybrid(in.job.shard.strategy) && in.job.shard.hybrid_group_size == 0) {
+      in.job.shard.hybrid_group_size = std::max(1, world / spec.resources().nodes());
+    }
   }
   in.check_files = check_files;
   return config::Lower(in, env);

@@ -171,5 +171,28 @@ TEST(JobLoweringTest, WhatAWorkerWouldRefuseIsRefusedHere) {
                                    HasSubstr("/proc/version")));
 }
 
+TEST(JobLoweringTest, HybridShardsWithinANodeWhenTheJobSpansNodes) {
+  // A job file alone: no group size, two nodes of two ranks.
+  accel::v1::JobSpec spec = Spec(4);
+  spec.mutable_sharding()->set_strategy("hybrid_shard");
+  spec.mutable_resources()->set_launcher("slurm");
+  spec.mutable_resources()->set_nodes(2);
+  absl::StatusOr<config::LoweredJob> job = LowerJobSpec(spec);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->options.shard.hybrid_group_size, 2);
+
+  // An Accelerate HYBRID_SHARD config that says one machine: resources.nodes wins, with a note.
+  accel::v1::JobSpec from_config = Spec(4);
+  from_config.mutable_resources()->set_nodes(2);
+  from_config.set_accelerate_config_path("hybrid.yaml");
+  from_config.set_accelerate_config_text(
+      "distributed_type: FSDP\nnum_machines: 1\nfsdp_config:\n"
+      "  fsdp_sharding_strategy: HYBRID_SHARD\n");
+  job = LowerJobSpec(from_config);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->options.shard.hybrid_group_size, 2);
+  EXPECT_THAT(job->notes, Contains(AllOf(HasSubstr("num_machines"), HasSubstr("resources.nodes"))));
+}
+
 }  // namespace
 }  // namespace accel::rpc

@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "engine/base/path_checks.h"
 #include "engine/base/status_macros.h"
+#include "rpc/job_placement.h"
 #include "engine/config/train_plan.h"
 #include "engine/model/gpt2_config.h"
 #include "engine/optim/lr_schedule.h"
@@ -165,13 +166,15 @@ absl::Status ValidateJobSpec(const JobSpec& s, bool check_files) {
                    absl::StrCat("must be at most ", kMaxThreadsPerProcess, ", got ",
                                 r.threads_per_process()));
   }
+  ACCEL_RETURN_IF_ERROR(ValidatePlacement(r, num_processes));
   // Whether the acceld has GPUs is acceld's to say (at submit).
   if (r.device() != "cpu" && r.device() != "cuda") {
     return Invalid("resources.device", absl::StrCat("must be cpu or cuda, got '", r.device(), "'"));
   }
   absl::StatusOr<shard::Strategy> strategy = shard::ParseStrategy(sh.strategy());
   if (!strategy.ok()) return Invalid("sharding.strategy", std::string(strategy.status().message()));
-  if (shard::IsHybrid(*strategy)) {
+  // Across nodes a hybrid job with no group size shards within a node (FSDP's rule).
+  if (shard::IsHybrid(*strategy) && !(NodesOf(r) > 1 && sh.hybrid_group_size() == 0)) {
     if (sh.hybrid_group_size() < 1 || num_processes % sh.hybrid_group_size() != 0) {
       return Invalid("sharding.hybrid_group_size",
                      absl::StrCat("hybrid sharding needs a group size that divides "

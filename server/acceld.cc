@@ -8,6 +8,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "engine/base/logging.h"
 #include "engine/base/status_macros.h"
 #include "rpc/job_file.h"
@@ -171,6 +173,7 @@ absl::StatusOr<std::unique_ptr<Acceld>> Acceld::Start(AcceldOptions o) {
   mo.stop_grace = o.stop_grace;
   mo.heartbeat_interval = o.heartbeat_interval;
   mo.retention = o.retention;
+  mo.default_launcher = o.launcher;
   d->manager_ = std::make_unique<JobManager>(mo, d->registry_.get(), d->events_.get(),
                                              d->store_.get(), d->supervisor_.get(),
                                              Env::Default(), WallClock::Default());
@@ -199,6 +202,7 @@ absl::StatusOr<std::unique_ptr<Acceld>> Acceld::Start(AcceldOptions o) {
                                  : absl::StrCat(host, ":", tcp_port);
   d->worker_address_ = tls ? absl::StrCat("unix:", o.unix_socket) : d->address_;
   d->manager_->SetWorkerAddress(d->worker_address_, host, tcp_port);
+  ACCEL_RETURN_IF_ERROR(d->AddClusterLaunchers(o, tcp_port));
   d->options_ = o;
 
   // A job whose stored spec no longer parses would be relaunched until its restarts ran out,
@@ -226,6 +230,49 @@ absl::StatusOr<std::unique_ptr<Acceld>> Acceld::Start(AcceldOptions o) {
             o.unix_socket.empty() || o.listen.empty() ? "" : absl::StrCat(" and unix:", o.unix_socket),
             o.cpu_slots, mo.gpus.size(), o.state_dir);
   return d;
+}
+
+absl::Status Acceld::AddClusterLaunchers(const AcceldOptions& o, int tcp_port) {
+  std::vector<std::string> names = o.launchers;
+  names.push_back(o.launcher);
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  bool remote = false;
+  for (const std::string& name : names) {
+    if (name != "local" && name != "slurm") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--launcher: '", name, "' is not local or slurm (kubernetes: see --kube-*)"));
+    }
+    remote = remote || name != "local";
+  }
+  if (!remote) return absl::OkStatus();
+  // Workers on other machines dial acceld over TCP: an address they can reach, asked for.
+  std::string address = o.advertise;
+  if (address.empty()) {
+    const std::string host = o.listen.substr(0, o.listen.rfind(':'));
+    const bool local_only = host.empty() || host == "0.0.0.0" || host == "[::]" || host == "::" ||
+                            host == "localhost" || absl::StartsWith(host, "127.") || host == "[::1]";
+    if (o.listen.empty() || local_only) {
+      return absl::InvalidArgumentError(
+          "--advertise: a cluster launcher's workers run on other machines; give the host:port "
+          "they dial (acceld listens on --listen, loopback unless asked)");
+    }
+    address = absl::StrCat(host, ":", tcp_port);
+  }
+  if (!o.tls_cert.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls-cert: workers of a cluster launcher cannot use TLS yet (see docs/deploy.md); "
+        "run acceld on a trusted cluster network with its per-attempt tokens");
+  }
+  manager_->SetClusterAddress(address);
+  for (const std::string& name : names) {
+    if (name != "slurm") continue;
+    cluster_launchers_.push_back(std::make_unique<SlurmLauncher>(o.slurm, Env::Default()));
+    manager_->AddLauncher(name, cluster_launchers_.back().get());
+  }
+  ACCEL_LOG(info, "launchers: {} (default {}); cluster workers dial {}", absl::StrJoin(names, ", "),
+            o.launcher, address);
+  return absl::OkStatus();
 }
 
 void Acceld::Shutdown() {

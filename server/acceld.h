@@ -18,6 +18,7 @@
 #include "server/retention.h"
 #include "server/services.h"
 #include "server/state_store.h"
+#include "server/slurm_launcher.h"
 #include "server/supervisor.h"
 
 namespace accel::server {
@@ -40,6 +41,13 @@ struct AcceldOptions {
   absl::Duration heartbeat_interval = absl::Seconds(2);
   // Ended jobs acceld forgets by itself (--keep-finished-jobs, --finished-job-ttl).
   RetentionPolicy retention{.keep_finished = 1000};
+  // Launchers (docs/deploy.md): the default of jobs that name none, and the others enabled
+  // besides local. A cluster launcher needs an address its nodes can dial: `advertise`
+  // (host:port), else --listen's when that is neither loopback nor a wildcard.
+  std::string launcher = "local";
+  std::vector<std::string> launchers;
+  std::string advertise;
+  SlurmOptions slurm;
 };
 
 class Acceld {
@@ -64,6 +72,9 @@ class Acceld {
   // The state directory's lock (held for the daemon's life; released last).
   std::shared_ptr<void> state_lock_;
   Acceld() = default;
+  // Makes the cluster launchers o.launcher and o.launchers name and tells the manager where
+  // their workers dial. InvalidArgument naming the flag.
+  absl::Status AddClusterLaunchers(const AcceldOptions& o, int tcp_port);
 
   AcceldOptions options_;
   std::string address_;
@@ -73,6 +84,7 @@ class Acceld {
   std::unique_ptr<EventLog> events_;
   std::unique_ptr<JobRegistry> registry_;
   std::unique_ptr<Supervisor> supervisor_;
+  std::vector<std::unique_ptr<GangRunner>> cluster_launchers_;
   std::unique_ptr<JobManager> manager_;
   std::unique_ptr<CoordinatorService> coordinator_;
   std::unique_ptr<WorkerServiceImpl> worker_service_;

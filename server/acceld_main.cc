@@ -72,6 +72,20 @@ int main(int argc, char** argv) {
   app.add_option("--finished-job-ttl", finished_ttl,
                  "forget ended jobs this long after they ended, e.g. 7d, 12h, 30m (0: never)")
       ->capture_default_str();
+  app.add_option("--launcher", o.launcher,
+                 "who starts a job's ranks when its job file names none: local | slurm")
+      ->capture_default_str();
+  app.add_option("--enable-launcher", o.launchers,
+                 "also accept jobs for this launcher (resources.launcher); repeatable")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--advertise", o.advertise,
+                 "host:port that workers on other machines dial (cluster launchers); default "
+                 "--listen's when it is not loopback");
+  app.add_option("--slurm-partition", o.slurm.partition, "sbatch --partition (a job's "
+                                                          "resources.slurm.partition wins)");
+  app.add_option("--slurm-account", o.slurm.account, "sbatch --account");
+  app.add_option("--slurm-time", o.slurm.time, "sbatch --time, e.g. 04:00:00");
+  app.add_option("--slurm-constraint", o.slurm.constraint, "sbatch --constraint");
   app.add_option("--log-level", log_level, "trace | debug | info | warn | error")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);

@@ -33,6 +33,11 @@ absl::StatusOr<JobRecord> JobRecordFromSpec(const accel::v1::JobSpec& spec,
   job.knobs.heartbeat_timeout_s = spec.heartbeat_timeout_s();
   job.knobs.stop_grace_s = spec.stop_grace_s();
   job.knobs.checkpoint_dir = spec.checkpoint().dir();
+  job.knobs.launcher = spec.resources().launcher().empty() ? "local" : spec.resources().launcher();
+  job.knobs.nodes = std::max(1, spec.resources().nodes());
+  const auto& settings = job.knobs.launcher == "slurm" ? spec.resources().slurm()
+                                                       : spec.resources().kubernetes();
+  for (const auto& [k, v] : settings) job.knobs.launcher_settings[k] = v;
   return job;
 }
 
@@ -53,6 +58,7 @@ accel::v1::Job JobToProto(const JobRecord& job, int64_t last_seq) {
   p.set_end_time_us(job.end_us);
   p.set_last_seq(last_seq);
   p.set_last_step(job.last_step);
+  p.set_placement(job.placement);
   return p;
 }
 

@@ -95,6 +95,9 @@ class GangRunner {
   // Whether the cluster has accepted the attempt but not started its ranks yet (queued in
   // Slurm, pods not scheduled): JobManager runs no registration deadline meanwhile.
   virtual bool Pending(const std::string& job_id, int attempt) const { return false; }
+  // Stops what an earlier acceld started for an attempt, by the name Launch returned (a Slurm
+  // job outlives the acceld that submitted it; local ranks died with it). Best effort.
+  virtual void Forget(const std::string& placement) {}
   // SIGTERM to every live rank of the attempt (to its process group), SIGKILL after `grace`.
   // Exits are reported by Poll like any other.
   virtual void Stop(const std::string& job_id, int attempt, absl::Duration grace) = 0;

@@ -46,7 +46,41 @@ JobManager::JobManager(ManagerOptions options, JobRegistry* registry, EventLog* 
       gpu_scheduler_(static_cast<int>(options_.gpus.size())),
       coordinator_address_(options_.coordinator_address),
       master_addr_(options_.master_addr),
-      master_port_(options_.master_port) {}
+      master_port_(options_.master_port) {
+  launchers_["local"] = runner_;
+}
+
+void JobManager::AddLauncher(const std::string& name, GangRunner* runner) {
+  launchers_[name] = runner;
+}
+
+void JobManager::SetClusterAddress(const std::string& address) {
+  absl::MutexLock lock(&mu_);
+  cluster_address_ = address;
+}
+
+GangRunner* JobManager::RunnerFor(const JobRecord& job) const {
+  auto it = launchers_.find(job.knobs.launcher);
+  return it == launchers_.end() ? nullptr : it->second;
+}
+
+absl::Status JobManager::Enqueue(const JobRecord& job) {
+  if (RunnerFor(job) == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "resources.launcher: this acceld has no ", job.knobs.launcher,
+        " launcher (acceld --launcher ", job.knobs.launcher, " enables it)"));
+  }
+  if (IsRemote(job)) {
+    remote_ready_.push_back(job.id);
+    return absl::OkStatus();
+  }
+  Scheduler* pool = Pool(job.knobs.device);
+  if (pool == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "resources.device: this acceld has no ", DeviceKindName(job.knobs.device), " slots any more"));
+  }
+  return pool->Enqueue(job.id, job.slots, job.priority, job.number);
+}
 
 void JobManager::SetWorkerAddress(const std::string& coordinator, const std::string& master_addr,
                                   int master_port) {
@@ -112,6 +146,16 @@ void JobManager::Log(const absl::Status& s, const char* what) {
 absl::StatusOr<JobRecord> JobManager::Submit(const JobRecord& job) {
   absl::MutexLock lock(&mu_);
   if (shutting_down_) return absl::UnavailableError("acceld is shutting down");
+  if (RunnerFor(job) == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "resources.launcher: this acceld has no ", job.knobs.launcher,
+        " launcher (acceld --launcher ", job.knobs.launcher, " enables it)"));
+  }
+  if (IsRemote(job)) {  // the cluster has the machines; its scheduler queues the job
+    ACCEL_ASSIGN_OR_RETURN(JobRecord created, registry_->Create(job));
+    remote_ready_.push_back(created.id);
+    return created;
+  }
   const std::string device = DeviceKindName(job.knobs.device);
   Scheduler* pool = Pool(job.knobs.device);
   if (pool == nullptr) {
@@ -157,7 +201,7 @@ void JobManager::StopGang(Gang& gang, StopReason reason, const std::string& erro
     gang.stop = reason;
   }
   if (gang.first_error.empty() && !error.empty()) gang.first_error = error;
-  runner_->Stop(gang.job_id, gang.attempt, gang.grace);
+  gang.runner->Stop(gang.job_id, gang.attempt, gang.grace);
 }
 
 Scheduler* JobManager::Pool(DeviceKind device) {
@@ -171,6 +215,8 @@ void JobManager::Unschedule(const std::string& job_id) {
     s->Release(job_id);
     s->Remove(job_id);
   }
+  remote_ready_.erase(std::remove(remote_ready_.begin(), remote_ready_.end(), job_id),
+                      remote_ready_.end());
 }
 
 std::vector<std::string> JobManager::RankEnv(const JobRecord& job, int attempt, int rank,
@@ -206,6 +252,34 @@ std::vector<std::string> JobManager::RankEnv(const JobRecord& job, int attempt, 
   return env;
 }
 
+void JobManager::DescribeForCluster(const JobRecord& job, const Gang& gang,
+                                    GangLaunch& launch) const {
+  launch.shape.nodes = std::max(1, job.knobs.nodes);
+  launch.shape.ranks_per_node = std::max(1, job.slots / launch.shape.nodes);
+  launch.shape.device = DeviceKindName(job.knobs.device);
+  launch.worker_argv.push_back(options_.worker_bin);
+  for (const std::string& a : options_.worker_args) launch.worker_argv.push_back(a);
+  // Only the job's own variables travel (acceld's environment means nothing on a compute
+  // node). Rank, world and node come from the cluster's variables in the worker
+  // (worker/launch_env.h); rendezvous goes through acceld's store, so no MASTER_ADDR; the
+  // token travels apart (a Secret, a 0600 file).
+  const std::vector<std::pair<std::string, std::string>> vars = {
+      {"TORCHELASTIC_RUN_ID", job.id},
+      {"TORCHELASTIC_RESTART_COUNT", std::to_string(job.restarts_used)},
+      {"TORCHELASTIC_MAX_RESTARTS", std::to_string(job.max_restarts)},
+      {"OMP_NUM_THREADS", std::to_string(job.knobs.threads)},
+      {"ACCEL_JOB_ID", job.id},
+      {"ACCEL_ATTEMPT", std::to_string(gang.attempt)},
+      {"ACCEL_COORDINATOR", cluster_address_.empty() ? coordinator_address_ : cluster_address_},
+      {"ACCEL_NODES", std::to_string(launch.shape.nodes)},
+      {"ACCEL_RANKS_PER_NODE", std::to_string(launch.shape.ranks_per_node)},
+  };
+  for (const auto& [k, v] : vars) launch.shared_env.push_back(absl::StrCat(k, "=", v));
+  launch.token = gang.token;
+  launch.log_dir = absl::StrCat(options_.log_dir, "/", job.id, "/attempt-", gang.attempt);
+  launch.settings = job.knobs.launcher_settings;
+}
+
 void JobManager::StartAttempt(const JobRecord& job, const std::string& message) {
   const int attempt = job.attempt + 1;
   absl::StatusOr<JobRecord> started = registry_->Transition(
@@ -228,6 +302,7 @@ void JobManager::StartAttempt(const JobRecord& job, const std::string& message) 
   gang.grace = knobs.stop_grace_s > 0 ? absl::Seconds(knobs.stop_grace_s) : options_.stop_grace;
   gang.start_us = wall_clock_->NowMicros();
   gang.can_checkpoint = !knobs.checkpoint_dir.empty();
+  gang.runner = RunnerFor(job);
   const int64_t now = clock_->NowMicros();
   for (RankState& r : gang.ranks) r.last_seen_us = now;
   Log(store_->PutAttempt({job.id, attempt, gang.start_us, 0, ""}), "store attempt");
@@ -255,7 +330,12 @@ void JobManager::StartAttempt(const JobRecord& job, const std::string& message) 
                               ".log");
     launch.ranks.push_back(std::move(r));
   }
-  absl::StatusOr<std::string> launched = runner_->Launch(launch);
+  if (IsRemote(job)) DescribeForCluster(*started, gang, launch);
+  absl::StatusOr<std::string> launched =
+      gang.runner != nullptr
+          ? gang.runner->Launch(launch)
+          : absl::FailedPreconditionError(
+                absl::StrCat("this acceld has no ", knobs.launcher, " launcher"));
   absl::Status s = launched.status();
   if (!s.ok()) {
     Log(store_->PutAttempt({job.id, attempt, gang.start_us, wall_clock_->NowMicros(),
@@ -264,6 +344,14 @@ void JobManager::StartAttempt(const JobRecord& job, const std::string& message) 
     EndJob(job.id, JobState::kFailed, absl::StrCat("cannot start the workers: ", s.message()),
            absl::StrCat("cannot start the workers: ", s.message()));
     return;
+  }
+  gang.placement = *launched;
+  if (!gang.placement.empty()) {
+    Log(store_->PutAttempt({job.id, attempt, gang.start_us, 0, "", gang.placement}),
+        "store attempt");
+    Log(registry_->Update(job.id, [&](JobRecord& j) { j.placement = gang.placement; }),
+        "store placement");
+    Notice(job.id, attempt, absl::StrCat("attempt ", attempt, " placed as ", gang.placement));
   }
   tokens_[gang.token] = WorkerIdentity{job.id, attempt};
   gangs_[job.id] = std::move(gang);

@@ -63,6 +63,8 @@ struct ManagerOptions {
   absl::Duration tick_interval = absl::Milliseconds(50);
   std::function<std::string()> new_token;  // job tokens; random when unset
   RetentionPolicy retention;               // which ended jobs acceld forgets by itself
+  // The launcher of a job that names none (acceld --launcher): local, slurm or kubernetes.
+  std::string default_launcher = "local";
 };
 
 // Who a worker token belongs to.
@@ -118,6 +120,14 @@ class JobManager {
 
   // Requeues what an earlier acceld left unfinished. Call once, before Start().
   [[nodiscard]] absl::Status Recover();
+  // Adds a launcher that places ranks on other machines ("slurm", "kubernetes"); the runner
+  // given to the constructor is "local". Jobs naming it skip acceld's slot pools: the cluster
+  // queues them. Call before Recover() and Start(); does not own `runner`.
+  void AddLauncher(const std::string& name, GangRunner* runner);
+  // The address workers on other machines dial (ACCEL_COORDINATOR of cluster launches);
+  // unset: the local workers' address.
+  void SetClusterAddress(const std::string& address);
+  const std::string& default_launcher() const { return options_.default_launcher; }
   // Where workers reach acceld (ACCEL_COORDINATOR, MASTER_ADDR, MASTER_PORT), known only once
   // the server listens; call before Start().
   void SetWorkerAddress(const std::string& coordinator, const std::string& master_addr,
@@ -183,6 +193,8 @@ class JobManager {
     bool can_checkpoint = false;  // the spec has a checkpoint.dir
     // Asked to checkpoint: when to stop the ranks that have not exited (steady clock); -1: not.
     int64_t checkpoint_deadline_us = -1;
+    GangRunner* runner = nullptr;  // the job's launcher
+    std::string placement;         // the cluster's name for the attempt ("" local)
   };
 
   void StartAttempt(const JobRecord& job, const std::string& message)
@@ -211,6 +223,16 @@ class JobManager {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The pool of a device kind: the CPU scheduler, the GPU one, or null (no such pool).
   Scheduler* Pool(DeviceKind device) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The job's launcher, or null when this acceld has none of that name.
+  GangRunner* RunnerFor(const JobRecord& job) const;
+  // Whether the job's ranks go to a cluster (slurm, kubernetes) rather than acceld's pools.
+  static bool IsRemote(const JobRecord& job) { return job.knobs.launcher != "local"; }
+  // Queues the job where its launcher takes it: a slot pool, or the remote list that the next
+  // Tick starts (the cluster queues it). FailedPrecondition naming the pool or launcher.
+  absl::Status Enqueue(const JobRecord& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The GangLaunch fields a remote launcher reads (shape, shared command and environment).
+  void DescribeForCluster(const JobRecord& job, const Gang& gang, GangLaunch& launch) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<JobRecord> DeleteLocked(const std::string& job_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Applies options_.retention when its interval has passed since the last sweep (and at the
@@ -223,7 +245,8 @@ class JobManager {
   JobRegistry* const registry_;
   EventLog* const events_;
   StateStore* const store_;
-  GangRunner* const runner_;
+  GangRunner* const runner_;                       // the local launcher
+  std::map<std::string, GangRunner*> launchers_;   // by name, "local" included
   Clock* const clock_;
   Clock* const wall_clock_;
 
@@ -232,7 +255,9 @@ class JobManager {
   Scheduler gpu_scheduler_ ABSL_GUARDED_BY(mu_);  // one slot per options_.gpus entry
   std::map<std::string, Gang> gangs_ ABSL_GUARDED_BY(mu_);  // by job id
   std::map<std::string, WorkerIdentity> tokens_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> remote_ready_ ABSL_GUARDED_BY(mu_);  // remote jobs to start next Tick
   std::string coordinator_address_ ABSL_GUARDED_BY(mu_);
+  std::string cluster_address_ ABSL_GUARDED_BY(mu_);
   std::string master_addr_ ABSL_GUARDED_BY(mu_);
   int master_port_ ABSL_GUARDED_BY(mu_) = 0;
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;

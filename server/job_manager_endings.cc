@@ -29,7 +29,8 @@ void JobManager::EndJob(const std::string& job_id, JobState state, const std::st
 
 void JobManager::EndAttempt(const Gang& gang, const std::string& outcome) {
   Log(store_->PutAttempt(
-          {gang.job_id, gang.attempt, gang.start_us, wall_clock_->NowMicros(), outcome}),
+          {gang.job_id, gang.attempt, gang.start_us, wall_clock_->NowMicros(), outcome,
+           gang.placement}),
       "store attempt");
 }
 
@@ -118,7 +119,12 @@ void JobManager::FinishGang(const std::string& job_id) {
 
 void JobManager::Tick() {
   absl::MutexLock lock(&mu_);
-  PollResult poll = runner_->Poll();
+  PollResult poll;
+  for (const auto& [name, runner] : launchers_) {
+    PollResult one = runner->Poll();
+    for (RankExit& x : one.exits) poll.exits.push_back(std::move(x));
+    for (RankLogLine& l : one.lines) poll.lines.push_back(std::move(l));
+  }
   if (!poll.lines.empty()) {
     // One transaction per job.
     std::map<std::string, std::vector<Event>> by_job;
@@ -150,7 +156,11 @@ void JobManager::Tick() {
       ACCEL_LOG(warn, "{} attempt {}: no checkpoint within the grace period; stopping the gang",
                 id, gang.attempt);
       gang.checkpoint_deadline_us = -1;
-      runner_->Stop(id, gang.attempt, gang.grace);
+      gang.runner->Stop(id, gang.attempt, gang.grace);
+    }
+    // Queued in the cluster: no rank can register yet, so no deadline runs.
+    if (gang.stop == StopReason::kNone && gang.runner->Pending(id, gang.attempt)) {
+      for (RankState& rs : gang.ranks) rs.last_seen_us = now;
     }
     if (gang.stop == StopReason::kNone) {
       for (size_t r = 0; r < gang.ranks.size(); ++r) {
@@ -174,6 +184,12 @@ void JobManager::Tick() {
 
   if (shutting_down_) return;
   SweepRetention();
+  std::vector<std::string> remote;
+  remote.swap(remote_ready_);
+  for (const std::string& id : remote) {
+    absl::StatusOr<JobRecord> job = registry_->Get(id);
+    if (job.ok()) StartAttempt(*job, job->state == JobState::kRestarting ? "resuming: " : "");
+  }
   for (Scheduler* pool : {&scheduler_, &gpu_scheduler_}) {
     for (const Scheduler::Placement& p : pool->Schedule()) {
       absl::StatusOr<JobRecord> job = registry_->Get(p.job_id);

@@ -23,6 +23,11 @@ absl::Status JobManager::Recover() {
       for (const AttemptRecord& a : attempts) {
         if (a.attempt == job.attempt) open = a;
       }
+      // Workers a cluster runs do not die with acceld: stop what that attempt left running.
+      GangRunner* runner = RunnerFor(job);
+      if (IsRemote(job) && runner != nullptr && !open.placement.empty()) {
+        runner->Forget(open.placement);
+      }
       if (open.end_us == 0) {
         open.end_us = wall_clock_->NowMicros();
         open.outcome = "interrupted: acceld stopped";
@@ -35,12 +40,7 @@ absl::Status JobManager::Recover() {
                                         "'s workers are gone; restarting without using a restart"))
               .status());
     }
-    Scheduler* pool = Pool(job.knobs.device);
-    absl::Status s = pool == nullptr
-                         ? absl::FailedPreconditionError(absl::StrCat(
-                               "resources.device: this acceld has no ",
-                               DeviceKindName(job.knobs.device), " slots any more"))
-                         : pool->Enqueue(job.id, job.slots, job.priority, job.number);
+    absl::Status s = Enqueue(job);
     if (!s.ok()) {
       EndJob(job.id, JobState::kFailed, std::string(s.message()), std::string(s.message()));
     }
@@ -102,7 +102,7 @@ void JobManager::Drain() {
       if (ShouldCheckpointOnShutdown(gang)) {
         gang.stop = StopReason::kShutdown;
         gang.checkpoint_deadline_us = now + absl::ToInt64Microseconds(gang.grace);
-        runner_->RequestCheckpoint(id, gang.attempt);
+        gang.runner->RequestCheckpoint(id, gang.attempt);
         Notice(id, gang.attempt,
                absl::StrCat("acceld is stopping: asked the ", gang.ranks.size(),
                             " ranks to checkpoint at the next step boundary (grace ",
@@ -120,7 +120,9 @@ void JobManager::Drain() {
     Tick();  // reaps, takes the checkpoint reports' exits, enforces the deadlines
     {
       absl::MutexLock lock(&mu_);
-      if (gangs_.empty() && runner_->live() == 0) return;
+      int live = 0;
+      for (const auto& [name, runner] : launchers_) live += runner->live();
+      if (gangs_.empty() && live == 0) return;
     }
     clock_->SleepForMicros(absl::ToInt64Microseconds(options_.tick_interval));
   }

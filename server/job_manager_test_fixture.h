@@ -17,7 +17,8 @@ class FakeRunner : public GangRunner {
   absl::StatusOr<std::string> Launch(const GangLaunch& gang) override {
     launches.push_back(gang);
     for (const RankLaunch& r : gang.ranks) live_.insert({gang.job_id, r.rank});
-    return std::string();
+    if (cluster.empty()) return std::string();
+    return cluster + " job " + std::to_string(launches.size());
   }
   void Stop(const std::string& job_id, int attempt, absl::Duration grace) override {
     stops.push_back(job_id + "/" + std::to_string(attempt));
@@ -35,6 +36,8 @@ class FakeRunner : public GangRunner {
     return r;
   }
   int live() const override { return static_cast<int>(live_.size()); }
+  bool Pending(const std::string& job_id, int attempt) const override { return pending; }
+  void Forget(const std::string& placement) override { forgotten.push_back(placement); }
 
   void Exit(const std::string& job, int attempt, int rank, int code, int signal = 0,
             std::string tail = "") {
@@ -53,6 +56,9 @@ class FakeRunner : public GangRunner {
   std::vector<std::string> checkpoint_requests;
   std::vector<int> on_request_exit;  // ranks that checkpoint and exit when asked
   std::vector<int> on_stop_exit;     // ranks that die of the next Stop's SIGTERM
+  std::string cluster;               // non-empty: a cluster launcher ("slurm job <n>")
+  bool pending = false;              // what Pending() answers
+  std::vector<std::string> forgotten;
 
  private:
   std::vector<RankExit> pending_;

@@ -62,7 +62,11 @@ grpc::Status CoordinatorService::SubmitJob(grpc::ServerContext* ctx,
                                            const accel::v1::SubmitJobRequest* req,
                                            accel::v1::SubmitJobResponse* resp) {
   if (grpc::Status s = CheckClient(ctx); !s.ok()) return s;
-  const accel::v1::JobSpec& spec = req->spec();
+  accel::v1::JobSpec spec = req->spec();
+  // The stored spec says where the job runs, whatever acceld's default later becomes.
+  if (spec.resources().launcher().empty()) {
+    spec.mutable_resources()->set_launcher(d_.manager->default_launcher());
+  }
   if (absl::Status s = rpc::ValidateJobSpec(spec, /*check_files=*/true); !s.ok()) {
     return ToGrpc(absl::InvalidArgumentError(s.message()));
   }

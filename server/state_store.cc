@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
+#include "nlohmann/json.hpp"
 #include "server/sqlite_stmt.h"
 
 namespace accel::server {
@@ -85,6 +86,16 @@ constexpr const char* kSchemaV3 = R"sql(
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 INSERT OR IGNORE INTO meta (key, value)
   SELECT 'next_job_number', COALESCE(MAX(number), 0) + 1 FROM jobs;
+)sql";
+
+// Version 4: launchers. Where a job's ranks run (local, slurm, kubernetes, on how many nodes) and
+// the cluster's name for each attempt ("slurm job 4711").
+constexpr const char* kSchemaV4 = R"sql(
+ALTER TABLE jobs ADD COLUMN launcher TEXT NOT NULL DEFAULT 'local';
+ALTER TABLE jobs ADD COLUMN nodes INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE jobs ADD COLUMN placement TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN launcher_settings TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE attempts ADD COLUMN placement TEXT NOT NULL DEFAULT '';
 )sql";
 
 }  // namespace
@@ -175,6 +186,7 @@ absl::Status StateStore::Migrate() {
     absl::Status s = v < 1 ? Exec(kSchemaV1) : absl::OkStatus();
     if (s.ok() && v < 2) s = Exec(kSchemaV2);
     if (s.ok() && v < 3) s = Exec(kSchemaV3);
+    if (s.ok() && v < 4) s = Exec(kSchemaV4);
     if (s.ok()) s = Exec(absl::StrCat("PRAGMA user_version=", kSchemaVersion).c_str());
     return s;
   });
@@ -188,7 +200,8 @@ absl::Status StateStore::Write(const JobRecord* job, const std::vector<Event>& e
               "INSERT OR REPLACE INTO jobs (id, number, name, spec_json, slots, priority, "
               "max_restarts, state, attempt, restarts_used, error, submit_us, start_us, end_us, "
               "last_step, plan_json, device, threads, heartbeat_timeout_s, stop_grace_s, "
-              "checkpoint_dir) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+              "checkpoint_dir, launcher, nodes, placement, launcher_settings) "
+              "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
       if (!st.ok()) return Error("prepare job");
       st.Text(1, job->id);
       st.Int(2, job->number);
@@ -211,6 +224,10 @@ absl::Status StateStore::Write(const JobRecord* job, const std::vector<Event>& e
       st.Real(19, job->knobs.heartbeat_timeout_s);
       st.Real(20, job->knobs.stop_grace_s);
       st.Text(21, job->knobs.checkpoint_dir);
+      st.Text(22, job->knobs.launcher);
+      st.Int(23, job->knobs.nodes);
+      st.Text(24, job->placement);
+      st.Text(25, nlohmann::json(job->knobs.launcher_settings).dump());
       if (st.Step() != SQLITE_DONE) return Error("write job");
       Stmt counter(db_,
                    "UPDATE meta SET value = MAX(value, ?) WHERE key = 'next_job_number'");
@@ -244,7 +261,9 @@ absl::StatusOr<std::vector<JobRecord>> StateStore::LoadJobs() {
   Stmt st(db_,
           "SELECT id, number, name, spec_json, slots, priority, max_restarts, state, attempt, "
           "restarts_used, error, submit_us, start_us, end_us, last_step, plan_json, device, "
-          "threads, heartbeat_timeout_s, stop_grace_s, checkpoint_dir FROM jobs ORDER BY number");
+          "threads, heartbeat_timeout_s, stop_grace_s, checkpoint_dir, launcher, nodes, placement, "
+          "launcher_settings "
+          "FROM jobs ORDER BY number");
   if (!st.ok()) return Error("prepare load jobs");
   std::vector<JobRecord> jobs;
   int rc;
@@ -281,6 +300,18 @@ absl::StatusOr<std::vector<JobRecord>> StateStore::LoadJobs() {
     j.knobs.heartbeat_timeout_s = st.ColReal(18);
     j.knobs.stop_grace_s = st.ColReal(19);
     j.knobs.checkpoint_dir = st.ColText(20);
+    j.knobs.launcher = st.ColText(21);
+    j.knobs.nodes = static_cast<int>(st.ColInt(22));
+    j.placement = st.ColText(23);
+    const nlohmann::json settings =
+        nlohmann::json::parse(st.ColText(24), nullptr, /*allow_exceptions=*/false);
+    if (!settings.is_object()) {
+      return absl::DataLossError(
+          absl::StrCat("state database: job ", j.id, ": launcher_settings is not a JSON object"));
+    }
+    for (const auto& [k, v] : settings.items()) {
+      if (v.is_string()) j.knobs.launcher_settings[k] = v.get<std::string>();
+    }
     jobs.push_back(std::move(j));
   }
   if (rc != SQLITE_DONE) return Error("load jobs");

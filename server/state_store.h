@@ -26,7 +26,7 @@ struct sqlite3;
 
 namespace accel::server {
 
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 
 class StateStore {
  public:

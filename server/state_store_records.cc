@@ -12,14 +12,15 @@ namespace accel::server {
 absl::Status StateStore::PutAttempt(const AttemptRecord& a) {
   absl::MutexLock lock(&mu_);
   Stmt st(db_,
-          "INSERT OR REPLACE INTO attempts (job_id, attempt, start_us, end_us, outcome) "
-          "VALUES (?,?,?,?,?)");
+          "INSERT OR REPLACE INTO attempts (job_id, attempt, start_us, end_us, outcome, "
+          "placement) VALUES (?,?,?,?,?,?)");
   if (!st.ok()) return Error("prepare attempt");
   st.Text(1, a.job_id);
   st.Int(2, a.attempt);
   st.Int(3, a.start_us);
   st.Int(4, a.end_us);
   st.Text(5, a.outcome);
+  st.Text(6, a.placement);
   if (st.Step() != SQLITE_DONE) return Error("write attempt");
   return absl::OkStatus();
 }
@@ -27,7 +28,7 @@ absl::Status StateStore::PutAttempt(const AttemptRecord& a) {
 absl::StatusOr<std::vector<AttemptRecord>> StateStore::ListAttempts(const std::string& job_id) {
   absl::MutexLock lock(&mu_);
   Stmt st(db_,
-          "SELECT attempt, start_us, end_us, outcome FROM attempts WHERE job_id = ? "
+          "SELECT attempt, start_us, end_us, outcome, placement FROM attempts WHERE job_id = ? "
           "ORDER BY attempt");
   if (!st.ok()) return Error("prepare list attempts");
   st.Text(1, job_id);
@@ -35,7 +36,7 @@ absl::StatusOr<std::vector<AttemptRecord>> StateStore::ListAttempts(const std::s
   int rc;
   while ((rc = st.Step()) == SQLITE_ROW) {
     out.push_back({job_id, static_cast<int>(st.ColInt(0)), st.ColInt(1), st.ColInt(2),
-                   st.ColText(3)});
+                   st.ColText(3), st.ColText(4)});
   }
   if (rc != SQLITE_DONE) return Error("list attempts");
   return out;

@@ -147,6 +147,10 @@ TEST(StateStoreTest, MigratesAVersionOneDatabaseReadingKnobsFromTheSpecs) {
       max_restarts INTEGER NOT NULL, state TEXT NOT NULL, attempt INTEGER NOT NULL,
       restarts_used INTEGER NOT NULL, error TEXT NOT NULL, submit_us INTEGER NOT NULL,
       start_us INTEGER NOT NULL, end_us INTEGER NOT NULL, last_step INTEGER NOT NULL);
+    CREATE TABLE attempts (job_id TEXT NOT NULL, attempt INTEGER NOT NULL,
+      start_us INTEGER NOT NULL, end_us INTEGER NOT NULL, outcome TEXT NOT NULL,
+      PRIMARY KEY (job_id, attempt));
+    INSERT INTO attempts VALUES ('job-1', 1, 5, 6, 'failed: x');
     INSERT INTO jobs VALUES ('job-1', 1, 'old',
       '{"resources":{"device":"cuda","threads_per_process":4},"stop_grace_s":3,"checkpoint":{"dir":"/ck"}}',
       2, 0, 0, 'QUEUED', 0, 0, '', 1, 0, 0, -1);
@@ -167,6 +171,49 @@ TEST(StateStoreTest, MigratesAVersionOneDatabaseReadingKnobsFromTheSpecs) {
   EXPECT_EQ((*jobs)[1].knobs.device, DeviceKind::kCpu);
   EXPECT_EQ((*jobs)[1].knobs.threads, 1);
   EXPECT_EQ((*jobs)[1].knobs.checkpoint_dir, "");
+  // Version 4: jobs stored before launchers ran locally on one node; attempts have no placement.
+  EXPECT_EQ((*jobs)[0].knobs.launcher, "local");
+  EXPECT_EQ((*jobs)[0].knobs.nodes, 1);
+  EXPECT_TRUE((*jobs)[0].knobs.launcher_settings.empty());
+  auto attempts = (*store)->ListAttempts("job-1");
+  ASSERT_TRUE(attempts.ok()) << attempts.status();
+  ASSERT_EQ(attempts->size(), 1u);
+  EXPECT_EQ((*attempts)[0].outcome, "failed: x");
+  EXPECT_EQ((*attempts)[0].placement, "");
+}
+
+// A job on a cluster keeps its launcher, nodes, settings and the cluster's name for its newest
+// attempt across a reopen.
+TEST(StateStoreTest, KeepsWhereAJobsRanksRun) {
+  const std::string path = FreshTestDir() + "/state.db";
+  {
+    auto store = StateStore::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    JobRecord job;
+    job.id = "job-1";
+    job.number = 1;
+    job.spec_json = "{}";
+    job.knobs.launcher = "slurm";
+    job.knobs.nodes = 2;
+    job.knobs.launcher_settings = {{"partition", "debug"}, {"time", "10"}};
+    job.placement = "slurm job 42";
+    ASSERT_TRUE((*store)->Write(&job, {}).ok());
+    ASSERT_TRUE((*store)->PutAttempt({"job-1", 1, 10, 0, "", "slurm job 42"}).ok());
+  }
+  auto store = StateStore::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto jobs = (*store)->LoadJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_EQ((*jobs)[0].knobs.launcher, "slurm");
+  EXPECT_EQ((*jobs)[0].knobs.nodes, 2);
+  EXPECT_EQ((*jobs)[0].knobs.launcher_settings,
+            (std::map<std::string, std::string>{{"partition", "debug"}, {"time", "10"}}));
+  EXPECT_EQ((*jobs)[0].placement, "slurm job 42");
+  auto attempts = (*store)->ListAttempts("job-1");
+  ASSERT_TRUE(attempts.ok());
+  ASSERT_EQ(attempts->size(), 1u);
+  EXPECT_EQ((*attempts)[0].placement, "slurm job 42");
 }
 
 // Probes of issue 16: a zero-length state.db silently started fresh (reusing job-1); a damaged

@@ -18,10 +18,6 @@
 namespace accel::server {
 namespace {
 
-constexpr size_t kMaxLineBytes = 4096;
-constexpr size_t kTailLines = 8;
-constexpr size_t kReadChunk = 64 * 1024;
-
 // Runs in the child between fork and exec: only async-signal-safe calls.
 [[noreturn]] void ExecChild(pid_t parent, int log_fd, char* const* argv, char* const* envp) {
   setpgid(0, 0);
@@ -67,8 +63,6 @@ void Supervisor::KillAndReap(Proc& p) {
   int status;
   while (waitpid(p.pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (p.log_fd >= 0) close(p.log_fd);
-  p.log_fd = -1;
 }
 
 absl::StatusOr<std::string> Supervisor::Launch(const GangLaunch& gang) {
@@ -89,13 +83,8 @@ absl::StatusOr<std::string> Supervisor::Launch(const GangLaunch& gang) {
       return fail(absl::UnavailableError(
           absl::StrCat("cannot open worker log ", r.log_path, ": ", strerror(errno))));
     }
-    int read_fd = open(r.log_path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (read_fd < 0) {
-      close(write_fd);
-      return fail(absl::UnavailableError(
-          absl::StrCat("cannot read worker log ", r.log_path, ": ", strerror(errno))));
-    }
-    lseek(read_fd, 0, SEEK_END);  // only this attempt's output
+    auto proc = std::make_unique<Proc>();
+    proc->log.Follow(r.log_path);  // before the child writes: every line of this attempt
     // Everything the child needs is built before fork: it may not allocate afterwards.
     std::vector<char*> argv, envp;
     for (const std::string& a : r.argv) argv.push_back(const_cast<char*>(a.c_str()));
@@ -106,18 +95,15 @@ absl::StatusOr<std::string> Supervisor::Launch(const GangLaunch& gang) {
     pid_t pid = fork();
     if (pid < 0) {
       close(write_fd);
-      close(read_fd);
       return fail(absl::UnavailableError(absl::StrCat("fork: ", strerror(errno))));
     }
     if (pid == 0) ExecChild(parent, write_fd, argv.data(), envp.data());
     setpgid(pid, pid);  // also in the parent, so a Stop right away reaches the group
     close(write_fd);
-    auto proc = std::make_unique<Proc>();
     proc->job_id = gang.job_id;
     proc->attempt = gang.attempt;
     proc->rank = r.rank;
     proc->pid = pid;
-    proc->log_fd = read_fd;
     procs_[pid] = std::move(proc);
     started.push_back(pid);
     ACCEL_LOG(info, "started {} attempt {} rank {}: pid {}", gang.job_id, gang.attempt, r.rank,
@@ -148,34 +134,6 @@ void Supervisor::RequestCheckpoint(const std::string& job_id, int attempt) {
   }
 }
 
-void Supervisor::ReadLog(Proc& p, std::vector<RankLogLine>& lines, bool final) {
-  if (p.log_fd < 0) return;
-  char buf[kReadChunk];
-  auto emit = [&](std::string line) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    p.tail.push_back(line);
-    if (p.tail.size() > kTailLines) p.tail.pop_front();
-    lines.push_back({p.job_id, p.attempt, p.rank, std::move(line)});
-  };
-  // Bounded per call so one chatty rank cannot stall the loop; the rest comes next time.
-  for (int chunks = 0; chunks < 16 || final; ++chunks) {
-    ssize_t n = read(p.log_fd, buf, sizeof(buf));
-    if (n <= 0) break;
-    for (ssize_t i = 0; i < n; ++i) {
-      if (buf[i] == '\n') {
-        emit(std::move(p.partial));
-        p.partial.clear();
-      } else if (p.partial.size() < kMaxLineBytes) {
-        p.partial.push_back(buf[i]);
-      }
-    }
-  }
-  if (final && !p.partial.empty()) {
-    emit(std::move(p.partial));
-    p.partial.clear();
-  }
-}
-
 PollResult Supervisor::Poll() {
   PollResult out;
   const int64_t now = clock_->NowMicros();
@@ -184,7 +142,9 @@ PollResult Supervisor::Poll() {
     int status = 0;
     pid_t r = waitpid(p.pid, &status, WNOHANG);
     const bool exited = r == p.pid || (r < 0 && errno == ECHILD);
-    ReadLog(p, out.lines, exited);
+    p.log.Read(exited, [&](std::string line) {
+      out.lines.push_back({p.job_id, p.attempt, p.rank, std::move(line)});
+    });
     if (!exited) {
       if (p.kill_at_us >= 0 && now >= p.kill_at_us) {
         kill(-p.pid, SIGKILL);
@@ -206,11 +166,10 @@ PollResult Supervisor::Poll() {
     } else {
       e.exit_code = -1;  // reaped by someone else: unknown
     }
-    for (const std::string& line : p.tail) absl::StrAppend(&e.log_tail, line, "\n");
+    e.log_tail = p.log.Tail();
     ACCEL_LOG(info, "{} attempt {} rank {} (pid {}) {}", p.job_id, p.attempt, p.rank, p.pid,
               e.Describe());
     out.exits.push_back(std::move(e));
-    if (p.log_fd >= 0) close(p.log_fd);
     it = procs_.erase(it);
   }
   return out;

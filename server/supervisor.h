@@ -11,7 +11,6 @@
 #include <sys/types.h>
 
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -19,6 +18,7 @@
 
 #include "engine/base/env.h"
 #include "server/gang_runner.h"
+#include "server/log_tail.h"
 
 namespace accel::server {
 
@@ -43,13 +43,9 @@ class Supervisor final : public GangRunner {
     int attempt = 0;
     int rank = 0;
     pid_t pid = -1;
-    int log_fd = -1;  // read side, tails the log file
-    std::string partial;  // an unfinished last line
-    std::deque<std::string> tail;
+    LogTail log;  // the rank's log file, from where this attempt started writing
     int64_t kill_at_us = -1;  // SIGKILL deadline once stopped
   };
-  // Reads what was appended to the log since the last call.
-  void ReadLog(Proc& p, std::vector<RankLogLine>& lines, bool final);
   void KillAndReap(Proc& p);
 
   Clock* const clock_;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -57,6 +58,10 @@ struct JobKnobs {
   double heartbeat_timeout_s = 0;  // 0: the daemon's default
   double stop_grace_s = 0;         // 0: the daemon's default
   std::string checkpoint_dir;      // empty: the job saves no checkpoints
+  std::string launcher = "local";  // resources.launcher as acceld resolved it: local | slurm | kubernetes
+  int nodes = 1;                   // resources.nodes: machines the ranks span
+  // resources.slurm / resources.kubernetes of the job's launcher, by key ("partition").
+  std::map<std::string, std::string> launcher_settings;
 };
 
 struct JobRecord {
@@ -77,6 +82,7 @@ struct JobRecord {
   int64_t start_us = 0;
   int64_t end_us = 0;
   int64_t last_step = -1;
+  std::string placement;  // the cluster's name for the newest attempt ("slurm job 4711"); "" local
 };
 
 struct AttemptRecord {
@@ -85,6 +91,7 @@ struct AttemptRecord {
   int64_t start_us = 0;
   int64_t end_us = 0;   // 0 while running
   std::string outcome;  // "", "succeeded", "failed: ...", "cancelled", "interrupted"
+  std::string placement;  // the cluster's name for it; "" for the local launcher
 };
 
 struct CheckpointRecord {

@@ -44,7 +44,10 @@ struct ConfigInputs {
   // The launcher's process count (--num-processes, WORLD_SIZE, --world-size, the job's
   // resources.num_processes): wins over the file's num_processes, with a warning naming both.
   std::optional<int> num_processes;
-  std::string num_processes_source = "--num-processes";  // names it in messages
+  std::string num_processes_source = "--num-processes";
+  // The launcher's machine count: wins over the file's num_machines, with a warning.
+  std::optional<int> num_machines;
+  std::string num_machines_source = "resources.nodes";  // names it in messages
   std::optional<PrecisionMode> mixed_precision;  // --mixed-precision
   DefaultProfile defaults = DefaultProfile::kLauncher;
   bool job_complete = false;

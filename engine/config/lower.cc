@@ -83,6 +83,8 @@ absl::StatusOr<TrainPlan> Resolve(const LoweringInputs& in, const model::Gpt2Con
   ci.job_complete = true;
   ci.num_processes = in.launcher_world;
   ci.num_processes_source = in.launcher_world_source;
+  ci.num_machines = in.launcher_machines;
+  ci.num_machines_source = in.launcher_machines_source;
   // A YAML named but not read: the resolver opens it, and the JSON it names beside it.
   if (in.accelerate.given() && in.accelerate.text.empty()) return ResolvePlan(ci, env);
   std::optional<Document> json;

@@ -57,6 +57,10 @@ struct LoweringInputs {
   // both. Unset: the file's count (1 without a file).
   std::optional<int> launcher_world;
   std::string launcher_world_source = "--num-processes";
+  // The launcher's machine count (the job's resources.nodes, SLURM_NNODES): wins over the
+  // file's num_machines, with a warning; the hybrid strategies shard within a machine.
+  std::optional<int> launcher_machines;
+  std::string launcher_machines_source = "resources.nodes";
   // Whether the job's accumulation and clipping were chosen (else a DeepSpeed file's own values
   // are not reported as overriding defaults nobody chose).
   bool accumulation_given = true;

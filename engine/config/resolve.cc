@@ -58,6 +58,15 @@ void ResolveProcesses(Context& c) {
     p.num_processes = 1;
   }
   p.num_machines = c.yaml.num_machines.value_or(1);
+  if (c.inputs.num_machines.has_value()) {
+    if (c.yaml.num_machines.has_value() && *c.yaml.num_machines != *c.inputs.num_machines) {
+      c.YamlWarn({"num_machines"},
+                 absl::StrCat("the file says ", *c.yaml.num_machines, ", ",
+                              c.inputs.num_machines_source, " says ", *c.inputs.num_machines,
+                              "; running on ", *c.inputs.num_machines, " (the launcher's wins)"));
+    }
+    p.num_machines = std::max(1, *c.inputs.num_machines);
+  }
   p.machine_rank = c.yaml.machine_rank.value_or(0);
   if (p.machine_rank >= p.num_machines) {
     c.YamlError({"machine_rank"}, absl::StrCat(p.machine_rank, " is not below num_machines ",
