@@ -385,10 +385,11 @@ absl::Status RunStandalone(StandaloneFlags f) {
         f.train.shard.hybrid_group_size));
     f.train.shard.hybrid_group_size = launch.local_world_size;
   }
-  if (rank == 0 && world > 1) {
-    ACCEL_LOG(info, "launch: {}", DescribeLaunchEnv(launch));
-  }
   if (rank == 0) PrintResolvedMode(f.train, resolved, f.output == "json");
+  if (rank == 0 && world > 1 && f.output == "text" && launch.source != "none") {
+    std::printf("launch: %s\n", DescribeLaunchEnv(launch).c_str());  // JSON: stdout stays records
+    std::fflush(stdout);
+  }
   if (f.device != "cpu" && f.device != "cuda") {
     return absl::InvalidArgumentError(
         absl::StrCat("--device must be cpu or cuda, got ", f.device));
