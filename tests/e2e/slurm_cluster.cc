@@ -45,22 +45,6 @@ std::string ShortHostName() {
   return s.substr(0, s.find('.'));
 }
 
-// A TCP port the kernel just handed out and released (slurmctld binds it on every address).
-int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_ANY);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
 std::string Tail(const std::string& path, size_t bytes = 1500) {
   const std::string all = ReadAll(path);
   return all.size() <= bytes ? all : all.substr(all.size() - bytes);

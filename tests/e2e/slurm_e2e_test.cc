@@ -4,7 +4,6 @@
 // (worker/launch_env.h) and trains to the same final parameters as the same gang run locally,
 // meeting in a directory. Nothing is left behind: no Slurm job, no process in the nodes, no
 // daemon, namespace or /etc/hosts line. Needs root; skips with the one-line reason otherwise.
-#include <dirent.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -25,22 +24,6 @@ namespace accel::testing {
 namespace {
 
 using ::testing::HasSubstr;
-
-// Every pid whose command line mentions `needle`.
-std::vector<pid_t> ProcessesMentioning(const std::string& needle) {
-  std::vector<pid_t> out;
-  DIR* proc = ::opendir("/proc");
-  if (proc == nullptr) return out;
-  while (dirent* e = ::readdir(proc)) {
-    const pid_t pid = std::atoi(e->d_name);
-    if (pid <= 0 || pid == ::getpid()) continue;
-    std::string cmdline = ReadAll(absl::StrCat("/proc/", pid, "/cmdline"));
-    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
-    if (absl::StrContains(cmdline, needle)) out.push_back(pid);
-  }
-  ::closedir(proc);
-  return out;
-}
 
 class SlurmE2eTest : public ::testing::Test {
  protected:
@@ -86,11 +69,13 @@ class SlurmE2eTest : public ::testing::Test {
   }
 
   // srun across the cluster's two nodes; srun's output (every task's) is returned.
-  std::string RunSlurm(int per_node, const std::string& strategy) {
+  std::string RunSlurm(int per_node, const std::string& strategy,
+                       std::vector<std::string> extra = {}) {
     std::vector<std::string> argv = {"srun", "-N2", absl::StrCat("--ntasks-per-node=", per_node),
                                      "--kill-on-bad-exit=1"};
     const std::vector<std::string> worker = Worker("slurm", strategy);
     argv.insert(argv.end(), worker.begin(), worker.end());
+    argv.insert(argv.end(), extra.begin(), extra.end());
     const SlurmCluster::Result r = cluster_->Client(argv, 300);
     EXPECT_EQ(r.status, 0) << r.output;
     // The step is over: the job leaves the queue (after COMPLETING, bounded) and no task or
@@ -150,6 +135,17 @@ TEST_F(SlurmE2eTest, HybridShardShardsWithinANode) {
   RunLocal(4, "hybrid_shard", {"--hybrid-group-size", "2"});
   const std::string out = RunSlurm(2, "hybrid_shard");
   EXPECT_THAT(out, HasSubstr("(hybrid group 2)"));
+  ExpectSameTraining();
+}
+
+// One Slurm task per node running the node's ranks (accel-worker --nproc-per-node 2), as a
+// site that gives whole nodes to one task does: the same 2 x 2 gang.
+TEST_F(SlurmE2eTest, OneTaskPerNodeRunsTheNodesRanks) {
+  RunLocal(4, "full_shard");
+  const std::string out = RunSlurm(1, "full_shard", {"--nproc-per-node", "2"});
+  EXPECT_THAT(out, HasSubstr(absl::StrCat("rank 0 of 4 (node 0 of 2, local rank 0 of 2) from "
+                                          "torchrun; rank 0's store at ",
+                                          cluster_->node_name(0), ":29500")));
   ExpectSameTraining();
 }
 
