@@ -10,6 +10,7 @@ PACKAGES=(
   nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev liburing-dev
   clang  # scripts/fuzz.sh: libFuzzer, ASan and UBSan
   libdnnl-dev ocl-icd-opencl-dev  # dnnl-config.cmake finds OpenCL (libdnnl-dev only recommends it)
+  slurm-wlm munge  # tests/e2e/slurm_cluster.h: a real Slurm cluster in network namespaces (ctest -L slurm)
 )
 
 missing=()

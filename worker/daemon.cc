@@ -25,6 +25,8 @@
 #include "rpc/grpc_store.h"
 #include "rpc/status.h"
 #include "worker/job_spec.h"
+#include "worker/launch_env.h"
+#include "worker/local_address.h"
 #include "engine/config/mode.h"
 #include "worker/rank_runner.h"
 #include "worker/reporter.h"
@@ -66,24 +68,6 @@ class CheckpointRequests {
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
-
-absl::StatusOr<std::string> Need(const char* name) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "$", name, " is not set: daemon mode runs under acceld (use --standalone otherwise)"));
-  }
-  return std::string(v);
-}
-
-absl::StatusOr<int> NeedInt(const char* name) {
-  ACCEL_ASSIGN_OR_RETURN(std::string v, Need(name));
-  int out;
-  if (!absl::SimpleAtoi(v, &out)) {
-    return absl::InvalidArgumentError(absl::StrCat("$", name, " must be an integer, got ", v));
-  }
-  return out;
-}
 
 // Register, retrying while acceld is momentarily unreachable.
 absl::StatusOr<v1::Assignment> Register(v1::WorkerService::Stub* stub, const DaemonEnv& env) {
@@ -181,19 +165,53 @@ class DaemonSink final : public RankSink {
 }  // namespace
 
 absl::StatusOr<DaemonEnv> DaemonEnvFromEnvironment() {
+  return DaemonEnvFromVars(ProcessLaunchVars());
+}
+
+absl::StatusOr<DaemonEnv> DaemonEnvFromVars(const LaunchVars& vars) {
+  auto need = [&vars](const char* name) -> absl::StatusOr<std::string> {
+    auto it = vars.find(name);
+    if (it == vars.end() || it->second.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "$", name, " is not set: daemon mode runs under acceld (use --standalone otherwise)"));
+    }
+    return it->second;
+  };
   DaemonEnv env;
-  ACCEL_ASSIGN_OR_RETURN(env.coordinator, Need("ACCEL_COORDINATOR"));
-  ACCEL_ASSIGN_OR_RETURN(env.job_id, Need("ACCEL_JOB_ID"));
-  ACCEL_ASSIGN_OR_RETURN(env.attempt, NeedInt("ACCEL_ATTEMPT"));
-  ACCEL_ASSIGN_OR_RETURN(env.token, Need("ACCEL_WORKER_TOKEN"));
-  ACCEL_ASSIGN_OR_RETURN(env.rank, NeedInt("RANK"));
-  ACCEL_ASSIGN_OR_RETURN(env.world_size, NeedInt("WORLD_SIZE"));
-  if (env.world_size < 1 || env.rank < 0 || env.rank >= env.world_size) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("$RANK ", env.rank, " is outside $WORLD_SIZE ", env.world_size));
+  ACCEL_ASSIGN_OR_RETURN(env.coordinator, need("ACCEL_COORDINATOR"));
+  ACCEL_ASSIGN_OR_RETURN(env.job_id, need("ACCEL_JOB_ID"));
+  ACCEL_ASSIGN_OR_RETURN(std::string attempt, need("ACCEL_ATTEMPT"));
+  if (!absl::SimpleAtoi(attempt, &env.attempt)) {
+    return absl::InvalidArgumentError(absl::StrCat("$ACCEL_ATTEMPT must be an integer, got ", attempt));
   }
+  ACCEL_ASSIGN_OR_RETURN(env.token, need("ACCEL_WORKER_TOKEN"));
+  // acceld's local launcher sets torchrun's variables; under its Slurm launcher srun sets
+  // Slurm's, under Kubernetes the pod has its completion index (worker/launch_env.h).
+  ACCEL_ASSIGN_OR_RETURN(LaunchEnv launch, ResolveLaunchEnv(vars));
+  if (launch.source == "none") {
+    return absl::InvalidArgumentError(
+        "$RANK is not set (nor SLURM_PROCID or JOB_COMPLETION_INDEX): daemon mode runs under "
+        "acceld (use --standalone otherwise)");
+  }
+  env.rank = launch.rank;
+  env.world_size = launch.world_size;
+  env.local_world_size = launch.local_world_size;
+  env.launch_source = launch.source;
   return env;
 }
+
+namespace {
+
+// The address this rank's gloo device listens on: loopback when acceld is reached over
+// loopback or a unix socket (every rank is on its machine), else this host's address on the
+// route to acceld, which the ranks on other hosts can reach.
+absl::StatusOr<std::string> GlooListenAddress(const std::string& coordinator) {
+  const auto [host, port] = SplitTarget(coordinator);
+  if (IsLoopbackHost(host)) return std::string("127.0.0.1");
+  return LocalAddressToward(host, port > 0 ? port : 1, "ACCEL_COORDINATOR");
+}
+
+}  // namespace
 
 absl::StatusOr<DaemonOutcome> RunDaemonWorker() {
   ACCEL_ASSIGN_OR_RETURN(DaemonEnv env, DaemonEnvFromEnvironment());
@@ -248,15 +266,13 @@ absl::StatusOr<DaemonOutcome> RunDaemonWorker(const DaemonEnv& env) {
   }
   spec.rank = env.rank;
   spec.world = env.world_size;
-  // acceld runs the job's ranks on its machine and says how many (LOCAL_WORLD_SIZE).
-  if (const char* local = std::getenv("LOCAL_WORLD_SIZE"); local != nullptr) {
-    spec.local_ranks = std::max(1, std::atoi(local));
-  }
+  spec.local_ranks = env.local_world_size;  // this gang's ranks on this machine
   spec.device = run.device;
   spec.cuda_device = 0;
   spec.store = store.get();
   spec.prefix = assignment.rendezvous_prefix();
   spec.gloo.timeout = spec.timeout = run.comm_timeout;
+  ACCEL_ASSIGN_OR_RETURN(spec.gloo.hostname, GlooListenAddress(env.coordinator));
   DaemonSink sink(reporter, checkpoint_requests, env.rank, run.log_every, steps_done);
   absl::StatusOr<RankOutcome> ran = RunRank(spec, sink);
   const bool stopped_on_request = ran.ok() && ran->stopped_on_request;

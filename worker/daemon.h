@@ -1,8 +1,9 @@
 // accel-worker's daemon mode: one rank of a job that acceld started. Reads the environment
 // acceld (or any launcher speaking the same contract) set — ACCEL_COORDINATOR, ACCEL_JOB_ID,
-// ACCEL_ATTEMPT, ACCEL_WORKER_TOKEN, RANK, WORLD_SIZE — then:
+// ACCEL_ATTEMPT, ACCEL_WORKER_TOKEN, and the rank (worker/launch_env.h) — then:
 //   Register -> Assignment (job spec, world, rendezvous prefix)
-//   -> rendezvous through acceld's KV (rpc::GrpcStore) -> gloo communicators for the plan
+//   -> rendezvous through acceld's KV (rpc::GrpcStore) -> gloo communicators for the plan,
+//      listening on loopback when acceld is local, else on this host's address toward acceld
 //   -> Trainer -> metrics (rank 0, every log_every steps), memory (every rank, after setup,
 //      after the first step and at the end) and checkpoint events on one ReportEvents stream,
 //      with a heartbeat every assignment.heartbeat_interval_s from a thread of its own
@@ -22,6 +23,7 @@
 
 #include <signal.h>
 
+#include <map>
 #include <string>
 
 #include "absl/status/status.h"
@@ -35,6 +37,8 @@ struct DaemonEnv {
   int attempt = 0;
   int rank = 0;
   int world_size = 0;
+  int local_world_size = 1;  // ranks of this gang on this machine
+  std::string launch_source;  // worker/launch_env.h: "torchrun", "slurm", "kubernetes"
   std::string token;
 };
 
@@ -48,8 +52,11 @@ enum class DaemonOutcome {
 inline constexpr int kCheckpointSignal = SIGUSR1;
 inline constexpr int kExitCheckpointed = 3;
 
-// InvalidArgument naming the first missing or malformed variable.
+// InvalidArgument naming the first missing or malformed variable. The rank and world come from
+// worker/launch_env.h: torchrun's variables (acceld's local launcher), Slurm's (its slurm
+// launcher: srun sets them, acceld sets only the ACCEL_* ones) or a Kubernetes pod's.
 [[nodiscard]] absl::StatusOr<DaemonEnv> DaemonEnvFromEnvironment();
+[[nodiscard]] absl::StatusOr<DaemonEnv> DaemonEnvFromVars(const std::map<std::string, std::string>& vars);
 
 // Blocks kCheckpointSignal in the calling thread (and so in every thread it starts) for the rest
 // of the process: call it from the main thread before any other thread exists.

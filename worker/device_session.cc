@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/base/logging.h"
 #include "engine/base/status_macros.h"
+#include "worker/launch_env.h"
 
 #if defined(ACCEL_WORKER_CUDA)
 #include "engine/tensor/cuda/device.h"
@@ -36,9 +37,12 @@ absl::StatusOr<int> ChooseDevice(int rank, int requested) {
     device = rank;
     if (visible == 1) {
       device = 0;
-    } else if (const char* v = std::getenv("LOCAL_RANK"); v != nullptr &&
-                                                           !absl::SimpleAtoi(v, &device)) {
-      return absl::InvalidArgumentError(absl::StrCat("LOCAL_RANK is not a number: ", v));
+    } else {
+      // The rank within this machine from whatever placed it (LOCAL_RANK, SLURM_LOCALID, a
+      // pod's LOCAL_RANK): worker/launch_env.h.
+      absl::StatusOr<LaunchEnv> launch = ResolveLaunchEnv(ProcessLaunchVars());
+      if (!launch.ok()) return launch.status();
+      if (launch->source != "none") device = launch->local_rank;
     }
   }
   if (device < 0 || device >= visible) {

@@ -4,8 +4,9 @@
 // device — whose train::Trainer the worker then drives exactly as it drives the CPU one
 // (progress, metrics, checkpoints, stop requests, restarts).
 //
-// The device is `device` when >= 0; otherwise LOCAL_RANK (default: the rank) among the visible
-// ones, or the only visible one (acceld gives each rank one GPU by CUDA_VISIBLE_DEVICES).
+// The device is `device` when >= 0; otherwise the rank within this machine (worker/launch_env.h:
+// LOCAL_RANK, SLURM_LOCALID, ...; the rank without a launcher) among the visible ones, or the
+// only visible one (acceld gives each rank one GPU by CUDA_VISIBLE_DEVICES).
 // Options the device trainer refuses are refused first, before any device or peer is looked
 // for. Built with the CUDA path and NCCL (ACCEL_WORKER_CUDA); otherwise Unimplemented, saying
 // so.

@@ -6,6 +6,8 @@
 #include "CLI/CLI.hpp"
 #include "engine/base/logging.h"
 #include "worker/daemon.h"
+#include "worker/node_launcher.h"
+#include "worker/standalone_config.h"
 #include "worker/standalone.h"
 
 int main(int argc, char** argv) {
@@ -19,11 +21,26 @@ int main(int argc, char** argv) {
   app.add_flag("--standalone", standalone, "train in this process, without acceld");
   app.add_option("--log-level", log_level, "trace | debug | info | warn | error")
       ->capture_default_str();
+  int nproc_per_node = 0;
+  app.add_option("--nproc-per-node", nproc_per_node,
+                 "run this node's K ranks as child processes (a pod or one Slurm task per "
+                 "node; docs/worker.md)");
   accel::worker::AddStandaloneFlags(app, flags);
   CLI11_PARSE(app, argc, argv);
   if (!accel::SetLogLevel(log_level)) {
     std::fprintf(stderr, "accel-worker: unknown --log-level %s\n", log_level.c_str());
     return 2;
+  }
+  if (nproc_per_node > 0) {
+    std::optional<accel::worker::MultiNodeKeys> keys;
+    if (!flags.config.empty()) keys = accel::worker::PeekMultiNodeKeys(flags.config);
+    absl::StatusOr<std::vector<accel::worker::LaunchVars>> ranks = accel::worker::NodeRankVars(
+        accel::worker::ProcessLaunchVars(), nproc_per_node, keys);
+    if (!ranks.ok()) {
+      std::fprintf(stderr, "accel-worker: %s\n", std::string(ranks.status().message()).c_str());
+      return 2;
+    }
+    return accel::worker::RunNodeLauncher(std::vector<std::string>(argv, argv + argc), *ranks);
   }
   if (!standalone) {
     // Daemon mode: started by acceld with the job's environment (ACCEL_COORDINATOR, RANK, ...).

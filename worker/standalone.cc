@@ -16,6 +16,8 @@
 #include "engine/config/train_plan.h"
 #include "engine/comm/file_store.h"
 #include "engine/kernels/threading.h"
+#include "engine/shard/shard_plan.h"
+#include "worker/launch_env.h"
 #include "worker/standalone_config.h"
 #include "worker/rank_runner.h"
 #include "worker/torchrun_store.h"
@@ -165,12 +167,6 @@ void AddStandaloneFlags(CLI::App& app, StandaloneFlags& f) {
 }
 
 namespace {
-
-int EnvInt(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
-  return std::atoi(v);
-}
 
 // "resident 851204 kB, peak 2201004 kB" from /proc/self/status (VmRSS, VmHWM): what the kernel
 // says this process holds in RAM, which offload to files lowers and the ledger cannot show.
@@ -337,8 +333,13 @@ absl::Status RunStandalone(StandaloneFlags f) {
         absl::StrCat("--backward-prefetch ", prefetch.status().message()));
   }
   f.train.shard.backward_prefetch = *prefetch;
-  const int rank = f.rank >= 0 ? f.rank : EnvInt("RANK", 0);
-  const int world = f.world_size >= 0 ? f.world_size : EnvInt("WORLD_SIZE", 1);
+  // Where this rank sits: torchrun's, Slurm's or a Kubernetes pod's variables, else the
+  // Accelerate config's multi-node keys (worker/launch_env.h); --rank / --world-size win.
+  std::optional<MultiNodeKeys> config_keys;
+  if (!f.config.empty()) config_keys = PeekMultiNodeKeys(f.config);
+  ACCEL_ASSIGN_OR_RETURN(LaunchEnv launch, ResolveLaunchEnv(ProcessLaunchVars(), config_keys));
+  const int rank = f.rank >= 0 ? f.rank : launch.rank;
+  const int world = f.world_size >= 0 ? f.world_size : launch.world_size;
   if (world < 1 || rank < 0 || rank >= world) {
     return absl::InvalidArgumentError(
         absl::StrCat("rank ", rank, " is outside a world of ", world, " ranks"));
@@ -361,42 +362,65 @@ absl::Status RunStandalone(StandaloneFlags f) {
     f.train.shard.master_dtype = DType::kBF16;
   }
   // The one lowering: --config / --deepspeed-config replace defaults, not typed flags.
-  const char* world_source = f.world_size >= 0            ? "--world-size"
-                             : std::getenv("WORLD_SIZE") ? "WORLD_SIZE"
-                                                         : "this one process (no --world-size "
-                                                           "or WORLD_SIZE)";
+  const std::string world_source = f.world_size >= 0           ? "--world-size"
+                                   : launch.source == "torchrun" ? "WORLD_SIZE"
+                                   : launch.source == "slurm"    ? "SLURM_NTASKS"
+                                   : launch.source == "kubernetes"
+                                       ? "ACCEL_NODES x ACCEL_RANKS_PER_NODE"
+                                   : launch.source == "accelerate config"
+                                       ? "num_processes"
+                                       : "this one process (no --world-size, WORLD_SIZE or "
+                                         "SLURM_NTASKS)";
+  // FSDP's rule: a hybrid plan on several nodes shards within a node and replicates across
+  // (a config's num_machines says the same, unless it disagrees with the launcher).
+  const bool node_groups = launch.num_nodes > 1 && world == launch.world_size &&
+                           !f.given.contains("--hybrid-group-size");
+  if (node_groups) f.train.shard.hybrid_group_size = launch.local_world_size;
   ACCEL_ASSIGN_OR_RETURN(StandaloneConfig resolved, ApplyStandaloneConfig(&f, world, world_source));
+  if (node_groups && shard::IsHybrid(f.train.shard.strategy) &&
+      f.train.shard.hybrid_group_size != launch.local_world_size) {
+    resolved.notes.push_back(absl::StrCat(
+        "hybrid group size ", launch.local_world_size, " (the ranks of one node of ",
+        launch.num_nodes, ", from ", launch.source, ") instead of ",
+        f.train.shard.hybrid_group_size));
+    f.train.shard.hybrid_group_size = launch.local_world_size;
+  }
   if (rank == 0) PrintResolvedMode(f.train, resolved, f.output == "json");
+  if (rank == 0 && world > 1 && f.output == "text" && launch.source != "none") {
+    std::printf("launch: %s\n", DescribeLaunchEnv(launch).c_str());  // JSON: stdout stays records
+    std::fflush(stdout);
+  }
   if (f.device != "cpu" && f.device != "cuda") {
     return absl::InvalidArgumentError(
         absl::StrCat("--device must be cpu or cuda, got ", f.device));
   }
 
   // The gang of `world` ranks meets in the rendezvous directory, or at rank 0's store on
-  // MASTER_ADDR:MASTER_PORT (torchrun's variables).
+  // the launch environment's master address and port.
   NetworkRendezvous rdzv;  // outlives the rank: rank 0 serves until training ends
   std::unique_ptr<comm::Store> store;
   RankSpec spec;
   spec.gloo.timeout = spec.timeout = absl::Seconds(f.comm_timeout_s);
   if (world > 1) {
-    ACCEL_ASSIGN_OR_RETURN(std::optional<TorchrunEnv> torchrun, TorchrunEnvFromEnvironment());
     if (!f.rdzv_dir.empty()) {
       ACCEL_ASSIGN_OR_RETURN(store, comm::FileStore::Open(f.rdzv_dir));
-    } else if (torchrun.has_value()) {
-      ACCEL_ASSIGN_OR_RETURN(rdzv, StartTorchrunRendezvous(*torchrun, rank,
+    } else if (!launch.master_addr.empty()) {
+      const char* token = std::getenv("ACCEL_RDZV_TOKEN");
+      const TorchrunEnv at{launch.master_addr, launch.master_port, token ? token : ""};
+      ACCEL_ASSIGN_OR_RETURN(rdzv, StartTorchrunRendezvous(at, rank,
                                                            absl::Seconds(f.comm_timeout_s)));
       store = std::move(rdzv.store);
       spec.gloo.hostname = rdzv.local_address;
     } else {
       return absl::InvalidArgumentError(absl::StrCat(
           "a world of ", world, " ranks needs --rdzv-dir (a directory all ranks share) or "
-          "torchrun's MASTER_ADDR and MASTER_PORT"));
+          "rank 0's address: MASTER_ADDR, a Slurm node list, or main_process_ip"));
     }
   }
   spec.options = f.train;
   spec.rank = rank;
   spec.world = world;
-  spec.local_ranks = std::max(1, EnvInt("LOCAL_WORLD_SIZE", 1));
+  spec.local_ranks = launch.local_world_size;
   spec.device = f.device;
   spec.store = store.get();
   spec.prefix = f.run_id;

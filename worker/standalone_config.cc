@@ -1,5 +1,6 @@
 #include "worker/standalone_config.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <set>
@@ -8,10 +9,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/base/status_macros.h"
+#include "engine/config/accelerate_yaml.h"
+#include "engine/config/document.h"
 #include "engine/config/lower.h"
 #include "engine/config/mode.h"
-
-extern char** environ;
 
 namespace accel::worker {
 namespace {
@@ -67,16 +68,6 @@ const std::vector<std::pair<std::string, Copy>>& FlagFields() {
   return *table;
 }
 
-config::EnvMap ProcessEnvironment() {
-  config::EnvMap env;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    std::string kv(*e);
-    const size_t eq = kv.find('=');
-    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  return env;
-}
-
 }  // namespace
 
 absl::StatusOr<StandaloneConfig> ApplyStandaloneConfig(StandaloneFlags* f, int world,
@@ -85,7 +76,7 @@ absl::StatusOr<StandaloneConfig> ApplyStandaloneConfig(StandaloneFlags* f, int w
   in.job = f->train;
   if (!f->config.empty()) in.accelerate = {f->config, ""};
   if (!f->deepspeed_config.empty()) in.deepspeed = {f->deepspeed_config, ""};
-  in.env = ProcessEnvironment();
+  in.env = ProcessLaunchVars();  // the same map type as config::EnvMap
   in.launcher_world = world;
   in.launcher_world_source = std::string(world_source);
   in.accumulation_given = f->given.contains("--grad-accum");
@@ -107,6 +98,24 @@ absl::StatusOr<StandaloneConfig> ApplyStandaloneConfig(StandaloneFlags* f, int w
   out.source = std::move(lowered.source);
   out.notes = std::move(lowered.notes);
   return out;
+}
+
+std::optional<MultiNodeKeys> PeekMultiNodeKeys(const std::string& path, Env* env) {
+  absl::StatusOr<std::string> text = ReadFileToString(env, path);
+  if (!text.ok()) return std::nullopt;
+  absl::StatusOr<config::Document> doc = config::ParseYamlDocument(*text, path);
+  if (!doc.ok()) return std::nullopt;
+  config::Diagnostics ignored;  // the lowering reports them
+  const config::AccelerateConfig c = config::ReadAccelerateConfig(*doc, &ignored);
+  MultiNodeKeys keys;
+  keys.file = path;
+  keys.num_processes = c.num_processes.value_or(0);
+  keys.num_machines = std::max(1, c.num_machines.value_or(1));
+  keys.machine_rank = c.machine_rank.value_or(0);
+  keys.main_process_ip = c.main_process_ip.value_or("");
+  keys.main_process_port = c.main_process_port.value_or(0);
+  keys.rdzv_backend = c.rdzv_backend.value_or("");
+  return keys;
 }
 
 void PrintResolvedMode(const train::TrainOptions& options, const StandaloneConfig& config,

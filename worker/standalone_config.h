@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/base/env.h"
+#include "worker/launch_env.h"
 #include "worker/standalone.h"
 
 namespace accel::worker {
@@ -31,6 +32,12 @@ struct StandaloneConfig {
 // file and key or the flag.
 [[nodiscard]] absl::StatusOr<StandaloneConfig> ApplyStandaloneConfig(
     StandaloneFlags* f, int world, std::string_view world_source, Env* env = Env::Default());
+
+// The multi-node keys of the Accelerate YAML at `path` (num_processes, num_machines,
+// machine_rank, main_process_ip, main_process_port, rdzv_backend), read before the lowering
+// because they decide the world it runs on. nullopt when the file cannot be read or parsed:
+// the lowering reports that, naming the file and key.
+std::optional<MultiNodeKeys> PeekMultiNodeKeys(const std::string& path, Env* env = Env::Default());
 
 // Prints the resolved mode (engine/config/mode.h DescribeMode) and the notes: text lines on
 // stdout, or one {"event":"mode",...} JSON line when json.

@@ -1,6 +1,6 @@
 // Rendezvous for a gang started the torchrun way (torchrun, srun, a Kubernetes indexed job, or
-// by hand): every rank has MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE (LOCAL_RANK and
-// LOCAL_WORLD_SIZE are read for messages only; a CPU rank needs no device index). Rank 0 serves
+// by hand): worker/launch_env.h finds rank 0's address and port (MASTER_ADDR, the Slurm node
+// list, an Accelerate config's main_process_ip) and this rank. Rank 0 serves
 // the key-value store (rpc::StoreServer) on MASTER_PORT, and every rank, rank 0 included, uses
 // it through rpc::GrpcStore — the same client daemon workers use against acceld. The store only
 // bootstraps the communicators; gloo's own connections go rank to rank.
@@ -27,14 +27,10 @@
 namespace accel::worker {
 
 struct TorchrunEnv {
-  std::string master_addr;
-  int master_port = 0;
+  std::string master_addr;  // LaunchEnv::master_addr
+  int master_port = 0;      // LaunchEnv::master_port
   std::string token;  // ACCEL_RDZV_TOKEN
 };
-
-// nullopt when MASTER_ADDR or MASTER_PORT is unset; InvalidArgument naming the variable when
-// MASTER_PORT is not a port number.
-[[nodiscard]] absl::StatusOr<std::optional<TorchrunEnv>> TorchrunEnvFromEnvironment();
 
 struct NetworkRendezvous {
   std::unique_ptr<rpc::StoreServer> server;  // rank 0 only; serves until destroyed

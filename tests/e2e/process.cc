@@ -1,10 +1,14 @@
 #include "tests/e2e/process.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -67,6 +71,36 @@ int WaitProcess(const ChildProcess& child, double timeout_s) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+}
+
+int FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::vector<pid_t> ProcessesMentioning(const std::string& needle) {
+  std::vector<pid_t> out;
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return out;
+  while (dirent* e = ::readdir(proc)) {
+    const pid_t pid = std::atoi(e->d_name);
+    if (pid <= 0 || pid == ::getpid()) continue;
+    std::string cmdline = ReadAll("/proc/" + std::to_string(pid) + "/cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(needle) != std::string::npos) out.push_back(pid);
+  }
+  ::closedir(proc);
+  return out;
 }
 
 std::string ReadAll(const std::string& path) {

@@ -26,6 +26,11 @@ int WaitProcess(const ChildProcess& child, double timeout_s);
 // deadlines, sized for a loaded machine, then fail on time alone. A malformed value exits the
 // test with a one-line error.
 double TimeScale();
+// A TCP port the kernel just handed out (bound on every address) and released: free unless
+// something races for it. -1 when binding fails.
+int FreePort();
+// Pids (other than this process) whose command line contains `needle`: what a test left running.
+std::vector<pid_t> ProcessesMentioning(const std::string& needle);
 std::string ReadAll(const std::string& path);
 
 }  // namespace accel::testing

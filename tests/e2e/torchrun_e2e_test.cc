@@ -2,9 +2,12 @@
 // environment and no --rdzv-dir, rank 0 serving the rendezvous store; the plan taken from an
 // Accelerate config (--config). Real processes, real gloo over 127.0.0.1.
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -21,20 +24,6 @@ namespace {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
-
-// A port the kernel just handed out and released: free unless something races for it.
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return -1;
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
 
 class TorchrunE2eTest : public ::testing::Test {
  protected:
@@ -69,6 +58,19 @@ class TorchrunE2eTest : public ::testing::Test {
     }
     return losses;
   }
+  // The reference gang: 2 ranks, full_shard by flags, meeting in a directory; rank 0's
+  // metrics in dir.jsonl.
+  void RunFullShardInDirectory() {
+    std::vector<ChildProcess> ranks;
+    for (int r = 0; r < 2; ++r) {
+      ranks.push_back(StartProcess(
+          Worker({}, {"--world-size", "2", "--rank", std::to_string(r), "--rdzv-dir",
+                      dir_ + "/rdzv", "--strategy", "full_shard", "--metrics-out",
+                      dir_ + "/dir.jsonl"}),
+          dir_, "dir" + std::to_string(r)));
+    }
+    for (auto& c : ranks) ASSERT_EQ(WaitProcess(c, 120), 0) << ReadAll(c.stderr_path);
+  }
   std::string dir_;
 };
 
@@ -85,21 +87,13 @@ fsdp_config:
 
 TEST_F(TorchrunE2eTest, TorchrunEnvAndConfigTrainLikeTheRdzvDirRun) {
   // Reference: the same strategy by flags, meeting in a directory.
-  std::vector<ChildProcess> ranks;
-  for (int r = 0; r < 2; ++r) {
-    ranks.push_back(StartProcess(
-        Worker({}, {"--world-size", "2", "--rank", std::to_string(r), "--rdzv-dir",
-                    dir_ + "/rdzv", "--strategy", "full_shard", "--metrics-out",
-                    dir_ + "/dir.jsonl"}),
-        dir_, "dir" + std::to_string(r)));
-  }
-  for (auto& c : ranks) ASSERT_EQ(WaitProcess(c, 120), 0) << ReadAll(c.stderr_path);
+  ASSERT_NO_FATAL_FAILURE(RunFullShardInDirectory());
 
   // torchrun's variables, the plan from the config; rank 1 starts before rank 0 listens.
   const std::string config = WriteConfig("fsdp.yaml", kFullShard);
   const int port = FreePort();
   ASSERT_GT(port, 0);
-  ranks.clear();
+  std::vector<ChildProcess> ranks;
   for (int r : {1, 0}) {
     const std::string rank = std::to_string(r);
     ranks.push_back(StartProcess(
@@ -157,6 +151,66 @@ TEST_F(TorchrunE2eTest, MissingRendezvousStoreFailsWithinTheTimeout) {
       dir_, "lonely");
   EXPECT_EQ(WaitProcess(c, 60), 1);
   EXPECT_THAT(ReadAll(c.stderr_path), HasSubstr("MASTER_ADDR:MASTER_PORT"));
+}
+
+
+// `accel-worker --nproc-per-node 2` as a Kubernetes pod runs it (one pod per node): the pod's
+// completion index and shape give the ranks, which train like the rdzv-dir gang.
+TEST_F(TorchrunE2eTest, NprocPerNodeRunsThePodsRanks) {
+  ASSERT_NO_FATAL_FAILURE(RunFullShardInDirectory());
+  const int port = FreePort();
+  ASSERT_GT(port, 0);
+  ChildProcess pod = StartProcess(
+      Worker({"JOB_COMPLETION_INDEX=0", "ACCEL_NODES=1", "ACCEL_RANKS_PER_NODE=2",
+              "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port)},
+             {"--nproc-per-node", "2", "--strategy", "full_shard", "--metrics-out",
+              dir_ + "/pod.jsonl"}),
+      dir_, "pod");
+  ASSERT_EQ(WaitProcess(pod, 120), 0) << ReadAll(pod.stderr_path);
+  EXPECT_THAT(ReadAll(pod.stdout_path),
+              HasSubstr("launch: rank 0 of 2 (node 0 of 1, local rank 0 of 2) from torchrun"));
+  const std::vector<double> a = Losses(dir_ + "/dir.jsonl"), b = Losses(dir_ + "/pod.jsonl");
+  ASSERT_EQ(a.size(), 4u);
+  ASSERT_EQ(b.size(), 4u);
+  for (int s = 0; s < 4; ++s) EXPECT_EQ(a[s], b[s]) << "step " << s;
+}
+
+// When one rank fails the launcher stops the others at once (they would wait out
+// --comm-timeout) and exits with the failure's code: rank 0 cannot serve the store on a port
+// this test holds, rank 1 waits for it.
+TEST_F(TorchrunE2eTest, NprocPerNodeStopsTheOthersWhenOneFails) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(fd, 4), 0);
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  const auto start = std::chrono::steady_clock::now();
+  ChildProcess pod = StartProcess(
+      Worker({"MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(ntohs(addr.sin_port))},
+             {"--nproc-per-node", "2", "--comm-timeout", "120", "--run-id", dir_}),
+      dir_, "pod");
+  EXPECT_EQ(WaitProcess(pod, 60), 1);
+  close(fd);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(40));
+  EXPECT_THAT(ReadAll(pod.stderr_path), HasSubstr("local rank 0 exited with code 1; stopping the other 1"));
+  EXPECT_THAT(ProcessesMentioning(dir_), ::testing::IsEmpty());
+}
+
+// SIGTERM to the launcher reaches every rank; it exits with their code and leaves none.
+TEST_F(TorchrunE2eTest, NprocPerNodeForwardsSigterm) {
+  const int port = FreePort();
+  ChildProcess pod = StartProcess(
+      Worker({"MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port)},
+             {"--nproc-per-node", "2", "--steps", "100000", "--run-id", dir_}),
+      dir_, "pod");
+  for (int i = 0; i < 100 && ProcessesMentioning(dir_).size() < 3; ++i) usleep(50 * 1000);
+  ASSERT_EQ(ProcessesMentioning(dir_).size(), 3u);  // the launcher and its two ranks
+  kill(pod.pid, SIGTERM);
+  EXPECT_EQ(WaitProcess(pod, 30), 128 + SIGTERM);
+  EXPECT_THAT(ProcessesMentioning(dir_), ::testing::IsEmpty());
 }
 
 }  // namespace
