@@ -219,12 +219,19 @@ void SlurmLauncher::Ended(Attempt& a, PollResult& out) {
     if (auto it = ends.find(rank); it != ends.end()) {
       e.exit_code = it->second.exit_code;
       e.signal = it->second.signal;
-    } else if (!completed) {
-      // Stopped with the job (cancelled, srun's --kill-on-bad-exit, a lost node, a time limit).
+    } else if (!completed && (a.stopped || !ends.empty())) {
+      // Stopped with the job: by acceld, or by srun's --kill-on-bad-exit after another task.
       e.signal = SIGTERM;
-      if (a.status.state != "CANCELLED" && a.status.state != "FAILED") {
-        e.log_tail += absl::StrCat("Slurm ended the job ", a.status.state, "\n");
-      }
+    } else if (!completed) {
+      // Slurm ended it on its own (the batch step could not start, a lost node, a time limit):
+      // say so, and where to look.
+      e.exit_code = 1;
+      e.log_tail += absl::StrCat("Slurm ended job ", a.slurm_id, " ", a.status.state,
+                                 a.status.reason.empty() || a.status.reason == "None"
+                                     ? ""
+                                     : absl::StrCat(" (", a.status.reason, ")"),
+                                 " before its tasks reported; see ",
+                                 SlurmOutputPath(a.log_dir, a.slurm_id), " and slurmd's log\n");
     }
     (e.signal == SIGTERM || e.ok() ? rest : failed).push_back(std::move(e));
   }

@@ -136,6 +136,14 @@ TEST_F(SlurmLauncherTest, AJobSlurmForgotHasEndedAndARefusedSubmitIsAnError) {
   PollResult r = launcher_.Poll();
   ASSERT_EQ(r.exits.size(), 2u);
   EXPECT_FALSE(r.exits[0].ok());
+  // Ended by Slurm itself (here: a batch step that could not start): the error says so.
+  ASSERT_TRUE(launcher_.Launch(Gang()).ok());
+  slurm_.state["101"] = "JobState=CANCELLED Reason=launch_failed ExitCode=0:0";
+  r = launcher_.Poll();
+  ASSERT_EQ(r.exits.size(), 2u);
+  EXPECT_EQ(r.exits[0].exit_code, 1);
+  EXPECT_THAT(r.exits[0].log_tail,
+              HasSubstr("Slurm ended job 101 CANCELLED (launch_failed) before its tasks reported"));
 
   SlurmLauncher refusing(SlurmOptions{}, &clock_,
                          [](const std::vector<std::string>&, absl::Duration) {

@@ -118,6 +118,7 @@ absl::StatusOr<SlurmJobStatus> ParseScontrolJob(const std::string& line) {
   if (st.state.empty()) {
     return absl::DataLossError(absl::StrCat("scontrol printed no JobState: ", line.substr(0, 200)));
   }
+  st.reason = Field(line, "Reason");
   const std::string exit = Field(line, "ExitCode");
   std::vector<std::string> parts = absl::StrSplit(exit, ':');
   if (parts.size() == 2) {

@@ -40,6 +40,7 @@ std::string RenderSlurmBatch(const GangLaunch& gang, const SlurmOptions& default
 // CANCELLED, TIMEOUT, NODE_FAIL, ...) and ExitCode=<code>:<signal>.
 struct SlurmJobStatus {
   std::string state;
+  std::string reason;  // Reason=, e.g. NonZeroExitCode, launch failed requeued held
   int exit_code = 0;
   int signal = 0;
   bool ended() const;    // a final state

@@ -57,6 +57,7 @@ TEST(SlurmScriptTest, ReadsScontrolsJobLine) {
       "Dependency=(null) Requeue=0 Restarts=0 BatchFlag=1 Reboot=0 ExitCode=137:0 RunTime=00:00:04");
   ASSERT_TRUE(st.ok()) << st.status();
   EXPECT_EQ(st->state, "FAILED");
+  EXPECT_EQ(st->reason, "NonZeroExitCode");
   EXPECT_EQ(st->exit_code, 137);
   EXPECT_EQ(st->signal, 0);
   EXPECT_TRUE(st->ended());

@@ -53,6 +53,9 @@ class SlurmCluster {
   int nodes() const { return static_cast<int>(node_names_.size()); }
   const std::string& node_name(int i) const { return node_names_[i]; }
   const std::string& node_address(int i) const { return lab_->address(i); }
+  // The root namespace's address on the nodes' bridge (where slurmctld, and a test's acceld,
+  // listen for the nodes).
+  const std::string& bridge_address() const { return lab_->bridge_address(); }
   const std::string& base() const { return base_; }
 
   // Runs a Slurm client (`srun`, `squeue`, ...) with env() and waits up to timeout_s; the exit
