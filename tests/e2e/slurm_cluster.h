@@ -53,6 +53,7 @@ class SlurmCluster {
   int nodes() const { return static_cast<int>(node_names_.size()); }
   const std::string& node_name(int i) const { return node_names_[i]; }
   const std::string& node_address(int i) const { return lab_->address(i); }
+  std::string netns_path(int i) const { return lab_->netns_path(i); }  // "/run/netns/NAME"
   const std::string& base() const { return base_; }
 
   // Runs a Slurm client (`srun`, `squeue`, ...) with env() and waits up to timeout_s; the exit
