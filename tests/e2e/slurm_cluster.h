@@ -56,6 +56,7 @@ class SlurmCluster {
   // The root namespace's address on the nodes' bridge (where slurmctld, and a test's acceld,
   // listen for the nodes).
   const std::string& bridge_address() const { return lab_->bridge_address(); }
+  std::string netns_path(int i) const { return lab_->netns_path(i); }  // "/run/netns/NAME"
   const std::string& base() const { return base_; }
 
   // Runs a Slurm client (`srun`, `squeue`, ...) with env() and waits up to timeout_s; the exit

@@ -35,16 +35,20 @@ class SlurmE2eTest : public ::testing::Test {
     cluster_ = std::make_unique<SlurmCluster>(dir_ + "/slurm");
     const absl::Status up = cluster_->Up(2, 2);
     ASSERT_TRUE(up.ok()) << up;
-    for (int i = 0; i < cluster_->nodes(); ++i) node_names_.push_back(cluster_->node_name(i));
+    for (int i = 0; i < cluster_->nodes(); ++i) {
+      node_names_.push_back(cluster_->node_name(i));
+      netns_paths_.push_back(cluster_->netns_path(i));
+    }
   }
 
   void TearDown() override {
     if (cluster_ == nullptr) return;
     cluster_->Down();
-    // Nothing left: no daemon or task of this test, no /etc/hosts line for its nodes.
+    // Nothing left: no daemon or task of this test, no /etc/hosts line, no namespace.
     EXPECT_THAT(ProcessesMentioning(dir_), ::testing::IsEmpty());
     const std::string hosts = ReadAll("/etc/hosts");
     for (const std::string& node : node_names_) EXPECT_FALSE(absl::StrContains(hosts, node)) << node;
+    for (const std::string& ns : netns_paths_) EXPECT_NE(::access(ns.c_str(), F_OK), 0) << ns;
     (void)Env::Default()->DeleteRecursively(dir_);
   }
 
@@ -109,7 +113,7 @@ class SlurmE2eTest : public ::testing::Test {
 
   std::string dir_;
   std::unique_ptr<SlurmCluster> cluster_;
-  std::vector<std::string> node_names_;
+  std::vector<std::string> node_names_, netns_paths_;
 };
 
 TEST_F(SlurmE2eTest, TwoNodesOneRankEachTrainLikeTheLocalGang) {
