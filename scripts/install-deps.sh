@@ -10,6 +10,7 @@ PACKAGES=(
   nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev liburing-dev
   clang  # scripts/fuzz.sh: libFuzzer, ASan and UBSan
   libdnnl-dev ocl-icd-opencl-dev  # dnnl-config.cmake finds OpenCL (libdnnl-dev only recommends it)
+  libcpp-httplib-dev  # server/kubernetes_api.cc: the API server over HTTPS (built with OpenSSL)
 )
 
 missing=()
