@@ -11,6 +11,7 @@ PACKAGES=(
   clang  # scripts/fuzz.sh: libFuzzer, ASan and UBSan
   libdnnl-dev ocl-icd-opencl-dev  # dnnl-config.cmake finds OpenCL (libdnnl-dev only recommends it)
   slurm-wlm munge  # tests/e2e/slurm_cluster.h: a real Slurm cluster in network namespaces (ctest -L slurm)
+  libcpp-httplib-dev  # server/kubernetes_api.cc: the API server over HTTPS (built with OpenSSL)
 )
 
 missing=()
