@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -80,6 +81,11 @@ absl::Status CheckKubernetes(const std::string& key, const std::string& v) {
       !IsDnsName(v, true)) {
     return Invalid(key, absl::StrCat("'", v, "' is not a Kubernetes object name"));
   }
+  int port = 0;
+  if (absl::EndsWith(key, ".master_port") &&
+      (!absl::SimpleAtoi(v, &port) || port < 1 || port > 65535)) {
+    return Invalid(key, absl::StrCat("'", v, "' is not a port (1 to 65535)"));
+  }
   if (absl::EndsWith(key, ".mount") && v.front() != '/') {
     return Invalid(key, absl::StrCat("'", v, "' is not an absolute path"));
   }
@@ -109,8 +115,9 @@ const std::vector<std::string>& SlurmSettingKeys() {
 }
 
 const std::vector<std::string>& KubernetesSettingKeys() {
-  static const std::vector<std::string> keys = {"namespace", "image", "pvc", "mount",
-                                                "service_account"};
+  static const std::vector<std::string> keys = {
+      "namespace", "image", "pvc", "mount", "service_account", "image_pull_policy", "cpu",
+      "memory", "master_port"};
   return keys;
 }
 

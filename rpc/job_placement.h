@@ -18,7 +18,8 @@ inline constexpr const char* kLauncherKubernetes = "kubernetes";
 // The keys of resources.slurm and resources.kubernetes; each overrides acceld's flag of the
 // same meaning (--slurm-partition, --kube-image, ...).
 const std::vector<std::string>& SlurmSettingKeys();       // partition, account, time, constraint
-const std::vector<std::string>& KubernetesSettingKeys();  // namespace, image, pvc, mount, service_account
+// namespace, image, pvc, mount, service_account, image_pull_policy, cpu, memory, master_port
+const std::vector<std::string>& KubernetesSettingKeys();
 
 // The machines a job spans: resources.nodes, at least 1.
 int NodesOf(const accel::v1::ResourceSpec& r);

@@ -239,9 +239,9 @@ absl::Status Acceld::AddClusterLaunchers(const AcceldOptions& o, int tcp_port) {
   names.erase(std::unique(names.begin(), names.end()), names.end());
   bool remote = false;
   for (const std::string& name : names) {
-    if (name != "local" && name != "slurm") {
+    if (name != "local" && name != "slurm" && name != "kubernetes") {
       return absl::InvalidArgumentError(
-          absl::StrCat("--launcher: '", name, "' is not local or slurm (kubernetes: see --kube-*)"));
+          absl::StrCat("--launcher: '", name, "' is not local, slurm or kubernetes"));
     }
     remote = remote || name != "local";
   }
@@ -266,8 +266,16 @@ absl::Status Acceld::AddClusterLaunchers(const AcceldOptions& o, int tcp_port) {
   }
   manager_->SetClusterAddress(address);
   for (const std::string& name : names) {
-    if (name != "slurm") continue;
-    cluster_launchers_.push_back(std::make_unique<SlurmLauncher>(o.slurm, Env::Default()));
+    if (name == "slurm") {
+      cluster_launchers_.push_back(std::make_unique<SlurmLauncher>(o.slurm, Env::Default()));
+    } else if (name == "kubernetes") {
+      absl::StatusOr<std::unique_ptr<KubernetesLauncher>> k8s =
+          KubernetesLauncher::Create(o.kubernetes, Env::Default());
+      if (!k8s.ok()) return k8s.status();
+      cluster_launchers_.push_back(std::move(*k8s));
+    } else {
+      continue;
+    }
     manager_->AddLauncher(name, cluster_launchers_.back().get());
   }
   ACCEL_LOG(info, "launchers: {} (default {}); cluster workers dial {}", absl::StrJoin(names, ", "),

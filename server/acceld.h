@@ -18,6 +18,7 @@
 #include "server/retention.h"
 #include "server/services.h"
 #include "server/state_store.h"
+#include "server/kubernetes_launcher.h"
 #include "server/slurm_launcher.h"
 #include "server/supervisor.h"
 
@@ -48,6 +49,7 @@ struct AcceldOptions {
   std::vector<std::string> launchers;
   std::string advertise;
   SlurmOptions slurm;
+  KubernetesOptions kubernetes;
 };
 
 class Acceld {

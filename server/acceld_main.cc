@@ -73,7 +73,8 @@ int main(int argc, char** argv) {
                  "forget ended jobs this long after they ended, e.g. 7d, 12h, 30m (0: never)")
       ->capture_default_str();
   app.add_option("--launcher", o.launcher,
-                 "who starts a job's ranks when its job file names none: local | slurm")
+                 "who starts a job's ranks when its job file names none: local | slurm | "
+                 "kubernetes")
       ->capture_default_str();
   app.add_option("--enable-launcher", o.launchers,
                  "also accept jobs for this launcher (resources.launcher); repeatable")
@@ -86,6 +87,24 @@ int main(int argc, char** argv) {
   app.add_option("--slurm-account", o.slurm.account, "sbatch --account");
   app.add_option("--slurm-time", o.slurm.time, "sbatch --time, e.g. 04:00:00");
   app.add_option("--slurm-constraint", o.slurm.constraint, "sbatch --constraint");
+  accel::server::KubernetesOptions& k = o.kubernetes;
+  app.add_option("--kube-api", k.api_url, "the API server (default https://"
+                                          "$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT)");
+  app.add_option("--kube-token-file", k.token_file, "bearer token for the API server")
+      ->capture_default_str();
+  app.add_option("--kube-ca-file", k.ca_file, "CA bundle for the API server's certificate")
+      ->capture_default_str();
+  app.add_option("--kube-namespace", k.kube_namespace,
+                 "namespace of the workers' Jobs (default: the service account's)");
+  app.add_option("--kube-image", k.image, "the worker image (accel-worker at --worker-bin)");
+  app.add_option("--kube-pvc", k.pvc, "PersistentVolumeClaim with the shared filesystem");
+  app.add_option("--kube-mount", k.mount_path, "where --kube-pvc is mounted in the pods")
+      ->capture_default_str();
+  app.add_option("--kube-service-account", k.service_account, "the worker pods' service account");
+  app.add_option("--kube-image-pull-policy", k.image_pull_policy,
+                 "Always | IfNotPresent | Never");
+  app.add_option("--kube-master-port", k.master_port, "MASTER_PORT on pod 0")
+      ->capture_default_str();
   app.add_option("--log-level", log_level, "trace | debug | info | warn | error")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);

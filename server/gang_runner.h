@@ -98,6 +98,12 @@ class GangRunner {
   // Stops what an earlier acceld started for an attempt, by the name Launch returned (a Slurm
   // job outlives the acceld that submitted it; local ranks died with it). Best effort.
   virtual void Forget(const std::string& placement) {}
+  // Whether a job's launcher settings (GangLaunch::settings) with acceld's own can launch:
+  // checked at submit, so a job that could never start is refused at the door, naming the key.
+  [[nodiscard]] virtual absl::Status CheckSettings(
+      const std::map<std::string, std::string>& settings) const {
+    return absl::OkStatus();
+  }
   // SIGTERM to every live rank of the attempt (to its process group), SIGKILL after `grace`.
   // Exits are reported by Poll like any other.
   virtual void Stop(const std::string& job_id, int attempt, absl::Duration grace) = 0;

@@ -152,6 +152,9 @@ absl::StatusOr<JobRecord> JobManager::Submit(const JobRecord& job) {
         " launcher (acceld --launcher ", job.knobs.launcher, " enables it)"));
   }
   if (IsRemote(job)) {  // the cluster has the machines; its scheduler queues the job
+    if (absl::Status s = RunnerFor(job)->CheckSettings(job.knobs.launcher_settings); !s.ok()) {
+      return absl::InvalidArgumentError(s.message());
+    }
     ACCEL_ASSIGN_OR_RETURN(JobRecord created, registry_->Create(job));
     remote_ready_.push_back(created.id);
     return created;

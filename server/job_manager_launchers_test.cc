@@ -113,6 +113,13 @@ TEST_F(JobManagerLaunchersTest, ALauncherThisAcceldLacksIsRefusedAtSubmit) {
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(refused.status().message()),
               HasSubstr("resources.launcher: this acceld has no kubernetes launcher"));
+  // Settings the launcher could never start the job with are refused at submit too.
+  slurm_.settings_error = absl::InvalidArgumentError("resources.slurm.partition: unknown");
+  refused = manager_->Submit(SlurmJob(2, 2));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("resources.slurm.partition"));
+  EXPECT_TRUE(registry_->List().empty());
 }
 
 TEST_F(JobManagerLaunchersTest, ARestartedAcceldStopsWhatTheClusterStillRunsOfTheOldAttempt) {

@@ -38,6 +38,9 @@ class FakeRunner : public GangRunner {
   int live() const override { return static_cast<int>(live_.size()); }
   bool Pending(const std::string& job_id, int attempt) const override { return pending; }
   void Forget(const std::string& placement) override { forgotten.push_back(placement); }
+  absl::Status CheckSettings(const std::map<std::string, std::string>&) const override {
+    return settings_error;
+  }
 
   void Exit(const std::string& job, int attempt, int rank, int code, int signal = 0,
             std::string tail = "") {
@@ -59,6 +62,7 @@ class FakeRunner : public GangRunner {
   std::string cluster;               // non-empty: a cluster launcher ("slurm job <n>")
   bool pending = false;              // what Pending() answers
   std::vector<std::string> forgotten;
+  absl::Status settings_error;       // what CheckSettings answers
 
  private:
   std::vector<RankExit> pending_;

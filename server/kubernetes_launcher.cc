@@ -362,4 +362,9 @@ PollResult KubernetesLauncher::Poll() {
   return out;
 }
 
+absl::Status KubernetesLauncher::CheckSettings(
+    const std::map<std::string, std::string>& settings) const {
+  return ResolveKubernetesOptions(options_, settings).status();
+}
+
 }  // namespace accel::server

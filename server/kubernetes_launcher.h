@@ -75,6 +75,9 @@ class KubernetesLauncher final : public GangRunner {
   void RequestCheckpoint(const std::string& job_id, int attempt) override {}
   PollResult Poll() override;
   int live() const override;
+  // ResolveKubernetesOptions of acceld's options with the job's settings (an image is needed).
+  [[nodiscard]] absl::Status CheckSettings(
+      const std::map<std::string, std::string>& settings) const override;
 
   // Where the service account's namespace is read when --kube-namespace is empty (tests).
   void set_namespace_file(std::string path) { namespace_file_ = std::move(path); }

@@ -125,7 +125,12 @@ TEST_F(SlurmLauncherE2eTest, AKilledTaskRestartsTheAttemptFromTheLatestCheckpoin
   ASSERT_TRUE(WaitFor([&] { return slurm_->Get(id).last_step() >= 5; }, 300))
       << slurm_->Get(id).DebugString();
   const std::string first_placement = slurm_->Get(id).placement();
-  std::vector<pid_t> workers = slurm_->Workers(id);
+  // The job's processes: srun (the batch script exec'd it) and the two workers.
+  std::vector<pid_t> workers;
+  for (pid_t pid : slurm_->Workers(id)) {
+    const std::vector<std::string> argv = ProcStrings(pid, "cmdline");
+    if (!argv.empty() && argv[0] == ACCEL_WORKER_BIN) workers.push_back(pid);
+  }
   ASSERT_EQ(workers.size(), 2u);
   kill(workers.back(), SIGKILL);
   ASSERT_TRUE(slurm_->WaitState(id, v1::SUCCEEDED, 400)) << slurm_->Get(id).DebugString();
