@@ -259,12 +259,14 @@ absl::Status Acceld::AddClusterLaunchers(const AcceldOptions& o, int tcp_port) {
     }
     address = absl::StrCat(host, ":", tcp_port);
   }
+  std::vector<std::string> cluster_env;
   if (!o.tls_cert.empty()) {
-    return absl::InvalidArgumentError(
-        "--tls-cert: workers of a cluster launcher cannot use TLS yet (see docs/deploy.md); "
-        "run acceld on a trusted cluster network with its per-attempt tokens");
+    const std::string ca = o.worker_tls_ca.empty() ? o.tls_cert : o.worker_tls_ca;
+    std::error_code ec;
+    const std::string absolute = std::filesystem::absolute(ca, ec).string();
+    cluster_env.push_back("ACCEL_TLS_CA=" + (ec ? ca : absolute));
   }
-  manager_->SetClusterAddress(address);
+  manager_->SetClusterAddress(address, cluster_env);
   for (const std::string& name : names) {
     if (name == "slurm") {
       cluster_launchers_.push_back(std::make_unique<SlurmLauncher>(o.slurm, Env::Default()));

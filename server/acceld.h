@@ -48,6 +48,9 @@ struct AcceldOptions {
   std::string launcher = "local";
   std::vector<std::string> launchers;
   std::string advertise;
+  // With --tls-cert, cluster workers dial the TLS port and check acceld against this PEM CA
+  // bundle (a path on the shared filesystem; default: --tls-cert itself, for a self-signed one).
+  std::string worker_tls_ca;
   SlurmOptions slurm;
   KubernetesOptions kubernetes;
 };

@@ -82,6 +82,9 @@ int main(int argc, char** argv) {
   app.add_option("--advertise", o.advertise,
                  "host:port that workers on other machines dial (cluster launchers); default "
                  "--listen's when it is not loopback");
+  app.add_option("--worker-tls-ca", o.worker_tls_ca,
+                 "with --tls-cert: the CA file cluster workers check acceld against (default "
+                 "--tls-cert)");
   app.add_option("--slurm-partition", o.slurm.partition, "sbatch --partition (a job's "
                                                           "resources.slurm.partition wins)");
   app.add_option("--slurm-account", o.slurm.account, "sbatch --account");

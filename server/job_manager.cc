@@ -54,9 +54,10 @@ void JobManager::AddLauncher(const std::string& name, GangRunner* runner) {
   launchers_[name] = runner;
 }
 
-void JobManager::SetClusterAddress(const std::string& address) {
+void JobManager::SetClusterAddress(const std::string& address, std::vector<std::string> env) {
   absl::MutexLock lock(&mu_);
   cluster_address_ = address;
+  cluster_env_ = std::move(env);
 }
 
 GangRunner* JobManager::RunnerFor(const JobRecord& job) const {
@@ -278,6 +279,7 @@ void JobManager::DescribeForCluster(const JobRecord& job, const Gang& gang,
       {"ACCEL_RANKS_PER_NODE", std::to_string(launch.shape.ranks_per_node)},
   };
   for (const auto& [k, v] : vars) launch.shared_env.push_back(absl::StrCat(k, "=", v));
+  for (const std::string& kv : cluster_env_) launch.shared_env.push_back(kv);
   launch.token = gang.token;
   launch.log_dir = absl::StrCat(options_.log_dir, "/", job.id, "/attempt-", gang.attempt);
   launch.settings = job.knobs.launcher_settings;

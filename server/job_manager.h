@@ -126,7 +126,8 @@ class JobManager {
   void AddLauncher(const std::string& name, GangRunner* runner);
   // The address workers on other machines dial (ACCEL_COORDINATOR of cluster launches);
   // unset: the local workers' address.
-  void SetClusterAddress(const std::string& address);
+  // `env` ("K=V") goes to those workers too (ACCEL_TLS_CA).
+  void SetClusterAddress(const std::string& address, std::vector<std::string> env = {});
   const std::string& default_launcher() const { return options_.default_launcher; }
   // Where workers reach acceld (ACCEL_COORDINATOR, MASTER_ADDR, MASTER_PORT), known only once
   // the server listens; call before Start().
@@ -258,6 +259,7 @@ class JobManager {
   std::vector<std::string> remote_ready_ ABSL_GUARDED_BY(mu_);  // remote jobs to start next Tick
   std::string coordinator_address_ ABSL_GUARDED_BY(mu_);
   std::string cluster_address_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> cluster_env_ ABSL_GUARDED_BY(mu_);
   std::string master_addr_ ABSL_GUARDED_BY(mu_);
   int master_port_ ABSL_GUARDED_BY(mu_) = 0;
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;

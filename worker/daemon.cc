@@ -185,6 +185,7 @@ absl::StatusOr<DaemonEnv> DaemonEnvFromVars(const LaunchVars& vars) {
     return absl::InvalidArgumentError(absl::StrCat("$ACCEL_ATTEMPT must be an integer, got ", attempt));
   }
   ACCEL_ASSIGN_OR_RETURN(env.token, need("ACCEL_WORKER_TOKEN"));
+  if (auto ca = vars.find("ACCEL_TLS_CA"); ca != vars.end()) env.tls_ca = ca->second;
   // acceld's local launcher sets torchrun's variables; under its Slurm launcher srun sets
   // Slurm's, under Kubernetes the pod has its completion index (worker/launch_env.h).
   ACCEL_ASSIGN_OR_RETURN(LaunchEnv launch, ResolveLaunchEnv(vars));
@@ -223,7 +224,7 @@ absl::StatusOr<DaemonOutcome> RunDaemonWorker(const DaemonEnv& env) {
   // Before any other thread exists (gRPC's, gloo's, OpenMP's), and before Register: acceld asks
   // only gangs whose ranks have all registered.
   CheckpointRequests checkpoint_requests;
-  ACCEL_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel, rpc::MakeChannel(env.coordinator));
+  ACCEL_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel, rpc::MakeChannel(env.coordinator, env.tls_ca));
   auto stub = v1::WorkerService::NewStub(channel);
   ACCEL_ASSIGN_OR_RETURN(v1::Assignment assignment, Register(stub.get(), env));
   if (assignment.world_size() != env.world_size) {

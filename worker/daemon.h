@@ -40,6 +40,9 @@ struct DaemonEnv {
   int local_world_size = 1;  // ranks of this gang on this machine
   std::string launch_source;  // worker/launch_env.h: "torchrun", "slurm", "kubernetes"
   std::string token;
+  // $ACCEL_TLS_CA: a PEM CA bundle; the channel to acceld is TLS, checked against it (cluster
+  // launchers' workers dial acceld's TLS port across hosts). Empty: plaintext.
+  std::string tls_ca;
 };
 
 // How a daemon worker ended, when it did not fail.

@@ -27,6 +27,10 @@ using testing::SlurmCluster;
 
 class SlurmLauncherE2eTest : public ::testing::Test {
  protected:
+  // acceld's extra flags, and the CA the test's client trusts (TLS), before SetUp starts it.
+  virtual std::vector<std::string> ExtraFlags() { return {}; }
+  virtual std::string TlsCa() { return ""; }
+
   void SetUp() override {
     if (const std::string why = SlurmCluster::SkipReason(); !why.empty()) GTEST_SKIP() << why;
     dir_ = FreshDir();
@@ -40,9 +44,10 @@ class SlurmLauncherE2eTest : public ::testing::Test {
     for (const std::string& kv : cluster_->env()) putenv(strdup(kv.c_str()));
     slurm_ = std::make_unique<Daemon>(dir_ + "/slurm-acceld");
     fs::create_directories(slurm_->dir());
-    slurm_->Start(1, 0,
-                  {"--listen", cluster_->bridge_address() + ":0", "--launcher", "slurm",
-                   "--heartbeat-timeout", "120"});
+    std::vector<std::string> flags = {"--listen", cluster_->bridge_address() + ":0", "--launcher",
+                                      "slurm", "--heartbeat-timeout", "120"};
+    for (const std::string& f : ExtraFlags()) flags.push_back(f);
+    slurm_->Start(1, 0, flags, TlsCa());
   }
 
   void TearDown() override {
@@ -156,6 +161,31 @@ TEST_F(SlurmLauncherE2eTest, CancelScancelsTheJob) {
   ASSERT_TRUE(slurm_->WaitState(id, v1::CANCELLED, 60)) << slurm_->Get(id).DebugString();
   EXPECT_TRUE(WaitFor([&] { return cluster_->Jobs().empty(); }, 30));
   EXPECT_TRUE(WaitFor([&] { return slurm_->Workers(id).empty(); }, 30));
+}
+
+// With TLS on acceld's port, the workers on the nodes dial it with TLS too, checking acceld's
+// certificate against ACCEL_TLS_CA (here the self-signed certificate itself).
+class SlurmLauncherTlsE2eTest : public SlurmLauncherE2eTest {
+ protected:
+  std::vector<std::string> ExtraFlags() override {
+    const std::string dir = "/tmp/accel-slurm-tls-" + std::to_string(getpid());
+    fs::create_directories(dir);
+    cert_ = dir + "/cert.pem";
+    const std::string key = dir + "/key.pem";
+    const std::string cmd = "/usr/bin/openssl req -x509 -newkey rsa:2048 -nodes -days 1 "
+                            "-subj /CN=acceld -addext subjectAltName=IP:" +
+                            cluster_->bridge_address() + " -keyout " + key + " -out " + cert_ +
+                            " >" + dir + "/openssl.log 2>&1";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << testing::ReadAll(dir + "/openssl.log");
+    return {"--tls-cert", cert_, "--tls-key", key};
+  }
+  std::string TlsCa() override { return cert_; }
+  std::string cert_;
+};
+
+TEST_F(SlurmLauncherTlsE2eTest, ClusterWorkersReachAcceldOverTls) {
+  const std::string ckpt = RunOnSlurm("tls2x1", 1, 2);
+  ExpectCheckpointDirIntact(ckpt, 2);
 }
 
 }  // namespace
