@@ -6,7 +6,8 @@
 // bytes_sent_cross_node), beside ring theory (shard::RingTrafficPerStepAllRanks) and the time
 // those bytes need on the link (the busiest node's share at --rate).
 //
-//   accel_bench_multinode [--models gpt2-mini,small] [--strategies full_shard,hybrid_shard,no_shard]
+//   accel_bench_multinode [--models gpt2-mini,small] [--strategies
+//   full_shard,hybrid_shard,no_shard]
 //                         [--steps 4] [--batch 1] [--seq 64] [--rate 1gbit] [--delay 1ms]
 //                         [--worker PATH] [--data PATH] [--scratch /tmp]
 // "small" is the benchmarks' shape: 4 layers, C=256, GPT-2's 50257-token vocabulary.
@@ -58,8 +59,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--batch", batch)->capture_default_str();
   app.add_option("--seq", seq)->capture_default_str();
-  app.add_option("--rate", rate, "each node's link, each direction (tc units)")->capture_default_str();
-  app.add_option("--delay", delay, "one-way delay (tc units; needs sch_netem)")->capture_default_str();
+  app.add_option("--rate", rate, "each node's link, each direction (tc units)")
+      ->capture_default_str();
+  app.add_option("--delay", delay, "one-way delay (tc units; needs sch_netem)")
+      ->capture_default_str();
   app.add_option("--worker", worker)->capture_default_str();
   app.add_option("--data", data)->capture_default_str();
   app.add_option("--scratch", scratch)->capture_default_str();
@@ -82,10 +85,11 @@ int main(int argc, char** argv) {
   if (!accel::Env::Default()->CreateDirs(dir).ok()) return 1;
   const bool json = output == "json";
   if (!json) {
-    std::printf("%d nodes x %d ranks, link: %s (each node, each direction); B=%lld T=%lld, "
-                "%lld steps (averages leave out the first)\n",
-                kNodes, kPerNode, (*lab)->applied().c_str(), static_cast<long long>(batch),
-                static_cast<long long>(seq), static_cast<long long>(steps));
+    std::printf(
+        "%d nodes x %d ranks, link: %s (each node, each direction); B=%lld T=%lld, "
+        "%lld steps (averages leave out the first)\n",
+        kNodes, kPerNode, (*lab)->applied().c_str(), static_cast<long long>(batch),
+        static_cast<long long>(seq), static_cast<long long>(steps));
     std::printf("%-10s %-13s %9s %14s %14s %11s %13s\n", "model", "strategy", "step s",
                 "cross MB/step", "theory MB", "link s", "total MB/step");
   }
@@ -166,7 +170,8 @@ int main(int argc, char** argv) {
                                   "\"cross_node_mb\":%.3f,\"theory_cross_node_mb\":%.3f,"
                                   "\"link_seconds\":%.4f,\"sent_mb\":%.3f}\n"
                                 : "%-10s %-13s %9.3f %14.2f %14.2f %11.3f %13.2f\n";
-      std::printf(format, model.c_str(), strategy.c_str(), seconds / measured, cross / measured / 1e6,
+      std::printf(format, model.c_str(), strategy.c_str(), seconds / measured,
+                  cross / measured / 1e6,
                   theory.ok() ? double(theory->sent_cross_node) / 1e6 : -1.0,
                   bits > 0 ? busiest / measured * 8 / bits : 0.0, sent / measured / 1e6);
       std::fflush(stdout);

@@ -59,13 +59,14 @@ TEST_P(TrafficByLinkTest, CrossNodeBytesAreThoseSentToPeersOnOtherNodes) {
   EXPECT_TRUE(group.ok()) << group;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Placements, TrafficByLinkTest,
-    ::testing::Values(Placement{"TwoNodesInBlocks", {0, 0, 1, 1}},
-                      Placement{"Alternating", {0, 1, 0, 1}},
-                      Placement{"ThreeNodesOneRankEach", {0, 1, 2}},
-                      Placement{"OneNode", {5, 5, 5, 5}}),
-    [](const ::testing::TestParamInfo<Placement>& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Placements, TrafficByLinkTest,
+                         ::testing::Values(Placement{"TwoNodesInBlocks", {0, 0, 1, 1}},
+                                           Placement{"Alternating", {0, 1, 0, 1}},
+                                           Placement{"ThreeNodesOneRankEach", {0, 1, 2}},
+                                           Placement{"OneNode", {5, 5, 5, 5}}),
+                         [](const ::testing::TestParamInfo<Placement>& info) {
+                           return std::string(info.param.name);
+                         });
 
 TEST(TrafficByLinkTest, WithoutAPlacementNothingIsCountedAcrossNodes) {
   const absl::Status group = RunGroup(2, kTimeout, [](int, Communicator& comm) -> absl::Status {

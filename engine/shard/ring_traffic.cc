@@ -25,7 +25,8 @@ int64_t AllReduceSent(int64_t count, int n, int g, int64_t esize) {
   return (2 * count - own - next) * esize;
 }
 
-bool SuccessorCrosses(const std::vector<int>& members, int g, const std::vector<int>& node_of_rank) {
+bool SuccessorCrosses(const std::vector<int>& members, int g,
+                      const std::vector<int>& node_of_rank) {
   if (node_of_rank.empty() || members.size() < 2) return false;
   const int next = members[(g + 1) % members.size()];
   return node_of_rank[next] != node_of_rank[members[g]];
@@ -48,7 +49,8 @@ std::vector<int> ShardGroupMembers(int rank, int group_size) {
 
 std::vector<int> ReplicateGroupMembers(int rank, int world, int group_size) {
   std::vector<int> members;
-  for (int j = 0; j < world / group_size; ++j) members.push_back(j * group_size + rank % group_size);
+  for (int j = 0; j < world / group_size; ++j)
+    members.push_back(j * group_size + rank % group_size);
   return members;
 }
 
@@ -65,8 +67,8 @@ absl::StatusOr<RingTraffic> RingTrafficPerStep(const model::Gpt2Layout& layout,
   const bool hybrid = IsHybrid(options.strategy);
   const int S = hybrid ? options.hybrid_group_size : world;  // the shard group's size
   if (S < 1 || world % S != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "ring traffic: hybrid group size ", S, " does not divide the world of ", world));
+    return absl::InvalidArgumentError(absl::StrCat("ring traffic: hybrid group size ", S,
+                                                   " does not divide the world of ", world));
   }
   // Non-hybrid plans shard over the world: the group of all `world` ranks from 0.
   const std::vector<int> members = ShardGroupMembers(hybrid ? rank : 0, S);
@@ -83,7 +85,7 @@ absl::StatusOr<RingTraffic> RingTrafficPerStep(const model::Gpt2Layout& layout,
   for (int u = 0; u < layout.num_units(); ++u) {
     const int64_t numel = layout.unit(u).numel;
     const int64_t padded = (numel + S - 1) / S * S;
-    const int64_t chunk = padded / S;  // one rank's shard of the unit
+    const int64_t chunk = padded / S;      // one rank's shard of the unit
     const int64_t ring = (S - 1) * chunk;  // elements a rank sends in a ring AG or RS of the unit
     switch (options.strategy) {
       case Strategy::kNoShard:

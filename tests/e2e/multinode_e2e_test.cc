@@ -53,9 +53,11 @@ class MultinodeE2eTest : public ::testing::Test {
     run.dir = dir_;
     run.tag = strategy + (lab ? "_net" : "_local");
     const std::string weights = dir_ + "/" + run.tag + "/model.safetensors";
-    run.flags = {"--model", "gpt2-tiny", "--data", ACCEL_DATA, "--batch", "2", "--seq", "32",
-                 "--threads", "1", "--steps", std::to_string(kSteps), "--comm-timeout", "60",
-                 "--strategy", strategy, "--save-final", weights};
+    run.flags = {"--model",        "gpt2-tiny", "--data",     ACCEL_DATA,
+                 "--batch",        "2",         "--seq",      "32",
+                 "--threads",      "1",         "--steps",    std::to_string(kSteps),
+                 "--comm-timeout", "60",        "--strategy", strategy,
+                 "--save-final",   weights};
     // Hybrid: shard within a node, replicate across nodes (FSDP's rule).
     if (strategy == "hybrid_shard") {
       run.flags.insert(run.flags.end(), {"--hybrid-group-size", std::to_string(kPerNode)});
@@ -113,12 +115,13 @@ class MultinodeE2eTest : public ::testing::Test {
       EXPECT_NEAR(double(step_cross), double(all->sent_cross_node),
                   0.01 * double(all->sent_cross_node))
           << strategy << " step " << s;
-      std::printf("%s step %d: cross-node %lld B (theory %lld B); %.3f s/step on 2 nodes over "
-                  "\"%s\", %.3f s/step on one\n",
-                  strategy.c_str(), s, static_cast<long long>(step_cross),
-                  static_cast<long long>(all->sent_cross_node),
-                  net.records[s]["step_seconds"].get<double>(), (*lab)->applied().c_str(),
-                  local.records[s]["step_seconds"].get<double>());
+      std::printf(
+          "%s step %d: cross-node %lld B (theory %lld B); %.3f s/step on 2 nodes over "
+          "\"%s\", %.3f s/step on one\n",
+          strategy.c_str(), s, static_cast<long long>(step_cross),
+          static_cast<long long>(all->sent_cross_node),
+          net.records[s]["step_seconds"].get<double>(), (*lab)->applied().c_str(),
+          local.records[s]["step_seconds"].get<double>());
     }
   }
 

@@ -41,8 +41,8 @@ absl::StatusOr<GangOutcome> RunStandaloneGang(const GangRun& run) {
   if (port <= 0) return absl::InternalError("no free loopback port");
   const int per_node = run.lab != nullptr ? run.ranks_per_node : run.world;
   if (run.lab != nullptr && (per_node < 1 || run.world > per_node * run.lab->nodes())) {
-    return absl::InvalidArgumentError(absl::StrCat(run.world, " ranks do not fit ",
-                                                   run.lab->nodes(), " nodes of ", per_node));
+    return absl::InvalidArgumentError(
+        absl::StrCat(run.world, " ranks do not fit ", run.lab->nodes(), " nodes of ", per_node));
   }
   GangOutcome out;
   out.metrics_path = absl::StrCat(run.dir, "/", run.tag, ".jsonl");

@@ -15,14 +15,14 @@
 namespace accel::testing {
 
 struct GangRun {
-  std::string worker;                   // accel-worker's path
-  std::vector<std::string> flags;       // after --standalone: model, data, strategy, steps, ...
+  std::string worker;              // accel-worker's path
+  std::vector<std::string> flags;  // after --standalone: model, data, strategy, steps, ...
   int world = 4;
-  int ranks_per_node = 2;               // with a lab; without one every rank is on this host
-  const NetnsLab* lab = nullptr;        // not owned; null: loopback
-  std::string dir;                      // outputs: <tag><rank>.out/.err, <tag>.jsonl
+  int ranks_per_node = 2;         // with a lab; without one every rank is on this host
+  const NetnsLab* lab = nullptr;  // not owned; null: loopback
+  std::string dir;                // outputs: <tag><rank>.out/.err, <tag>.jsonl
   std::string tag;
-  double timeout_s = 300;               // per rank, times TimeScale()
+  double timeout_s = 300;  // per rank, times TimeScale()
 };
 
 struct GangOutcome {

@@ -61,7 +61,8 @@ TEST_F(TrafficByLinkTest, EveryRanksCrossNodeBytesMatchTheRingTheory) {
       EXPECT_NEAR(double(got.bytes_sent), sent, 0.01 * sent) << name << " rank " << r;
       EXPECT_NEAR(double(got.bytes_sent_cross_node), cross, 0.01 * sent) << name << " rank " << r;
       if (cross > 0) {
-        EXPECT_NEAR(double(got.bytes_sent_cross_node), cross, 0.01 * cross) << name << " rank " << r;
+        EXPECT_NEAR(double(got.bytes_sent_cross_node), cross, 0.01 * cross)
+            << name << " rank " << r;
       }
       measured_cross += got.bytes_sent_cross_node;
     }
@@ -74,8 +75,7 @@ TEST_F(TrafficByLinkTest, EveryRanksCrossNodeBytesMatchTheRingTheory) {
     // its replicate group always does.
     if (s == Strategy::kHybridShard || s == Strategy::kHybridShardZero2) {
       EXPECT_GT(run->steps[2].ranks[0].bytes_sent_cross_node, 0) << name;
-      EXPECT_LT(run->steps[2].ranks[0].bytes_sent_cross_node,
-                run->steps[2].ranks[0].bytes_sent / 2)
+      EXPECT_LT(run->steps[2].ranks[0].bytes_sent_cross_node, run->steps[2].ranks[0].bytes_sent / 2)
           << name;
     } else {
       EXPECT_EQ(run->steps[2].ranks[0].bytes_sent_cross_node, 0) << name;
