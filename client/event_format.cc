@@ -59,10 +59,13 @@ std::string EventLine(const v1::Event& e) {
       const int64_t done = m.step() + 1;
       return absl::StrFormat(
           "#%d step %d/%d %s %3d%% | loss %.4f | lr %.2e | grad norm %.3f | %.0f tok/s | "
-          "%.0f ms/step | ETA %s%s",
+          "%.0f ms/step | ETA %s%s%s",
           e.seq(), done, m.total_steps(), ProgressBar(done, m.total_steps()),
           m.total_steps() > 0 ? 100 * done / m.total_steps() : 0, m.loss(), m.lr(), m.grad_norm(),
           m.tokens_per_s(), m.step_seconds() * 1e3, Duration(m.eta_seconds()),
+          m.bytes_sent() > 0 ? absl::StrCat(" | sent ", Bytes(m.bytes_sent()), " (",
+                                            Bytes(m.bytes_sent_cross_node()), " across nodes)")
+                             : "",
           m.skipped() ? " (skipped: non-finite)" : "");
     }
     case v1::Event::kMemory: {

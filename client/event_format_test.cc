@@ -33,6 +33,16 @@ TEST(EventFormatTest, MetricsLineHasStepLossAndThroughput) {
   EXPECT_THAT(line, HasSubstr(" 50%"));
   EXPECT_THAT(line, HasSubstr("loss 2.5000"));
   EXPECT_THAT(line, HasSubstr("1234 tok/s"));
+  EXPECT_THAT(line, Not(HasSubstr("sent")));  // no rank statistics on this step
+}
+
+TEST(EventFormatTest, MetricsLineSplitsTheBytesSentByLink) {
+  v1::Event e;
+  v1::MetricsEvent* m = e.mutable_metrics();
+  m->set_total_steps(2);
+  m->set_bytes_sent(int64_t{6} << 20);
+  m->set_bytes_sent_cross_node(int64_t{2} << 20);
+  EXPECT_THAT(EventLine(e), HasSubstr("| sent 6.0 MiB (2.0 MiB across nodes)"));
 }
 
 TEST(EventFormatTest, MemoryLineAddsTheGpuOnlyWhenTheDriverReportedIt) {

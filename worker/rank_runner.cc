@@ -4,6 +4,7 @@
 
 #include "engine/base/status_macros.h"
 #include "engine/shard/process_groups.h"
+#include "engine/shard/ring_traffic.h"
 #include "worker/device_session.h"
 #include "worker/memory_check.h"
 
@@ -44,9 +45,15 @@ absl::StatusOr<RankOutcome> RunRank(const RankSpec& spec, RankSink& sink) {
     context.driver_memory = device.driver_memory;
   } else {
     if (spec.world > 1) {
+      // Ranks are placed in blocks of local_ranks per node (torchrun, Slurm's block
+      // distribution): the communicators count what they send across nodes.
+      comm::GlooOptions gloo = spec.gloo;
+      if (gloo.node_of_rank.empty() && spec.local_ranks < spec.world) {
+        gloo.node_of_rank = shard::BlockPlacement(spec.world, spec.local_ranks);
+      }
       ACCEL_ASSIGN_OR_RETURN(groups, shard::CreateGlooProcessGroups(
                                          spec.store, spec.prefix, spec.rank, spec.world,
-                                         spec.options.shard, spec.gloo));
+                                         spec.options.shard, gloo));
     }
     ACCEL_ASSIGN_OR_RETURN(cpu_trainer, train::Trainer::Create(spec.options, groups.view()));
     context.trainer = cpu_trainer.get();

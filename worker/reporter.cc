@@ -47,6 +47,15 @@ v1::WorkerEvent MetricsEvent(const train::StepMetrics& s) {
   m->set_elapsed_seconds(s.elapsed_seconds);
   m->set_eta_seconds(s.eta_seconds);
   m->set_skipped(s.skipped);
+  int64_t sent = 0, cross = 0;
+  for (const train::RankStats& r : s.ranks) {
+    sent += r.bytes_sent;
+    cross += r.bytes_sent_cross_node;
+    m->add_rank_bytes_sent(r.bytes_sent);
+    m->add_rank_bytes_sent_cross_node(r.bytes_sent_cross_node);
+  }
+  m->set_bytes_sent(sent);
+  m->set_bytes_sent_cross_node(cross);
   return e;
 }
 

@@ -1,4 +1,5 @@
-// The daemon's memory event: the ledger's pools beside what the kernel says about the process.
+// The daemon's memory event (the ledger's pools beside what the kernel says about the process)
+// and metrics event (the ranks' traffic, split by link).
 #include "worker/reporter.h"
 
 #include "engine/base/process_memory.h"
@@ -20,6 +21,23 @@ TEST(ReporterTest, MemoryEventCarriesThePeakResidentSetAndTheCgroup) {
   const CgroupMemory cgroup = ReadCgroupMemory();
   EXPECT_EQ(e.memory().cgroup_limit(), cgroup.limit >= 0 ? cgroup.limit : 0);
   if (cgroup.limit >= 0) EXPECT_GT(e.memory().cgroup_usage(), 0);
+}
+
+TEST(ReporterTest, MetricsEventSumsTheRanksTrafficAndKeepsEachRanksSplit) {
+  train::StepMetrics s;
+  s.ranks.resize(2);
+  s.ranks[0].bytes_sent = 100;
+  s.ranks[1].bytes_sent = 300;
+  s.ranks[1].bytes_sent_cross_node = 300;
+  const v1::WorkerEvent e = MetricsEvent(s);
+  ASSERT_TRUE(e.has_metrics());
+  EXPECT_EQ(e.metrics().bytes_sent(), 400);
+  EXPECT_EQ(e.metrics().bytes_sent_cross_node(), 300);
+  ASSERT_EQ(e.metrics().rank_bytes_sent_cross_node_size(), 2);
+  EXPECT_EQ(e.metrics().rank_bytes_sent_cross_node(0), 0);
+  EXPECT_EQ(e.metrics().rank_bytes_sent(1), 300);
+  // A step without statistics reports no traffic rather than a made-up zero split per rank.
+  EXPECT_EQ(MetricsEvent(train::StepMetrics{}).metrics().rank_bytes_sent_size(), 0);
 }
 
 }  // namespace

@@ -34,6 +34,12 @@ int64_t CommStats::total_received() const {
   return total;
 }
 
+int64_t CommStats::total_sent_cross_node() const {
+  int64_t total = 0;
+  for (const PerOp& op : ops) total += op.bytes_sent_cross_node;
+  return total;
+}
+
 // Hand-written so accel_comm needs no JSON library; keys are fixed identifiers, nothing to escape.
 std::string CommStats::ToJson() const {
   std::string out = "{";
@@ -41,10 +47,11 @@ std::string CommStats::ToJson() const {
     const PerOp& op = ops[k];
     absl::StrAppend(&out, "\"", std::string(OpKindName(static_cast<OpKind>(k))),
                     "\":{\"calls\":", op.calls, ",\"bytes_sent\":", op.bytes_sent,
-                    ",\"bytes_received\":", op.bytes_received, "},");
+                    ",\"bytes_received\":", op.bytes_received,
+                    ",\"bytes_sent_cross_node\":", op.bytes_sent_cross_node, "},");
   }
   absl::StrAppend(&out, "\"total_sent\":", total_sent(), ",\"total_received\":", total_received(),
-                  "}");
+                  ",\"total_sent_cross_node\":", total_sent_cross_node(), "}");
   return out;
 }
 

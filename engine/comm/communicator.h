@@ -34,16 +34,20 @@ enum class OpKind : int { kAllGather = 0, kReduceScatter, kAllReduce, kBroadcast
 inline constexpr int kNumOpKinds = 5;
 std::string_view OpKindName(OpKind kind);
 
-// Bytes this rank put on and took off the wire, by operation kind, since creation.
+// Bytes this rank put on and took off the wire, by operation kind, since creation. Of the bytes
+// sent, those addressed to a peer on another node (machine) are also counted apart, when the
+// communicator knows where its peers run (GlooOptions::node_of_rank); otherwise 0.
 struct CommStats {
   struct PerOp {
     int64_t calls = 0;
     int64_t bytes_sent = 0;
     int64_t bytes_received = 0;
+    int64_t bytes_sent_cross_node = 0;  // part of bytes_sent
   };
   PerOp ops[kNumOpKinds];
   int64_t total_sent() const;
   int64_t total_received() const;
+  int64_t total_sent_cross_node() const;
   std::string ToJson() const;
 };
 

@@ -20,7 +20,10 @@ TEST(CommStatsTest, TotalsSumEveryKind) {
   stats.ops[static_cast<int>(OpKind::kReduceScatter)].bytes_sent = 32;
   stats.ops[static_cast<int>(OpKind::kBarrier)].bytes_received = 3;
   stats.ops[static_cast<int>(OpKind::kAllReduce)].bytes_received = 4;
+  stats.ops[static_cast<int>(OpKind::kAllGather)].bytes_sent_cross_node = 10;
+  stats.ops[static_cast<int>(OpKind::kReduceScatter)].bytes_sent_cross_node = 16;
   EXPECT_EQ(stats.total_sent(), 42);
+  EXPECT_EQ(stats.total_sent_cross_node(), 26);
   EXPECT_EQ(stats.total_received(), 7);
 }
 
@@ -40,6 +43,8 @@ TEST(CommStatsTest, JsonParsesAndCarriesEveryCounter) {
   EXPECT_EQ(j["all_gather"]["calls"], 0);
   EXPECT_EQ(j["total_sent"], 1200);
   EXPECT_EQ(j["total_received"], 1100);
+  EXPECT_EQ(j["total_sent_cross_node"], 0);
+  EXPECT_EQ(j["reduce_scatter"]["bytes_sent_cross_node"], 0);
 }
 
 }  // namespace

@@ -81,12 +81,13 @@ struct PendingOp {
 class GlooCommunicator : public Communicator {
  public:
   // device and context are null for a group of one.
-  GlooCommunicator(int rank, int size, absl::Duration timeout,
+  GlooCommunicator(int rank, int size, absl::Duration timeout, std::vector<int> node_of_rank,
                    std::shared_ptr<gloo::transport::Device> device,
                    std::shared_ptr<gloo::rendezvous::Context> context)
       : rank_(rank),
         size_(size),
         timeout_(timeout),
+        node_of_rank_(std::move(node_of_rank)),
         device_(std::move(device)),
         context_(std::move(context)),
         thread_([this] { Loop(); }) {}
@@ -232,6 +233,13 @@ class GlooCommunicator : public Communicator {
     CommStats::PerOp& counters = stats_.ops[static_cast<int>(op.kind)];
     counters.bytes_sent += ex.bytes_sent();
     counters.bytes_received += ex.bytes_received();
+    if (!node_of_rank_.empty()) {
+      for (int peer = 0; peer < size_; ++peer) {
+        if (node_of_rank_[peer] != node_of_rank_[rank_]) {
+          counters.bytes_sent_cross_node += ex.bytes_sent_to()[peer];
+        }
+      }
+    }
     return status;
   }
 
@@ -254,6 +262,7 @@ class GlooCommunicator : public Communicator {
   const int rank_;
   const int size_;
   const absl::Duration timeout_;
+  const std::vector<int> node_of_rank_;  // empty: one node
   std::shared_ptr<gloo::transport::Device> device_;
   std::shared_ptr<gloo::rendezvous::Context> context_;
   AbortRegistry aborts_;
@@ -308,10 +317,15 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateGlooCommunicator(Store* stor
   if (options.timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("CreateGlooCommunicator: timeout must be positive");
   }
+  if (!options.node_of_rank.empty() && static_cast<int>(options.node_of_rank.size()) != size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CreateGlooCommunicator: node_of_rank has ", options.node_of_rank.size(),
+                     " entries for a group of ", size));
+  }
   IgnoreSigpipeOnce();
   if (size == 1) {
     return std::unique_ptr<Communicator>(
-        new GlooCommunicator(0, 1, options.timeout, nullptr, nullptr));
+        new GlooCommunicator(0, 1, options.timeout, {}, nullptr, nullptr));
   }
   const std::string where = absl::StrCat("gloo group '", group_name, "' rank ", rank, " of ", size);
 
@@ -357,7 +371,8 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateGlooCommunicator(Store* stor
     return Annotate(synced, where);
   }
   return std::unique_ptr<Communicator>(
-      new GlooCommunicator(rank, size, options.timeout, std::move(device), std::move(context)));
+      new GlooCommunicator(rank, size, options.timeout, options.node_of_rank, std::move(device),
+                           std::move(context)));
 }
 
 }  // namespace accel::comm

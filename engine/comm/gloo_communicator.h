@@ -18,6 +18,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -31,6 +32,10 @@ struct GlooOptions {
   absl::Duration timeout = absl::Seconds(60);
   // The address this rank listens on; loopback for single-machine runs.
   std::string hostname = "127.0.0.1";
+  // The node (machine) each rank of the group runs on, indexed by group rank: bytes sent to a
+  // peer on another node are counted apart (CommStats::PerOp::bytes_sent_cross_node). Empty:
+  // every rank on one node. Otherwise its size must be the group's (InvalidArgument).
+  std::vector<int> node_of_rank;
 };
 
 // Does not own `store`, which is only used during the call.

@@ -74,7 +74,8 @@ GlooExchanger::GlooExchanger(gloo::Context* context, AbortRegistry* aborts, std:
       timeout_(timeout),
       deadline_(deadline),
       rank_(context->rank),
-      size_(context->size) {}
+      size_(context->size),
+      bytes_sent_to_(static_cast<size_t>(context->size), 0) {}
 
 uint64_t GlooExchanger::Slot(int step, size_t bytes) const {
   return Mix(Mix(Mix(seq_) ^ static_cast<uint64_t>(step)) ^ static_cast<uint64_t>(bytes));
@@ -151,6 +152,7 @@ absl::Status GlooExchanger::Exchange(int step, const void* send, size_t send_byt
       in_recv = false;
       if (!buf->waitSend(nullptr, remaining())) return cancelled();
       bytes_sent_ += static_cast<int64_t>(send_bytes);
+      bytes_sent_to_[static_cast<size_t>(to)] += static_cast<int64_t>(send_bytes);
     }
     return absl::OkStatus();
   } catch (const gloo::IoException& e) {

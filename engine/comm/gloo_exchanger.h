@@ -56,9 +56,10 @@ class GlooExchanger : public Exchanger {
   absl::Status Exchange(int step, const void* send, size_t send_bytes, int to, void* recv,
                         size_t recv_bytes, int from) override;
 
-  // Bytes of completed sends and receives so far.
+  // Bytes of completed sends and receives so far, and the sends' bytes by destination rank.
   int64_t bytes_sent() const { return bytes_sent_; }
   int64_t bytes_received() const { return bytes_received_; }
+  const std::vector<int64_t>& bytes_sent_to() const { return bytes_sent_to_; }
 
  private:
   uint64_t Slot(int step, size_t bytes) const;
@@ -75,6 +76,7 @@ class GlooExchanger : public Exchanger {
   const int size_;
   int64_t bytes_sent_ = 0;
   int64_t bytes_received_ = 0;
+  std::vector<int64_t> bytes_sent_to_;  // size_ entries
 };
 
 }  // namespace accel::comm

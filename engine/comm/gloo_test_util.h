@@ -5,6 +5,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "engine/comm/communicator.h"
@@ -21,12 +23,15 @@ inline std::string UniqueGroup(const std::string& base) {
 }
 
 // Creates a communicator per rank (each on its own thread) and runs body(rank, comm) there.
+// `node_of_rank`: GlooOptions::node_of_rank (empty: one node).
 inline absl::Status RunGroup(int size, absl::Duration timeout,
-                             const std::function<absl::Status(int, Communicator&)>& body) {
+                             const std::function<absl::Status(int, Communicator&)>& body,
+                             std::vector<int> node_of_rank = {}) {
   InMemoryStore store;
   const std::string group = UniqueGroup("group");
   GlooOptions options;
   options.timeout = timeout;
+  options.node_of_rank = std::move(node_of_rank);
   return accel::testing::SpawnRanks(size, [&](int rank) -> absl::Status {
     absl::StatusOr<std::unique_ptr<Communicator>> comm =
         CreateGlooCommunicator(&store, group, rank, size, options);

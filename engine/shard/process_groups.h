@@ -3,6 +3,8 @@
 // ranks) and the replicate group (the ranks at the same position in every shard group).
 // Creation is collective: every rank of the world calls it with the same store, prefix and
 // options. Errors are the communicators' (DeadlineExceeded naming ranks that never joined).
+// gloo.node_of_rank, when set, is indexed by world rank; each subgroup gets its members' nodes,
+// so every communicator counts its cross-node bytes (CommStats).
 #pragma once
 
 #include <memory>

@@ -11,8 +11,8 @@ namespace {
 
 constexpr int kCells = kNumMemoryPools * kNumMemoryCategories;
 // The wire form: memory (current, peak) per cell, bytes sent, received, wait in nanoseconds,
-// peak RSS, cgroup usage and limit.
-constexpr int kWords = 2 * kCells + 6;
+// peak RSS, cgroup usage and limit, bytes sent across nodes.
+constexpr int kWords = 2 * kCells + 7;
 
 }  // namespace
 
@@ -56,7 +56,10 @@ std::string RankStats::ToJson() const {
   if (cgroup_limit >= 0) {
     absl::StrAppend(&out, ",\"cgroup_usage\":", cgroup_usage, ",\"cgroup_limit\":", cgroup_limit);
   }
-  absl::StrAppend(&out, "},\"bytes_sent\":", bytes_sent, ",\"bytes_received\":", bytes_received,
+  absl::StrAppend(&out, "},\"bytes_sent\":", bytes_sent,
+                  ",\"bytes_sent_within_node\":", bytes_sent - bytes_sent_cross_node,
+                  ",\"bytes_sent_cross_node\":", bytes_sent_cross_node,
+                  ",\"bytes_received\":", bytes_received,
                   ",\"comm_wait_seconds\":", comm_wait_seconds, "}");
   return out;
 }
@@ -75,6 +78,7 @@ absl::StatusOr<std::vector<RankStats>> GatherRankStats(comm::Communicator* world
   words[2 * kCells + 3] = mine.peak_rss;
   words[2 * kCells + 4] = mine.cgroup_usage;
   words[2 * kCells + 5] = mine.cgroup_limit;
+  words[2 * kCells + 6] = mine.bytes_sent_cross_node;
   const int n = world->size();
   std::vector<int64_t> all(static_cast<size_t>(n) * kWords);
   // int64 words travel through an f32 all-gather as bit copies (two floats each).
@@ -92,6 +96,7 @@ absl::StatusOr<std::vector<RankStats>> GatherRankStats(comm::Communicator* world
     out[r].peak_rss = w[2 * kCells + 3];
     out[r].cgroup_usage = w[2 * kCells + 4];
     out[r].cgroup_limit = w[2 * kCells + 5];
+    out[r].bytes_sent_cross_node = w[2 * kCells + 6];
   }
   return out;
 }

@@ -24,6 +24,9 @@ struct RankStats {
   std::array<MemoryCounts, kNumMemoryPools * kNumMemoryCategories> memory{};
   int64_t bytes_sent = 0;      // during the step, all of this rank's communicators
   int64_t bytes_received = 0;
+  // The part of bytes_sent addressed to ranks on other nodes (0 when the communicators do not
+  // know the placement: comm::GlooOptions::node_of_rank); the rest stayed within the node.
+  int64_t bytes_sent_cross_node = 0;
   double comm_wait_seconds = 0;
   // What the kernel says (engine/base/process_memory.h), beside the ledger: the process's peak
   // resident set (VmHWM), and inside a memory cgroup with a limit its usage and limit. -1:
@@ -36,7 +39,8 @@ struct RankStats {
   static RankStats FromLedger(int rank, const MemoryLedger& ledger);
   // {"rank":0,"memory":{"device":{"params":{"current":..,"peak":..},...,"total":{..}},...},
   //  "process":{"peak_rss":..[,"cgroup_usage":..,"cgroup_limit":..]},
-  //  "bytes_sent":..,"bytes_received":..,"comm_wait_seconds":..}; pools with no bytes at all
+  //  "bytes_sent":..,"bytes_sent_within_node":..,"bytes_sent_cross_node":..,
+  //  "bytes_received":..,"comm_wait_seconds":..}; pools with no bytes at all
   // are left out, and the cgroup's numbers outside a memory cgroup with a limit.
   std::string ToJson() const;
 };

@@ -186,7 +186,7 @@ absl::StatusOr<StepMetrics> Trainer::TrainStep() {
 
 absl::StatusOr<std::vector<RankStats>> Trainer::CollectRankStats(double comm_wait_seconds) {
   RankStats mine = RankStats::FromLedger(rank(), *ledger_);
-  int64_t sent = 0, received = 0;
+  int64_t sent = 0, received = 0, cross = 0;
   // Non-hybrid plans use the world communicator as the shard group: count each one once.
   std::vector<comm::Communicator*> distinct = {groups_.world};
   for (comm::Communicator* c : {groups_.shard, groups_.replicate}) {
@@ -196,9 +196,12 @@ absl::StatusOr<std::vector<RankStats>> Trainer::CollectRankStats(double comm_wai
     const comm::CommStats s = c->stats();
     sent += s.total_sent();
     received += s.total_received();
+    cross += s.total_sent_cross_node();
   }
   mine.bytes_sent = sent - stats_sent_;
   mine.bytes_received = received - stats_received_;
+  mine.bytes_sent_cross_node = cross - stats_sent_cross_node_;
+  stats_sent_cross_node_ = cross;
   mine.comm_wait_seconds = comm_wait_seconds;
   stats_sent_ = sent;
   stats_received_ = received;

@@ -149,7 +149,8 @@ class Trainer {
   std::unique_ptr<data::BatchLoader> loader_;
   std::vector<int32_t> inputs_, targets_;
   LossScaler scaler_;  // enabled under fp16 only
-  int64_t stats_sent_ = 0, stats_received_ = 0;  // communicator totals at the last stats record
+  // Communicator totals at the last stats record.
+  int64_t stats_sent_ = 0, stats_received_ = 0, stats_sent_cross_node_ = 0;
   int64_t step_ = 0;
   // Steps whose update was applied: the LR schedule's position. A skipped (overflowing) step
   // does not advance it, as Accelerate's scheduler wrapper and DeepSpeed's engine skip it.

@@ -54,15 +54,19 @@ absl::StatusOr<std::string> Run(std::vector<std::string> argv) {
   const std::string what = absl::StrJoin(argv, " ");
   argv[0] = FindTool(argv[0]);
   if (argv[0].empty()) return absl::NotFoundError(absl::StrCat(what, ": tool not found"));
+  // Built before fork: the child of a threaded process may only call async-signal-safe functions.
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return absl::InternalError("pipe: " + std::string(strerror(errno)));
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    return absl::InternalError("pipe: " + std::string(strerror(errno)));
+  }
   const pid_t pid = ::fork();
   if (pid == 0) {
+    // dup2 clears FD_CLOEXEC on the copies, so only the pipe's write end reaches the tool.
     ::dup2(fds[1], 1);
     ::dup2(fds[1], 2);
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
     ::execv(args[0], args.data());
     ::_exit(127);
   }
@@ -133,7 +137,8 @@ void ReapStale() {
   std::vector<std::string> veths, bridges;
   absl::StatusOr<std::string> links = Run({"ip", "-o", "link", "show"});
   if (links.ok()) {
-    static const std::regex kName(R"(^\d+: (ax([0-9a-z]{1,5})_[0-9a-z]{1,2}(br|v[0-9a-z]{1,2}))[@:])");
+    static const std::regex kName(
+        R"(^\d+: (ax([0-9a-z]{1,5})_[0-9a-z]{1,2}(br|v[0-9a-z]{1,2}))[@:])");
     std::istringstream in(*links);
     for (std::string line; std::getline(in, line);) {
       std::smatch m;
@@ -223,9 +228,12 @@ absl::StatusOr<std::unique_ptr<NetnsLab>> NetnsLab::Create(int nodes, const Link
 absl::Status NetnsLab::Build(const LinkShape& shape) {
   {
     LabLock lock;
-    if (!lock.held()) return absl::DeadlineExceededError(absl::StrCat("NetnsLab: ", kLockPath, " stayed locked"));
+    if (!lock.held()) {
+      return absl::DeadlineExceededError(absl::StrCat("NetnsLab: ", kLockPath, " stayed locked"));
+    }
     ReapStale();
-    ACCEL_ASSIGN_OR_RETURN(const int octet, FreeSubnet(static_cast<int>(::getpid()) * 7 + 13 * (nodes_.size())));
+    ACCEL_ASSIGN_OR_RETURN(const int octet,
+                           FreeSubnet(static_cast<int>(::getpid()) * 7 + 13 * (nodes_.size())));
     const std::string net = absl::StrCat(kSubnetPrefix, octet, ".");
     bridge_address_ = net + "1";
     for (size_t i = 0; i < nodes_.size(); ++i) nodes_[i].address = absl::StrCat(net, 11 + i);

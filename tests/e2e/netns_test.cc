@@ -22,9 +22,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
-#define SKIP_WITHOUT_NETNS()                                            \
-  if (const std::string why = NetnsLab::SkipReason(); !why.empty()) {   \
-    GTEST_SKIP() << why;                                                \
+#define SKIP_WITHOUT_NETNS()                                          \
+  if (const std::string why = NetnsLab::SkipReason(); !why.empty()) { \
+    GTEST_SKIP() << why;                                              \
   }
 
 struct Received {
@@ -88,18 +88,17 @@ TEST(NetnsLabTest, NodesHaveOwnAddressesAndTalkAtTheShapedRate) {
   auto sink = std::async(std::launch::async, Sink, l.netns_path(1), l.address(1), port, &listening);
   ASSERT_TRUE(ready.get());
   const int64_t bytes = 2'500'000;
-  ChildProcess send = l.Start(
-      0,
-      {"/bin/bash", "-c",
-       "head -c " + std::to_string(bytes) + " /dev/zero > /dev/tcp/" + l.address(1) + "/" +
-           std::to_string(port)},
-      dir, "send" + tag);
+  ChildProcess send = l.Start(0,
+                              {"/bin/bash", "-c",
+                               "head -c " + std::to_string(bytes) + " /dev/zero > /dev/tcp/" +
+                                   l.address(1) + "/" + std::to_string(port)},
+                              dir, "send" + tag);
   ASSERT_EQ(WaitProcess(send, 60), 0) << ReadAll(send.stderr_path);
   const Received got = sink.get();
   EXPECT_EQ(got.bytes, bytes);
   EXPECT_GT(got.seconds, 0.8 * bytes * 8 / 100e6) << l.applied();
-  std::printf("%lld bytes in %.3f s over \"%s\"\n", static_cast<long long>(got.bytes),
-              got.seconds, l.applied().c_str());
+  std::printf("%lld bytes in %.3f s over \"%s\"\n", static_cast<long long>(got.bytes), got.seconds,
+              l.applied().c_str());
 }
 
 TEST(NetnsLabTest, TeardownKillsProcessesAndRemovesNamespacesAndLinks) {

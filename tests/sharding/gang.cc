@@ -10,6 +10,7 @@
 #include "engine/comm/in_memory_store.h"
 #include "engine/model/gpt2_config.h"
 #include "engine/shard/process_groups.h"
+#include "engine/shard/ring_traffic.h"
 
 namespace accel::testing {
 namespace {
@@ -25,7 +26,7 @@ void Add(comm::CommStats& into, const comm::CommStats& s) {
 }  // namespace
 
 absl::StatusOr<GangResult> RunGang(const train::TrainOptions& options, int world,
-                                   bool as_device) {
+                                   bool as_device, std::vector<int> node_of_rank) {
   static std::atomic<int> gang_id{0};
   const std::string prefix = absl::StrCat("gang", gang_id++);
   comm::InMemoryStore store;
@@ -40,6 +41,7 @@ absl::StatusOr<GangResult> RunGang(const train::TrainOptions& options, int world
     MemoryLedger ledger;
     comm::GlooOptions gloo;
     gloo.timeout = absl::Seconds(30);
+    gloo.node_of_rank = node_of_rank;
     ACCEL_ASSIGN_OR_RETURN(
         shard::OwnedProcessGroups groups,
         shard::CreateGlooProcessGroups(&store, prefix, rank, world, options.shard, gloo));
@@ -163,14 +165,11 @@ double ZeroModelStateBytes(shard::Strategy strategy, double psi, int world, doub
 
 double RingBytesSentPerStep(const model::Gpt2Layout& layout, int world, shard::Strategy strategy,
                             double element_bytes) {
-  double root = 0, blocks = 0;
-  for (int u = 0; u < layout.num_units(); ++u) {
-    const double padded = std::ceil(double(layout.unit(u).numel) / world) * world;
-    (u == 0 ? root : blocks) += padded;
-  }
-  const double elements =
-      strategy == shard::Strategy::kFullShard ? 2 * root + 3 * blocks : 2 * (root + blocks);
-  return elements * (world - 1.0) / world * element_bytes;
+  shard::ShardOptions options;
+  options.strategy = strategy;
+  options.param_dtype = options.reduce_dtype = element_bytes == 2 ? DType::kBF16 : DType::kF32;
+  absl::StatusOr<shard::RingTraffic> t = shard::RingTrafficPerStep(layout, options, world, {}, 0);
+  return t.ok() ? static_cast<double>(t->sent) : -1;
 }
 
 }  // namespace accel::testing

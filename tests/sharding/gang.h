@@ -25,9 +25,10 @@ struct GangResult {
 
 // Runs `options.steps` steps on `world` ranks; options.batch is per rank. `as_device`: each
 // rank's trainer computes through host ops that say they are a device (CreateHostDeviceOps),
-// so every staging path of the GPU backend runs.
+// so every staging path of the GPU backend runs. `node_of_rank`: the placement the
+// communicators are told (comm::GlooOptions::node_of_rank; empty: one node).
 absl::StatusOr<GangResult> RunGang(const train::TrainOptions& options, int world,
-                                   bool as_device = false);
+                                   bool as_device = false, std::vector<int> node_of_rank = {});
 
 // `options` (options.steps steps) on `world` ranks twice: straight through, and as two runs —
 // the first `stop_at` steps saving a checkpoint into `checkpoint_dir`, then a run resumed from
@@ -60,10 +61,11 @@ double L2Distance(const std::vector<float>& a, const std::vector<float>& b);
 double ZeroModelStateBytes(shard::Strategy strategy, double psi, int world, double param_bytes,
                            double grad_bytes, double state_bytes);
 
-// Bytes each rank sends per step by ring theory, elements of `element_bytes` over padded units:
-// no_shard's all-reduce or zero1/2's reduce-scatter + all-gather, 2Ψ(N-1)/N; full_shard gathers
-// blocks before forward and again before backward, the root (kept through the step as FSDP's
-// root is) once, and reduce-scatters once: (2·root + 3·blocks)(N-1)/N.
+// Bytes each rank sends per step by ring theory (shard::RingTrafficPerStep), elements of
+// `element_bytes` over padded units: no_shard's all-reduce or zero1/2's reduce-scatter +
+// all-gather, 2Ψ(N-1)/N; full_shard gathers blocks before forward and again before backward,
+// the root (kept through the step as FSDP's root is) once, and reduce-scatters once:
+// (2·root + 3·blocks)(N-1)/N.
 double RingBytesSentPerStep(const model::Gpt2Layout& layout, int world, shard::Strategy strategy,
                             double element_bytes);
 
