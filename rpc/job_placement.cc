@@ -35,8 +35,8 @@ bool IsSlurmTime(const std::string& v) {
       return false;
     }
   }
-  return absl::StrContains(v, "--") == false && absl::StrContains(v, "::") == false &&
-         absl::StrContains(v, "-:") == false;
+  // The loop allows one dash, before any colon; these are the empty fields it lets through.
+  return !absl::StrContains(v, "::") && !absl::StrContains(v, "-:");
 }
 
 // RFC 1123 names as Kubernetes checks them: a label (namespace) or a subdomain (objects).

@@ -202,7 +202,7 @@ absl::StatusOr<std::unique_ptr<Acceld>> Acceld::Start(AcceldOptions o) {
                                  : absl::StrCat(host, ":", tcp_port);
   d->worker_address_ = tls ? absl::StrCat("unix:", o.unix_socket) : d->address_;
   d->manager_->SetWorkerAddress(d->worker_address_, host, tcp_port);
-  ACCEL_RETURN_IF_ERROR(d->AddClusterLaunchers(o, tcp_port));
+  ACCEL_RETURN_IF_ERROR(d->AddClusterLaunchers(o, host, tcp_port));
   d->options_ = o;
 
   // A job whose stored spec no longer parses would be relaunched until its restarts ran out,
@@ -232,7 +232,8 @@ absl::StatusOr<std::unique_ptr<Acceld>> Acceld::Start(AcceldOptions o) {
   return d;
 }
 
-absl::Status Acceld::AddClusterLaunchers(const AcceldOptions& o, int tcp_port) {
+absl::Status Acceld::AddClusterLaunchers(const AcceldOptions& o, const std::string& host,
+                                         int tcp_port) {
   std::vector<std::string> names = o.launchers;
   names.push_back(o.launcher);
   std::sort(names.begin(), names.end());
@@ -249,9 +250,9 @@ absl::Status Acceld::AddClusterLaunchers(const AcceldOptions& o, int tcp_port) {
   // Workers on other machines dial acceld over TCP: an address they can reach, asked for.
   std::string address = o.advertise;
   if (address.empty()) {
-    const std::string host = o.listen.substr(0, o.listen.rfind(':'));
-    const bool local_only = host.empty() || host == "0.0.0.0" || host == "[::]" || host == "::" ||
-                            host == "localhost" || absl::StartsWith(host, "127.") || host == "[::1]";
+    // `host` is --listen's, a wildcard already read as 127.0.0.1: not an address to hand out.
+    const bool local_only = host == "localhost" || absl::StartsWith(host, "127.") ||
+                            host == "[::1]" || host == "::1";
     if (o.listen.empty() || local_only) {
       return absl::InvalidArgumentError(
           "--advertise: a cluster launcher's workers run on other machines; give the host:port "

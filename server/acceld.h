@@ -79,7 +79,8 @@ class Acceld {
   Acceld() = default;
   // Makes the cluster launchers o.launcher and o.launchers name and tells the manager where
   // their workers dial. InvalidArgument naming the flag.
-  absl::Status AddClusterLaunchers(const AcceldOptions& o, int tcp_port);
+  // `host`: --listen's host as local clients dial it (a wildcard read as 127.0.0.1).
+  absl::Status AddClusterLaunchers(const AcceldOptions& o, const std::string& host, int tcp_port);
 
   AcceldOptions options_;
   std::string address_;

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,24 +19,6 @@ namespace {
 
 constexpr size_t kMaxOutputBytes = 1 << 20;
 
-// Runs in the child between fork and exec: only async-signal-safe calls.
-[[noreturn]] void ExecChild(pid_t parent, int out_fd, int err_fd, char* const* argv) {
-  setpgid(0, 0);
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != parent) _exit(125);
-  sigset_t all;
-  sigemptyset(&all);
-  sigprocmask(SIG_SETMASK, &all, nullptr);
-  signal(SIGPIPE, SIG_DFL);
-  int devnull = open("/dev/null", O_RDONLY);
-  if (devnull >= 0) dup2(devnull, 0);
-  dup2(out_fd, 1);
-  dup2(err_fd, 2);
-  for (int fd = 3; fd < 1024; ++fd) close(fd);
-  execvp(argv[0], argv);
-  _exit(127);
-}
-
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -43,6 +26,35 @@ int64_t NowMs() {
 }
 
 }  // namespace
+
+void ExecChild(pid_t parent, int out_fd, int err_fd, char* const* argv, char* const* envp) {
+  setpgid(0, 0);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(125);  // acceld died before prctl took effect
+  sigset_t all;
+  sigemptyset(&all);
+  sigprocmask(SIG_SETMASK, &all, nullptr);
+  signal(SIGPIPE, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  signal(SIGINT, SIG_DFL);
+  int devnull = open("/dev/null", O_RDONLY);
+  if (devnull >= 0) dup2(devnull, 0);
+  dup2(out_fd, 1);
+  dup2(err_fd, 2);
+  // Close everything else acceld had open (sockets, the database).
+#ifdef SYS_close_range
+  if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0)
+#endif
+  {
+    for (int fd = 3; fd < 4096; ++fd) close(fd);
+  }
+  if (envp != nullptr) {
+    execve(argv[0], argv, envp);
+  } else {
+    execvp(argv[0], argv);
+  }
+  _exit(127);
+}
 
 absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
                                          absl::Duration timeout) {
@@ -59,7 +71,7 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
   args.push_back(nullptr);
   const pid_t parent = getpid();
   const pid_t pid = fork();
-  if (pid == 0) ExecChild(parent, out_pipe[1], err_pipe[1], args.data());
+  if (pid == 0) ExecChild(parent, out_pipe[1], err_pipe[1], args.data(), nullptr);
   close(out_pipe[1]);
   close(err_pipe[1]);
   if (pid < 0) {

@@ -3,6 +3,8 @@
 // and is killed, with its process group, when the deadline passes.
 #pragma once
 
+#include <sys/types.h>
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -24,6 +26,14 @@ struct CommandResult {
 // the result says it.
 [[nodiscard]] absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
                                                        absl::Duration timeout);
+
+// The child's half of starting a process, between fork and exec (only async-signal-safe calls):
+// its own process group, SIGKILL when `parent` (acceld) dies, default signal dispositions and an
+// empty mask, stdin from /dev/null, stdout and stderr to the given fds, every other fd closed;
+// then execve(argv, envp), or execvp(argv) keeping the inherited environment when envp is null.
+// Exits 127 when exec fails (125 when the parent died before the death signal took effect).
+[[noreturn]] void ExecChild(pid_t parent, int out_fd, int err_fd, char* const* argv,
+                            char* const* envp);
 
 // What launchers call, so tests can answer for the cluster's commands.
 using CommandRunner = std::function<absl::StatusOr<CommandResult>(

@@ -60,6 +60,13 @@ void JobManager::SetClusterAddress(const std::string& address, std::vector<std::
   cluster_env_ = std::move(env);
 }
 
+namespace {
+std::string NoLauncher(const JobRecord& job) {
+  return absl::StrCat("resources.launcher: this acceld has no ", job.knobs.launcher,
+                      " launcher (acceld --launcher ", job.knobs.launcher, " enables it)");
+}
+}  // namespace
+
 GangRunner* JobManager::RunnerFor(const JobRecord& job) const {
   auto it = launchers_.find(job.knobs.launcher);
   return it == launchers_.end() ? nullptr : it->second;
@@ -67,9 +74,7 @@ GangRunner* JobManager::RunnerFor(const JobRecord& job) const {
 
 absl::Status JobManager::Enqueue(const JobRecord& job) {
   if (RunnerFor(job) == nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "resources.launcher: this acceld has no ", job.knobs.launcher,
-        " launcher (acceld --launcher ", job.knobs.launcher, " enables it)"));
+    return absl::FailedPreconditionError(NoLauncher(job));
   }
   if (IsRemote(job)) {
     remote_ready_.push_back(job.id);
@@ -148,9 +153,7 @@ absl::StatusOr<JobRecord> JobManager::Submit(const JobRecord& job) {
   absl::MutexLock lock(&mu_);
   if (shutting_down_) return absl::UnavailableError("acceld is shutting down");
   if (RunnerFor(job) == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "resources.launcher: this acceld has no ", job.knobs.launcher,
-        " launcher (acceld --launcher ", job.knobs.launcher, " enables it)"));
+    return absl::InvalidArgumentError(NoLauncher(job));
   }
   if (IsRemote(job)) {  // the cluster has the machines; its scheduler queues the job
     if (absl::Status s = RunnerFor(job)->CheckSettings(job.knobs.launcher_settings); !s.ok()) {
@@ -339,8 +342,7 @@ void JobManager::StartAttempt(const JobRecord& job, const std::string& message) 
   absl::StatusOr<std::string> launched =
       gang.runner != nullptr
           ? gang.runner->Launch(launch)
-          : absl::FailedPreconditionError(
-                absl::StrCat("this acceld has no ", knobs.launcher, " launcher"));
+          : absl::FailedPreconditionError(NoLauncher(job));
   absl::Status s = launched.status();
   if (!s.ok()) {
     Log(store_->PutAttempt({job.id, attempt, gang.start_us, wall_clock_->NowMicros(),

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -33,17 +34,6 @@ absl::Status WriteFile(const std::string& path, const std::string& text, mode_t 
     return absl::UnavailableError(absl::StrCat("cannot write ", path, ": ", strerror(errno)));
   }
   return absl::OkStatus();
-}
-
-std::string ReadSmallFile(const std::string& path) {
-  std::string out;
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof(buf))) > 0 && out.size() < (1u << 20)) out.append(buf, n);
-  close(fd);
-  return out;
 }
 
 }  // namespace
@@ -122,10 +112,7 @@ absl::StatusOr<std::string> SlurmLauncher::Launch(const GangLaunch& gang) {
 }
 
 SlurmLauncher::Attempt* SlurmLauncher::Find(const std::string& job_id, int attempt) {
-  for (auto& [id, a] : attempts_) {
-    if (a.job_id == job_id && a.attempt == attempt) return &a;
-  }
-  return nullptr;
+  return const_cast<Attempt*>(std::as_const(*this).Find(job_id, attempt));
 }
 
 const SlurmLauncher::Attempt* SlurmLauncher::Find(const std::string& job_id, int attempt) const {
@@ -204,7 +191,9 @@ PollResult SlurmLauncher::Poll() {
 }
 
 void SlurmLauncher::Ended(Attempt& a, PollResult& out) {
-  const std::string srun_output = ReadSmallFile(SlurmOutputPath(a.log_dir, a.slurm_id));
+  // srun's own output: a few lines; absent when the batch step never started.
+  const std::string srun_output =
+      ReadFileToString(Env::Default(), SlurmOutputPath(a.log_dir, a.slurm_id)).value_or("");
   const std::map<int, TaskEnd> ends = ParseSrunTaskEnds(srun_output);
   const bool completed = a.status.state == "COMPLETED";
   ACCEL_LOG(info, "{} attempt {}: Slurm job {} ended {} (exit {}:{})", a.job_id, a.attempt,

@@ -2,9 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,35 +12,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/base/logging.h"
+#include "server/command.h"
 
 namespace accel::server {
 namespace {
-
-// Runs in the child between fork and exec: only async-signal-safe calls.
-[[noreturn]] void ExecChild(pid_t parent, int log_fd, char* const* argv, char* const* envp) {
-  setpgid(0, 0);
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != parent) _exit(125);  // acceld died before prctl took effect
-  sigset_t all;
-  sigemptyset(&all);
-  sigprocmask(SIG_SETMASK, &all, nullptr);
-  signal(SIGPIPE, SIG_DFL);
-  signal(SIGTERM, SIG_DFL);
-  signal(SIGINT, SIG_DFL);
-  int devnull = open("/dev/null", O_RDONLY);
-  if (devnull >= 0) dup2(devnull, 0);
-  dup2(log_fd, 1);
-  dup2(log_fd, 2);
-  // Close everything else acceld had open (sockets, the database).
-#ifdef SYS_close_range
-  if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0)
-#endif
-  {
-    for (int fd = 3; fd < 4096; ++fd) close(fd);
-  }
-  execve(argv[0], argv, envp);
-  _exit(127);
-}
 
 }  // namespace
 
@@ -97,7 +70,7 @@ absl::StatusOr<std::string> Supervisor::Launch(const GangLaunch& gang) {
       close(write_fd);
       return fail(absl::UnavailableError(absl::StrCat("fork: ", strerror(errno))));
     }
-    if (pid == 0) ExecChild(parent, write_fd, argv.data(), envp.data());
+    if (pid == 0) ExecChild(parent, write_fd, write_fd, argv.data(), envp.data());
     setpgid(pid, pid);  // also in the parent, so a Stop right away reaches the group
     close(write_fd);
     proc->job_id = gang.job_id;

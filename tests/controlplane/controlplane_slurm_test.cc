@@ -98,6 +98,11 @@ class SlurmLauncherE2eTest : public ::testing::Test {
     const v1::Job job = slurm_->Get(id);
     EXPECT_EQ(job.spec().resources().launcher(), "slurm");
     EXPECT_THAT(job.placement(), ::testing::StartsWith("slurm job "));
+    // accelctl status says where the attempt ran.
+    std::string status;
+    EXPECT_EQ(slurm_->Accelctl({"status", id}, &status), 0);
+    EXPECT_THAT(status, HasSubstr(absl::StrCat("launcher slurm, 2 nodes x ", per_node,
+                                               " ranks, attempt 1 is ", job.placement())));
     return ckpt;
   }
 
@@ -116,9 +121,6 @@ TEST_F(SlurmLauncherE2eTest, TwoNodesTrainLikeTheLocalLauncher) {
   const std::string step = "/step_" + std::to_string(kSteps);
   ExpectSameTrainingState(Reference(2, kSteps) + step, two + step);
   ExpectSameTrainingState(Reference(4, kSteps) + step, four + step);
-  // accelctl status says where the attempt ran.
-  std::string out;
-  ASSERT_EQ(slurm_->Accelctl({"list"}, &out), 0);
 }
 
 TEST_F(SlurmLauncherE2eTest, AKilledTaskRestartsTheAttemptFromTheLatestCheckpoint) {
