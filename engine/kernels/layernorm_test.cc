@@ -4,10 +4,10 @@
 
 #include <cmath>
 #include <cstdint>
-#include <functional>
 #include <vector>
 
 #include "engine/kernels/scoped_threads.h"
+#include "engine/testing/grad_check.h"
 #include "engine/testing/matchers.h"
 #include "engine/testing/random.h"
 #include "gtest/gtest.h"
@@ -17,7 +17,10 @@ namespace {
 
 using ::accel::testing::AllClose;
 using ::accel::testing::AllCloseToScale;
+using ::accel::testing::NumericGrad;
+using ::accel::testing::Plus;
 using ::accel::testing::TestRng;
+using ::accel::testing::ToDouble;
 
 constexpr int kThreadCounts[] = {1, 2};
 
@@ -27,12 +30,6 @@ struct Shape {
 };
 // The last shape is above the kernels' single-thread cutoff, so 2 threads really split it.
 constexpr Shape kShapes[] = {{1, 4}, {10, 12}, {51, 64}, {128, 96}, {3, 33}, {67, 771}};
-
-std::vector<float> Plus(const std::vector<float>& a, const std::vector<float>& b) {
-  std::vector<float> r(a.size());
-  for (size_t i = 0; i < a.size(); ++i) r[i] = a[i] + b[i];
-  return r;
-}
 
 TEST(LayerNormTest, FastMatchesRefForwardAndBackward) {
   for (const Shape& s : kShapes) {
@@ -94,24 +91,6 @@ std::vector<double> LayerNormDouble(const std::vector<double>& x, const std::vec
   }
   return y;
 }
-
-// Central differences of loss(x) with respect to each element of x.
-std::vector<float> NumericGrad(const std::function<double(const std::vector<double>&)>& loss,
-                               std::vector<double> x, double eps) {
-  std::vector<float> g(x.size());
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double saved = x[i];
-    x[i] = saved + eps;
-    const double up = loss(x);
-    x[i] = saved - eps;
-    const double down = loss(x);
-    x[i] = saved;
-    g[i] = static_cast<float>((up - down) / (2 * eps));
-  }
-  return g;
-}
-
-std::vector<double> ToDouble(const std::vector<float>& v) { return {v.begin(), v.end()}; }
 
 TEST(LayerNormTest, RefBackwardMatchesFiniteDifferences) {
   const int64_t N = 3, C = 5;
