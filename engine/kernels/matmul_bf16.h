@@ -5,7 +5,8 @@
 // GemmBf16 is C = op(A) · op(B) + beta · C (beta == 0 never reads C). MatmulForwardBf16 and
 // MatmulBackwardBf16 are the linear layer of matmul.h with the weight and the matmul inputs in
 // bf16: the caller rounds activations (FloatToBf16) and keeps dout in fp32 as well, for the
-// bias gradient.
+// bias gradient. LinearForwardBf16 and LinearBackwardBf16 are the same for the nn.Linear
+// orientation (weight stored (OC, IC), out = inp · weightᵀ + bias; matmul.h's Linear*).
 //
 // Fast path: oneDNN's matmul primitive, bf16 x bf16 -> f32, which runs on AMX where the CPU has
 // it and on AVX512_BF16's dot products otherwise (on this project's AVX-512 EPYC, 1.5-2.1x the
@@ -39,6 +40,14 @@ bool Bf16MatmulIsNative();
   /* Accumulates (+=): dinp (N, IC) += dout16 · weightᵀ; dweight (IC, OC) += inpᵀ · dout16;   \
      dbias (OC) += column sums of dout (fp32). Any of dinp, dweight, dbias may be null. */      \
   void MatmulBackwardBf16(float* dinp, float* dweight, float* dbias, const float* dout,         \
+                          const uint16_t* dout16, const uint16_t* inp, const uint16_t* weight,  \
+                          int64_t N, int64_t IC, int64_t OC);                                   \
+  /* out (N, OC) = inp (N, IC) · weight (OC, IC)ᵀ + bias (OC); bias (fp32) may be null. */      \
+  void LinearForwardBf16(float* out, const uint16_t* inp, const uint16_t* weight,              \
+                         const float* bias, int64_t N, int64_t IC, int64_t OC);                 \
+  /* Accumulates (+=): dinp (N, IC) += dout16 · weight; dweight (OC, IC) += dout16ᵀ · inp;    \
+     dbias (OC) += column sums of dout (fp32). Any of dinp, dweight, dbias may be null. */      \
+  void LinearBackwardBf16(float* dinp, float* dweight, float* dbias, const float* dout,         \
                           const uint16_t* dout16, const uint16_t* inp, const uint16_t* weight,  \
                           int64_t N, int64_t IC, int64_t OC);
 

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/kernels/matmul.h"
 #include "engine/kernels/scoped_threads.h"
 #include "engine/tensor/dtype.h"
 #include "engine/testing/random.h"
@@ -149,7 +150,15 @@ TEST(GemmBf16DeathTest, BadLeadingDimensionAborts) {
                "lda");
 }
 
-TEST(MatmulBf16Test, LinearForwardAndBackwardMatchRef) {
+using ForwardBf16Fn = void (*)(float*, const uint16_t*, const uint16_t*, const float*, int64_t,
+                               int64_t, int64_t);
+using BackwardBf16Fn = void (*)(float*, float*, float*, const float*, const uint16_t*,
+                                const uint16_t*, const uint16_t*, int64_t, int64_t, int64_t);
+
+// A linear layer's fast forward and backward against the oracle, for either weight orientation
+// (both hold IC * OC values).
+void CheckLinearBf16(ForwardBf16Fn fwd, ForwardBf16Fn ref_fwd, BackwardBf16Fn bwd,
+                     BackwardBf16Fn ref_bwd) {
   struct Shape { int64_t N, IC, OC; };
   for (const Shape s : {Shape{3, 17, 65}, Shape{64, 96, 288}, Shape{65, 3, 17}}) {
     SCOPED_TRACE(::testing::Message() << "N=" << s.N << " IC=" << s.IC << " OC=" << s.OC);
@@ -159,19 +168,62 @@ TEST(MatmulBf16Test, LinearForwardAndBackwardMatchRef) {
     std::vector<uint16_t> dout16(dout.size());
     FloatToBf16(dout.data(), dout16.data(), dout.size());
     std::vector<float> out(s.N * s.OC), want(s.N * s.OC);
-    MatmulForwardBf16(out.data(), inp.data(), w.data(), bias.data(), s.N, s.IC, s.OC);
-    ref::MatmulForwardBf16(want.data(), inp.data(), w.data(), bias.data(), s.N, s.IC, s.OC);
+    fwd(out.data(), inp.data(), w.data(), bias.data(), s.N, s.IC, s.OC);
+    ref_fwd(want.data(), inp.data(), w.data(), bias.data(), s.N, s.IC, s.OC);
     for (size_t i = 0; i < out.size(); ++i) EXPECT_NEAR(out[i], want[i], 1e-4 * s.IC) << i;
     // Backward accumulates into non-zero gradients.
     std::vector<float> dinp(s.N * s.IC, 0.5f), dw(s.IC * s.OC, -0.5f), db(s.OC, 1.0f);
     std::vector<float> dinp_ref = dinp, dw_ref = dw, db_ref = db;
-    MatmulBackwardBf16(dinp.data(), dw.data(), db.data(), dout.data(), dout16.data(), inp.data(),
-                       w.data(), s.N, s.IC, s.OC);
-    ref::MatmulBackwardBf16(dinp_ref.data(), dw_ref.data(), db_ref.data(), dout.data(),
-                            dout16.data(), inp.data(), w.data(), s.N, s.IC, s.OC);
+    bwd(dinp.data(), dw.data(), db.data(), dout.data(), dout16.data(), inp.data(), w.data(), s.N,
+        s.IC, s.OC);
+    ref_bwd(dinp_ref.data(), dw_ref.data(), db_ref.data(), dout.data(), dout16.data(),
+            inp.data(), w.data(), s.N, s.IC, s.OC);
     for (size_t i = 0; i < dinp.size(); ++i) EXPECT_NEAR(dinp[i], dinp_ref[i], 1e-4 * s.OC) << i;
     for (size_t i = 0; i < dw.size(); ++i) EXPECT_NEAR(dw[i], dw_ref[i], 1e-4 * s.N) << i;
     for (size_t i = 0; i < db.size(); ++i) EXPECT_NEAR(db[i], db_ref[i], 1e-4 * s.N) << i;
+  }
+}
+
+TEST(MatmulBf16Test, LinearForwardAndBackwardMatchRef) {
+  CheckLinearBf16(MatmulForwardBf16, ref::MatmulForwardBf16, MatmulBackwardBf16,
+                  ref::MatmulBackwardBf16);
+}
+
+TEST(LinearBf16Test, ForwardAndBackwardMatchRef) {
+  CheckLinearBf16(LinearForwardBf16, ref::LinearForwardBf16, LinearBackwardBf16,
+                  ref::LinearBackwardBf16);
+}
+
+TEST(LinearBf16Test, RefIsTheFp32LinearOfTheWidenedOperands) {
+  // Small integers are exact in bf16, so the bf16 oracle must equal the fp32 nn.Linear oracle
+  // on the same values exactly; and the fast path must match it (fp32 sums of exact products).
+  const int64_t N = 3, IC = 5, OC = 4;
+  std::vector<float> inp(N * IC), w(OC * IC), dout(N * OC), bias(OC);
+  for (size_t i = 0; i < inp.size(); ++i) inp[i] = static_cast<float>(static_cast<int>(i % 7) - 3);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(static_cast<int>(i % 5) - 2);
+  for (size_t i = 0; i < dout.size(); ++i) dout[i] = static_cast<float>(static_cast<int>(i % 3) - 1);
+  for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.5f * static_cast<float>(i);
+  std::vector<uint16_t> inp16(inp.size()), w16(w.size()), dout16(dout.size());
+  FloatToBf16(inp.data(), inp16.data(), inp.size());
+  FloatToBf16(w.data(), w16.data(), w.size());
+  FloatToBf16(dout.data(), dout16.data(), dout.size());
+  std::vector<float> want(N * OC), want_dinp(N * IC, 1.0f), want_dw(OC * IC, -1.0f),
+      want_db(OC, 2.0f);
+  ref::LinearForward(want.data(), inp.data(), w.data(), bias.data(), N, IC, OC);
+  ref::LinearBackward(want_dinp.data(), want_dw.data(), want_db.data(), dout.data(), inp.data(),
+                      w.data(), N, IC, OC);
+  for (bool fast : {false, true}) {
+    SCOPED_TRACE(fast ? "fast" : "ref");
+    std::vector<float> out(N * OC, kNaN), dinp(N * IC, 1.0f), dw(OC * IC, -1.0f), db(OC, 2.0f);
+    (fast ? LinearForwardBf16 : ref::LinearForwardBf16)(out.data(), inp16.data(), w16.data(),
+                                                        bias.data(), N, IC, OC);
+    (fast ? LinearBackwardBf16 : ref::LinearBackwardBf16)(dinp.data(), dw.data(), db.data(),
+                                                          dout.data(), dout16.data(),
+                                                          inp16.data(), w16.data(), N, IC, OC);
+    EXPECT_EQ(out, want);
+    EXPECT_EQ(dinp, want_dinp);
+    EXPECT_EQ(dw, want_dw);
+    EXPECT_EQ(db, want_db);
   }
 }
 

@@ -197,7 +197,13 @@ constexpr LinearShape kShapes[] = {{1, 1, 1},   {3, 17, 65},  {17, 65, 3}, {65, 
                                    {64, 768, 96}, {300, 40, 130}, {0, 3, 4},   {3, 0, 4},
                                    {3, 4, 0}};
 
-TEST(MatmulTest, ForwardMatchesRef) {
+using LinearForwardFn = void (*)(float*, const float*, const float*, const float*, int64_t,
+                                int64_t, int64_t);
+using LinearBackwardFn = void (*)(float*, float*, float*, const float*, const float*,
+                                  const float*, int64_t, int64_t, int64_t);
+
+// Fast forward against the oracle, for either weight orientation (both hold IC * OC values).
+void CheckForwardMatchesRef(LinearForwardFn fast_fn, LinearForwardFn ref_fn) {
   uint64_t seed = 11;
   for (int threads : kThreadCounts) {
     ScopedThreads scoped(threads);
@@ -210,17 +216,18 @@ TEST(MatmulTest, ForwardMatchesRef) {
         auto bias = rng.UniformVector(s.OC);
         const float* b = with_bias ? bias.data() : nullptr;
         std::vector<float> fast(s.N * s.OC, kNaN), want(s.N * s.OC), bound(s.N * s.OC);
-        MatmulForward(fast.data(), inp.data(), w.data(), b, s.N, s.IC, s.OC);
-        ref::MatmulForward(want.data(), inp.data(), w.data(), b, s.N, s.IC, s.OC);
-        ref::MatmulForward(bound.data(), Abs(inp).data(), Abs(w).data(),
-                           with_bias ? Abs(bias).data() : nullptr, s.N, s.IC, s.OC);
+        fast_fn(fast.data(), inp.data(), w.data(), b, s.N, s.IC, s.OC);
+        ref_fn(want.data(), inp.data(), w.data(), b, s.N, s.IC, s.OC);
+        ref_fn(bound.data(), Abs(inp).data(), Abs(w).data(),
+               with_bias ? Abs(bias).data() : nullptr, s.N, s.IC, s.OC);
         EXPECT_TRUE(WithinBound(fast, want, bound, Rtol(s.IC)));
       }
     }
   }
 }
 
-TEST(MatmulTest, BackwardAccumulatesAndSkipsNullOutputs) {
+// Fast backward against the oracle (+= into non-zero gradients, each output optional).
+void CheckBackwardMatchesRef(LinearBackwardFn fast_fn, LinearBackwardFn ref_fn) {
   uint64_t seed = 101;
   for (int threads : kThreadCounts) {
     ScopedThreads scoped(threads);
@@ -237,13 +244,13 @@ TEST(MatmulTest, BackwardAccumulatesAndSkipsNullOutputs) {
         auto fdinp = dinp0, fdw = dw0, fdb = db0, rdinp = dinp0, rdw = dw0, rdb = db0;
         auto bdinp = Abs(dinp0), bdw = Abs(dw0), bdb = Abs(db0);
         const bool want_dinp = mask & 1, want_dw = mask & 2, want_db = mask & 4;
-        MatmulBackward(want_dinp ? fdinp.data() : nullptr, want_dw ? fdw.data() : nullptr,
-                       want_db ? fdb.data() : nullptr, dout.data(), inp.data(), w.data(), s.N,
-                       s.IC, s.OC);
-        ref::MatmulBackward(rdinp.data(), rdw.data(), rdb.data(), dout.data(), inp.data(),
-                            w.data(), s.N, s.IC, s.OC);
-        ref::MatmulBackward(bdinp.data(), bdw.data(), bdb.data(), Abs(dout).data(),
-                            Abs(inp).data(), Abs(w).data(), s.N, s.IC, s.OC);
+        fast_fn(want_dinp ? fdinp.data() : nullptr, want_dw ? fdw.data() : nullptr,
+                want_db ? fdb.data() : nullptr, dout.data(), inp.data(), w.data(), s.N, s.IC,
+                s.OC);
+        ref_fn(rdinp.data(), rdw.data(), rdb.data(), dout.data(), inp.data(), w.data(), s.N,
+               s.IC, s.OC);
+        ref_fn(bdinp.data(), bdw.data(), bdb.data(), Abs(dout).data(), Abs(inp).data(),
+               Abs(w).data(), s.N, s.IC, s.OC);
         if (want_dinp) {
           EXPECT_TRUE(WithinBound(fdinp, rdinp, bdinp, Rtol(s.OC)));
         } else {
@@ -262,6 +269,56 @@ TEST(MatmulTest, BackwardAccumulatesAndSkipsNullOutputs) {
       }
     }
   }
+}
+
+TEST(MatmulTest, ForwardMatchesRef) { CheckForwardMatchesRef(MatmulForward, ref::MatmulForward); }
+
+TEST(MatmulTest, BackwardAccumulatesAndSkipsNullOutputs) {
+  CheckBackwardMatchesRef(MatmulBackward, ref::MatmulBackward);
+}
+
+TEST(LinearTest, ForwardMatchesRef) { CheckForwardMatchesRef(LinearForward, ref::LinearForward); }
+
+TEST(LinearTest, BackwardAccumulatesAndSkipsNullOutputs) {
+  CheckBackwardMatchesRef(LinearBackward, ref::LinearBackward);
+}
+
+// (rows, cols) -> (cols, rows).
+std::vector<float> Transpose(const std::vector<float>& m, int64_t rows, int64_t cols) {
+  std::vector<float> t(m.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) t[c * rows + r] = m[r * cols + c];
+  }
+  return t;
+}
+
+TEST(LinearTest, IsMatmulWithTheTransposedWeight) {
+  // The oracles sum the same products in the same order, so with weight (OC, IC) = Wᵀ for W
+  // (IC, OC) they agree exactly; this pins the nn.Linear orientation of weight and dweight.
+  const int64_t N = 5, IC = 7, OC = 3;
+  testing::TestRng rng(3);
+  const auto inp = rng.UniformVector(N * IC), w = rng.UniformVector(IC * OC);
+  const auto bias = rng.UniformVector(OC), dout = rng.UniformVector(N * OC);
+  const auto wt = Transpose(w, IC, OC);
+  std::vector<float> out_m(N * OC), out_l(N * OC);
+  ref::MatmulForward(out_m.data(), inp.data(), w.data(), bias.data(), N, IC, OC);
+  ref::LinearForward(out_l.data(), inp.data(), wt.data(), bias.data(), N, IC, OC);
+  EXPECT_EQ(out_l, out_m);
+  std::vector<float> dinp_m(N * IC, 1.0f), dw_m(IC * OC, 2.0f), db_m(OC, 3.0f);
+  std::vector<float> dinp_l = dinp_m, dw_l = dw_m, db_l = db_m;
+  ref::MatmulBackward(dinp_m.data(), dw_m.data(), db_m.data(), dout.data(), inp.data(), w.data(),
+                      N, IC, OC);
+  ref::LinearBackward(dinp_l.data(), dw_l.data(), db_l.data(), dout.data(), inp.data(),
+                      wt.data(), N, IC, OC);
+  EXPECT_EQ(dinp_l, dinp_m);
+  EXPECT_EQ(dw_l, Transpose(dw_m, IC, OC));
+  EXPECT_EQ(db_l, db_m);
+  // The fast path agrees to fp32 rounding.
+  std::vector<float> out_f(N * OC), dw_f(OC * IC, 2.0f);
+  LinearForward(out_f.data(), inp.data(), wt.data(), bias.data(), N, IC, OC);
+  LinearBackward(nullptr, dw_f.data(), nullptr, dout.data(), inp.data(), wt.data(), N, IC, OC);
+  for (int64_t i = 0; i < N * OC; ++i) EXPECT_NEAR(out_f[i], out_m[i], 1e-5) << i;
+  for (int64_t i = 0; i < OC * IC; ++i) EXPECT_NEAR(dw_f[i], dw_l[i], 1e-5) << i;
 }
 
 TEST(MatmulTest, LmHeadOrientationMatchesRef) {

@@ -15,7 +15,7 @@
 #include <cstdlib>
 
 #include "engine/kernels/matmul.h"
-#include "engine/kernels/cpu/matmul_bias.h"
+#include "engine/kernels/cpu/linear_layer.h"
 
 namespace accel::kernels {
 namespace {
@@ -83,24 +83,38 @@ void Gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alp
   }
 }
 
+namespace {
+
+// Gemm with alpha = 1, in the form linear_layer.h takes.
+void Gemm1(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A,
+           int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  Gemm(trans_a, trans_b, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+}
+
+using internal::WeightLayout;
+
+}  // namespace
+
 void MatmulForward(float* out, const float* inp, const float* weight, const float* bias,
                    int64_t N, int64_t IC, int64_t OC) {
-  if (N == 0 || OC == 0) return;
-  Gemm(false, false, N, OC, IC, 1.0f, inp, IC, weight, OC, 0.0f, out, OC);
-  if (bias != nullptr) internal::AddBiasRows(out, bias, N, OC);
+  internal::LinearLayerForward(Gemm1, WeightLayout::kInOut, out, inp, weight, bias, N, IC, OC);
 }
 
 void MatmulBackward(float* dinp, float* dweight, float* dbias, const float* dout,
                     const float* inp, const float* weight, int64_t N, int64_t IC, int64_t OC) {
-  if (dinp != nullptr) {
-    // (N, IC) += (N, OC) · (IC, OC)ᵀ
-    Gemm(false, true, N, IC, OC, 1.0f, dout, OC, weight, OC, 1.0f, dinp, IC);
-  }
-  if (dweight != nullptr) {
-    // (IC, OC) += (N, IC)ᵀ · (N, OC)
-    Gemm(true, false, IC, OC, N, 1.0f, inp, IC, dout, OC, 1.0f, dweight, OC);
-  }
-  if (dbias != nullptr) internal::AccumulateBiasGrad(dbias, dout, N, OC);
+  internal::LinearLayerBackward(Gemm1, WeightLayout::kInOut, dinp, dweight, dbias, dout, dout,
+                                inp, weight, N, IC, OC);
+}
+
+void LinearForward(float* out, const float* inp, const float* weight, const float* bias,
+                   int64_t N, int64_t IC, int64_t OC) {
+  internal::LinearLayerForward(Gemm1, WeightLayout::kOutIn, out, inp, weight, bias, N, IC, OC);
+}
+
+void LinearBackward(float* dinp, float* dweight, float* dbias, const float* dout,
+                    const float* inp, const float* weight, int64_t N, int64_t IC, int64_t OC) {
+  internal::LinearLayerBackward(Gemm1, WeightLayout::kOutIn, dinp, dweight, dbias, dout, dout,
+                                inp, weight, N, IC, OC);
 }
 
 }  // namespace accel::kernels

@@ -22,7 +22,7 @@
 #include <atomic>
 #include <vector>
 
-#include "engine/kernels/cpu/matmul_bias.h"
+#include "engine/kernels/cpu/linear_layer.h"
 #include "engine/kernels/matmul.h"
 #include "engine/kernels/matmul_bf16.h"
 #include "engine/tensor/dtype.h"
@@ -186,23 +186,30 @@ void GemmBf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const
   }
 }
 
+using internal::WeightLayout;
+
 void MatmulForwardBf16(float* out, const uint16_t* inp, const uint16_t* weight, const float* bias,
                        int64_t N, int64_t IC, int64_t OC) {
-  if (N == 0 || OC == 0) return;
-  GemmBf16(false, false, N, OC, IC, inp, IC, weight, OC, 0.0f, out, OC);
-  if (bias != nullptr) internal::AddBiasRows(out, bias, N, OC);
+  internal::LinearLayerForward(GemmBf16, WeightLayout::kInOut, out, inp, weight, bias, N, IC, OC);
 }
 
 void MatmulBackwardBf16(float* dinp, float* dweight, float* dbias, const float* dout,
                         const uint16_t* dout16, const uint16_t* inp, const uint16_t* weight,
                         int64_t N, int64_t IC, int64_t OC) {
-  // (N, IC) += (N, OC) · (IC, OC)ᵀ
-  if (dinp != nullptr) GemmBf16(false, true, N, IC, OC, dout16, OC, weight, OC, 1.0f, dinp, IC);
-  // (IC, OC) += (N, IC)ᵀ · (N, OC)
-  if (dweight != nullptr) {
-    GemmBf16(true, false, IC, OC, N, inp, IC, dout16, OC, 1.0f, dweight, OC);
-  }
-  if (dbias != nullptr) internal::AccumulateBiasGrad(dbias, dout, N, OC);
+  internal::LinearLayerBackward(GemmBf16, WeightLayout::kInOut, dinp, dweight, dbias, dout,
+                                dout16, inp, weight, N, IC, OC);
+}
+
+void LinearForwardBf16(float* out, const uint16_t* inp, const uint16_t* weight, const float* bias,
+                       int64_t N, int64_t IC, int64_t OC) {
+  internal::LinearLayerForward(GemmBf16, WeightLayout::kOutIn, out, inp, weight, bias, N, IC, OC);
+}
+
+void LinearBackwardBf16(float* dinp, float* dweight, float* dbias, const float* dout,
+                        const uint16_t* dout16, const uint16_t* inp, const uint16_t* weight,
+                        int64_t N, int64_t IC, int64_t OC) {
+  internal::LinearLayerBackward(GemmBf16, WeightLayout::kOutIn, dinp, dweight, dbias, dout,
+                                dout16, inp, weight, N, IC, OC);
 }
 
 }  // namespace accel::kernels
