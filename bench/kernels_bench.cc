@@ -2,11 +2,14 @@
 // the linear layers forward and backward (GFLOP/s) in fp32 and in bf16 (matmul_bf16.h, the bf16
 // mixed-precision path, next to fp32 in the same run), the tied lm_head GEMMs, and AdamW over
 // all 124M parameters (params/s), each at 1 and 2 threads. The measured FMA peak is printed first
-// (and stored in the JSON context) as the yardstick.
+// (and stored in the JSON context) as the yardstick. The Llama-family kernels (RMSNorm, RoPE,
+// SwiGLU, the nn.Linear-oriented linear layers) run at SmolLM-135M-like shapes with N = 1024
+// tokens: C = 576, I = 1536, 9 query heads, 3 key/value heads, head size 64.
 //   accel_bench_kernels [--benchmark_filter=Lm] [--benchmark_min_time=0.1]
 #include <benchmark/benchmark.h>
 #include <oneapi/dnnl/dnnl.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +23,9 @@
 #include "engine/kernels/adamw.h"
 #include "engine/kernels/matmul.h"
 #include "engine/kernels/matmul_bf16.h"
+#include "engine/kernels/rmsnorm.h"
+#include "engine/kernels/rope.h"
+#include "engine/kernels/swiglu.h"
 #include "engine/kernels/threading.h"
 #include "engine/tensor/dtype.h"
 
@@ -30,6 +36,14 @@ constexpr int64_t kTokens = 256;          // N = B * T per step
 constexpr int64_t kChannels = 768;        // C
 constexpr int64_t kVocab = 50257;         // V
 constexpr int64_t kGpt2Params = 124439808;  // GPT-2 124M with the tied wte
+
+// SmolLM-135M-like Llama shapes.
+constexpr int64_t kLlamaTokens = 1024;   // N = B * T
+constexpr int64_t kLlamaChannels = 576;  // C (hidden size)
+constexpr int64_t kLlamaInter = 1536;    // I (MLP intermediate size)
+constexpr int64_t kLlamaHeads = 9;       // H
+constexpr int64_t kLlamaKvHeads = 3;     // KV
+constexpr int64_t kLlamaHeadDim = 64;    // D
 
 struct FreeDeleter {
   void operator()(float* p) const { std::free(p); }
@@ -69,73 +83,195 @@ void SetFlopRate(benchmark::State& state, double flops_per_iter) {
       flops_per_iter * static_cast<double>(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
 }
 
-// Args: IC, OC, threads. out (N, OC) = inp (N, IC) · weight (IC, OC) + bias.
-void BM_MatmulForward(benchmark::State& state) {
+void SetByteRate(benchmark::State& state, double bytes_per_iter) {
+  state.counters["GB"] = benchmark::Counter(
+      bytes_per_iter * static_cast<double>(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+}
+
+using ForwardFn = void (*)(float*, const float*, const float*, const float*, int64_t, int64_t,
+                           int64_t);
+using BackwardFn = void (*)(float*, float*, float*, const float*, const float*, const float*,
+                            int64_t, int64_t, int64_t);
+using ForwardBf16Fn = void (*)(float*, const uint16_t*, const uint16_t*, const float*, int64_t,
+                               int64_t, int64_t);
+using BackwardBf16Fn = void (*)(float*, float*, float*, const float*, const uint16_t*,
+                                const uint16_t*, const uint16_t*, int64_t, int64_t, int64_t);
+
+// Args: IC, OC, threads. A linear layer's forward over N tokens (either weight orientation: the
+// weight buffer holds IC * OC values).
+void RunLinearForward(benchmark::State& state, ForwardFn forward, int64_t N) {
   const int64_t IC = state.range(0), OC = state.range(1);
   kernels::SetNumThreads(static_cast<int>(state.range(2)));
-  float* out = Buffer(0, kTokens * OC);
-  const float* inp = Buffer(1, kTokens * IC);
+  float* out = Buffer(0, N * OC);
+  const float* inp = Buffer(1, N * IC);
   const float* w = Buffer(2, IC * OC);
   const float* bias = Buffer(3, OC);
-  kernels::MatmulForward(out, inp, w, bias, kTokens, IC, OC);  // warm-up
+  forward(out, inp, w, bias, N, IC, OC);  // warm-up
   for (auto _ : state) {
-    kernels::MatmulForward(out, inp, w, bias, kTokens, IC, OC);
+    forward(out, inp, w, bias, N, IC, OC);
     benchmark::ClobberMemory();
   }
-  SetFlopRate(state, 2.0 * kTokens * IC * OC);
+  SetFlopRate(state, 2.0 * N * IC * OC);
 }
 
 // Args: IC, OC, threads. dinp, dweight and dbias together (two GEMMs of the forward's size).
-void BM_MatmulBackward(benchmark::State& state) {
+void RunLinearBackward(benchmark::State& state, BackwardFn backward, int64_t N) {
   const int64_t IC = state.range(0), OC = state.range(1);
   kernels::SetNumThreads(static_cast<int>(state.range(2)));
-  float* dinp = Buffer(4, kTokens * IC);
+  float* dinp = Buffer(4, N * IC);
   float* dw = Buffer(5, IC * OC);
   float* db = Buffer(6, OC);
-  const float* dout = Buffer(7, kTokens * OC);
-  const float* inp = Buffer(1, kTokens * IC);
+  const float* dout = Buffer(7, N * OC);
+  const float* inp = Buffer(1, N * IC);
   const float* w = Buffer(2, IC * OC);
-  kernels::MatmulBackward(dinp, dw, db, dout, inp, w, kTokens, IC, OC);
+  backward(dinp, dw, db, dout, inp, w, N, IC, OC);
   for (auto _ : state) {
-    kernels::MatmulBackward(dinp, dw, db, dout, inp, w, kTokens, IC, OC);
+    backward(dinp, dw, db, dout, inp, w, N, IC, OC);
     benchmark::ClobberMemory();
   }
-  SetFlopRate(state, 4.0 * kTokens * IC * OC);
+  SetFlopRate(state, 4.0 * N * IC * OC);
 }
 
-// Args: IC, OC, threads. BM_MatmulForward with bf16 input and weight (fp32 accumulation).
-void BM_MatmulForwardBf16(benchmark::State& state) {
+// Args: IC, OC, threads. RunLinearForward with bf16 input and weight (fp32 accumulation).
+void RunLinearForwardBf16(benchmark::State& state, ForwardBf16Fn forward, int64_t N) {
   const int64_t IC = state.range(0), OC = state.range(1);
   kernels::SetNumThreads(static_cast<int>(state.range(2)));
-  float* out = Buffer(0, kTokens * OC);
-  const uint16_t* inp = Bf16Buffer(1, kTokens * IC);
+  float* out = Buffer(0, N * OC);
+  const uint16_t* inp = Bf16Buffer(1, N * IC);
   const uint16_t* w = Bf16Buffer(2, IC * OC);
   const float* bias = Buffer(3, OC);
-  kernels::MatmulForwardBf16(out, inp, w, bias, kTokens, IC, OC);  // warm-up (primitive)
+  forward(out, inp, w, bias, N, IC, OC);  // warm-up (primitive)
   for (auto _ : state) {
-    kernels::MatmulForwardBf16(out, inp, w, bias, kTokens, IC, OC);
+    forward(out, inp, w, bias, N, IC, OC);
     benchmark::ClobberMemory();
   }
-  SetFlopRate(state, 2.0 * kTokens * IC * OC);
+  SetFlopRate(state, 2.0 * N * IC * OC);
 }
 
-// Args: IC, OC, threads. BM_MatmulBackward with bf16 dout, input and weight.
-void BM_MatmulBackwardBf16(benchmark::State& state) {
+// Args: IC, OC, threads. RunLinearBackward with bf16 dout, input and weight.
+void RunLinearBackwardBf16(benchmark::State& state, BackwardBf16Fn backward, int64_t N) {
   const int64_t IC = state.range(0), OC = state.range(1);
   kernels::SetNumThreads(static_cast<int>(state.range(2)));
-  float* dinp = Buffer(4, kTokens * IC);
+  float* dinp = Buffer(4, N * IC);
   float* dw = Buffer(5, IC * OC);
   float* db = Buffer(6, OC);
-  const float* dout = Buffer(7, kTokens * OC);
-  const uint16_t* dout16 = Bf16Buffer(7, kTokens * OC);
-  const uint16_t* inp = Bf16Buffer(1, kTokens * IC);
+  const float* dout = Buffer(7, N * OC);
+  const uint16_t* dout16 = Bf16Buffer(7, N * OC);
+  const uint16_t* inp = Bf16Buffer(1, N * IC);
   const uint16_t* w = Bf16Buffer(2, IC * OC);
-  kernels::MatmulBackwardBf16(dinp, dw, db, dout, dout16, inp, w, kTokens, IC, OC);
+  backward(dinp, dw, db, dout, dout16, inp, w, N, IC, OC);
   for (auto _ : state) {
-    kernels::MatmulBackwardBf16(dinp, dw, db, dout, dout16, inp, w, kTokens, IC, OC);
+    backward(dinp, dw, db, dout, dout16, inp, w, N, IC, OC);
     benchmark::ClobberMemory();
   }
-  SetFlopRate(state, 4.0 * kTokens * IC * OC);
+  SetFlopRate(state, 4.0 * N * IC * OC);
+}
+
+// GPT-2 (Conv1D orientation, weight (IC, OC)) at kTokens.
+void BM_MatmulForward(benchmark::State& state) {
+  RunLinearForward(state, kernels::MatmulForward, kTokens);
+}
+void BM_MatmulBackward(benchmark::State& state) {
+  RunLinearBackward(state, kernels::MatmulBackward, kTokens);
+}
+void BM_MatmulForwardBf16(benchmark::State& state) {
+  RunLinearForwardBf16(state, kernels::MatmulForwardBf16, kTokens);
+}
+void BM_MatmulBackwardBf16(benchmark::State& state) {
+  RunLinearBackwardBf16(state, kernels::MatmulBackwardBf16, kTokens);
+}
+
+// Llama (nn.Linear orientation, weight (OC, IC)) at kLlamaTokens.
+void BM_LinearForward(benchmark::State& state) {
+  RunLinearForward(state, kernels::LinearForward, kLlamaTokens);
+}
+void BM_LinearBackward(benchmark::State& state) {
+  RunLinearBackward(state, kernels::LinearBackward, kLlamaTokens);
+}
+void BM_LinearForwardBf16(benchmark::State& state) {
+  RunLinearForwardBf16(state, kernels::LinearForwardBf16, kLlamaTokens);
+}
+void BM_LinearBackwardBf16(benchmark::State& state) {
+  RunLinearBackwardBf16(state, kernels::LinearBackwardBf16, kLlamaTokens);
+}
+
+// Args: threads. RMSNorm (N, C) forward: reads inp, writes out (8 bytes per element).
+void BM_RmsNormForward(benchmark::State& state) {
+  kernels::SetNumThreads(static_cast<int>(state.range(0)));
+  const int64_t N = kLlamaTokens, C = kLlamaChannels;
+  float* out = Buffer(30, N * C);
+  float* rstd = Buffer(31, N);
+  const float* inp = Buffer(32, N * C);
+  const float* w = Buffer(33, C);
+  for (auto _ : state) {
+    kernels::RmsNormForward(out, rstd, inp, w, N, C, 1e-5f);
+    benchmark::ClobberMemory();
+  }
+  SetByteRate(state, 8.0 * N * C);
+}
+
+// Args: threads. RMSNorm backward: reads dout, inp and dinp, writes dinp (16 bytes per element).
+void BM_RmsNormBackward(benchmark::State& state) {
+  kernels::SetNumThreads(static_cast<int>(state.range(0)));
+  const int64_t N = kLlamaTokens, C = kLlamaChannels;
+  float* dinp = Buffer(34, N * C);
+  float* dw = Buffer(35, C);
+  const float* dout = Buffer(36, N * C);
+  const float* inp = Buffer(32, N * C);
+  const float* w = Buffer(33, C);
+  float* rstd = Buffer(31, N);
+  kernels::RmsNormForward(Buffer(30, N * C), rstd, inp, w, N, C, 1e-5f);
+  for (auto _ : state) {
+    kernels::RmsNormBackward(dinp, dw, dout, inp, w, rstd, N, C);
+    benchmark::ClobberMemory();
+  }
+  SetByteRate(state, 16.0 * N * C);
+}
+
+// Args: threads, inverse (0 forward, 1 backward). RoPE in place on the q and k heads of a packed
+// (1, N, (H + 2 KV) D) qkv: reads and writes them (8 bytes per rotated element).
+void BM_Rope(benchmark::State& state) {
+  kernels::SetNumThreads(static_cast<int>(state.range(0)));
+  const int64_t T = kLlamaTokens, H = kLlamaHeads, KV = kLlamaKvHeads, D = kLlamaHeadDim;
+  float* qkv = Buffer(40, T * (H + 2 * KV) * D);
+  float* cos = Buffer(41, T * D / 2);
+  float* sin = Buffer(42, T * D / 2);
+  std::vector<float> inv_freq(D / 2);
+  for (int64_t i = 0; i < D / 2; ++i) inv_freq[i] = std::pow(10000.0f, -2.0f * i / D);
+  kernels::RopeTable(cos, sin, inv_freq.data(), T, D);
+  const auto rope = state.range(1) != 0 ? kernels::RopeBackward : kernels::RopeForward;
+  for (auto _ : state) {
+    rope(qkv, cos, sin, 1, T, H, KV, D);
+    benchmark::ClobberMemory();
+  }
+  SetByteRate(state, 8.0 * T * (H + KV) * D);
+}
+
+// Args: threads. SwiGLU forward: reads gate_up (N, 2I), writes out (N, I).
+void BM_SwiGluForward(benchmark::State& state) {
+  kernels::SetNumThreads(static_cast<int>(state.range(0)));
+  const int64_t N = kLlamaTokens, I = kLlamaInter;
+  float* out = Buffer(50, N * I);
+  const float* gate_up = Buffer(51, N * 2 * I);
+  for (auto _ : state) {
+    kernels::SwiGluForward(out, gate_up, N, I);
+    benchmark::ClobberMemory();
+  }
+  SetByteRate(state, 12.0 * N * I);
+}
+
+// Args: threads. SwiGLU backward: reads dout (N, I) and gate_up (N, 2I), writes dgate_up.
+void BM_SwiGluBackward(benchmark::State& state) {
+  kernels::SetNumThreads(static_cast<int>(state.range(0)));
+  const int64_t N = kLlamaTokens, I = kLlamaInter;
+  float* dgate_up = Buffer(52, N * 2 * I);
+  const float* dout = Buffer(50, N * I);
+  const float* gate_up = Buffer(51, N * 2 * I);
+  for (auto _ : state) {
+    kernels::SwiGluBackward(dgate_up, dout, gate_up, N, I);
+    benchmark::ClobberMemory();
+  }
+  SetByteRate(state, 20.0 * N * I);
 }
 
 // Args: threads. logits (N, V) = x (N, C) · wteᵀ, wte (V, C).
@@ -213,6 +349,26 @@ void LinearArgs(benchmark::internal::Benchmark* b) {
   b->UseRealTime()->Unit(benchmark::kMillisecond);
 }
 
+// The Llama block's linear layers at SmolLM-135M shapes: fused qkv (C -> (H + 2 KV) D),
+// o_proj, fused gate_up (C -> 2I), down_proj.
+void LlamaLinearArgs(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"IC", "OC", "threads"});
+  const int64_t qkv = (kLlamaHeads + 2 * kLlamaKvHeads) * kLlamaHeadDim;
+  for (int threads : {1, 2}) {
+    for (auto [ic, oc] : {std::pair<int64_t, int64_t>{kLlamaChannels, qkv},
+                          {kLlamaChannels, kLlamaChannels},
+                          {kLlamaChannels, 2 * kLlamaInter},
+                          {kLlamaInter, kLlamaChannels}}) {
+      b->Args({ic, oc, threads});
+    }
+  }
+  b->UseRealTime()->Unit(benchmark::kMillisecond);
+}
+
+void ThreadArgs(benchmark::internal::Benchmark* b) {
+  b->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+
 void BigArgs(benchmark::internal::Benchmark* b) {
   b->ArgName("threads")->Arg(1)->Arg(2)->Iterations(3)->UseRealTime()->Unit(
       benchmark::kMillisecond);
@@ -222,6 +378,19 @@ BENCHMARK(BM_MatmulForward)->Apply(LinearArgs);
 BENCHMARK(BM_MatmulBackward)->Apply(LinearArgs);
 BENCHMARK(BM_MatmulForwardBf16)->Apply(LinearArgs);
 BENCHMARK(BM_MatmulBackwardBf16)->Apply(LinearArgs);
+BENCHMARK(BM_LinearForward)->Apply(LlamaLinearArgs);
+BENCHMARK(BM_LinearBackward)->Apply(LlamaLinearArgs);
+BENCHMARK(BM_LinearForwardBf16)->Apply(LlamaLinearArgs);
+BENCHMARK(BM_LinearBackwardBf16)->Apply(LlamaLinearArgs);
+BENCHMARK(BM_RmsNormForward)->Apply(ThreadArgs);
+BENCHMARK(BM_RmsNormBackward)->Apply(ThreadArgs);
+BENCHMARK(BM_Rope)
+    ->ArgNames({"threads", "inverse"})
+    ->ArgsProduct({{1, 2}, {0, 1}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_SwiGluForward)->Apply(ThreadArgs);
+BENCHMARK(BM_SwiGluBackward)->Apply(ThreadArgs);
 BENCHMARK(BM_LmHeadForward)->Apply(BigArgs);
 BENCHMARK(BM_LmHeadBackward)->Apply(BigArgs);
 BENCHMARK(BM_AdamW)->Apply(BigArgs);
