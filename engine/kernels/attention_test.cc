@@ -9,6 +9,7 @@
 
 #include "engine/kernels/scoped_threads.h"
 #include "engine/testing/matchers.h"
+#include "engine/testing/numeric_grad.h"
 #include "engine/testing/random.h"
 #include "gtest/gtest.h"
 
@@ -16,6 +17,7 @@ namespace accel::kernels {
 namespace {
 
 using ::accel::testing::AllCloseToScale;
+using ::accel::testing::NumericGrad;
 using ::accel::testing::TestRng;
 
 constexpr int kThreadCounts[] = {1, 2};
@@ -108,24 +110,14 @@ TEST(AttentionTest, RefBackwardMatchesFiniteDifferences) {
   std::vector<float> dqkv(qkv.size(), 0.0f);
   ref::AttentionBackward(dqkv.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH);
 
-  std::vector<double> x(qkv.begin(), qkv.end());
-  const double eps = 1e-6;
-  std::vector<float> numeric(x.size());
-  for (size_t i = 0; i < x.size(); ++i) {
-    auto loss = [&] {
-      const std::vector<double> y = AttentionDouble(x, B, T, C, NH);
-      double l = 0;
-      for (size_t j = 0; j < y.size(); ++j) l += y[j] * dout[j];
-      return l;
-    };
-    const double saved = x[i];
-    x[i] = saved + eps;
-    const double up = loss();
-    x[i] = saved - eps;
-    const double down = loss();
-    x[i] = saved;
-    numeric[i] = static_cast<float>((up - down) / (2 * eps));
-  }
+  const std::vector<float> numeric = NumericGrad(
+      [&](const std::vector<double>& x) {
+        const std::vector<double> y = AttentionDouble(x, B, T, C, NH);
+        double l = 0;
+        for (size_t j = 0; j < y.size(); ++j) l += y[j] * dout[j];
+        return l;
+      },
+      std::vector<double>(qkv.begin(), qkv.end()), 1e-6);
   EXPECT_TRUE(AllCloseToScale(dqkv, numeric, 1e-4));
   // The first query attends only to itself, so its q gets no gradient (softmax of one entry).
   for (int64_t i = 0; i < C; ++i) EXPECT_EQ(dqkv[i], 0.0f);

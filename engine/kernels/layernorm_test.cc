@@ -9,6 +9,7 @@
 
 #include "engine/kernels/scoped_threads.h"
 #include "engine/testing/matchers.h"
+#include "engine/testing/numeric_grad.h"
 #include "engine/testing/random.h"
 #include "gtest/gtest.h"
 
@@ -17,6 +18,7 @@ namespace {
 
 using ::accel::testing::AllClose;
 using ::accel::testing::AllCloseToScale;
+using ::accel::testing::NumericGrad;
 using ::accel::testing::TestRng;
 
 constexpr int kThreadCounts[] = {1, 2};
@@ -93,22 +95,6 @@ std::vector<double> LayerNormDouble(const std::vector<double>& x, const std::vec
     }
   }
   return y;
-}
-
-// Central differences of loss(x) with respect to each element of x.
-std::vector<float> NumericGrad(const std::function<double(const std::vector<double>&)>& loss,
-                               std::vector<double> x, double eps) {
-  std::vector<float> g(x.size());
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double saved = x[i];
-    x[i] = saved + eps;
-    const double up = loss(x);
-    x[i] = saved - eps;
-    const double down = loss(x);
-    x[i] = saved;
-    g[i] = static_cast<float>((up - down) / (2 * eps));
-  }
-  return g;
 }
 
 std::vector<double> ToDouble(const std::vector<float>& v) { return {v.begin(), v.end()}; }
