@@ -35,9 +35,10 @@ struct Shape {
                               << " D=" << s.D;
 }
 
-// The first four stay under the fast path's single-thread cutoff. Of the rest (split by 2
-// threads): B·KV = 1 takes the by-head backward schedule at 2 threads, the others the by-group
-// one; T = 150 spans three 64-row causal blocks; H / KV = 3 with D = 20 and 12 (not powers of 2).
+// The first four stay under the fast path's single-thread cutoff. The rest are split between
+// threads; where B·KV is below the thread count (B·KV = 1 at 2 and 3 threads, B·KV = 2 at 3) the
+// backward takes its by-head schedule, elsewhere the by-group one. T = 150 spans three 64-row
+// causal blocks; H / KV = 3 with D = 20 and 12 (not powers of 2).
 constexpr Shape kShapes[] = {{1, 1, 1, 1, 4},    {2, 5, 3, 1, 4},     {2, 7, 6, 2, 5},
                              {3, 9, 4, 4, 8},    {1, 150, 4, 1, 16},  {2, 70, 6, 2, 12},
                              {1, 35, 9, 3, 20},  {2, 64, 4, 4, 24},   {1, 66, 6, 2, 20}};
