@@ -1,10 +1,13 @@
 // Fast-path CPU kernel throughput at the GPT-2 124M shapes with N = 256 tokens per step:
 // the linear layers forward and backward (GFLOP/s) in fp32 and in bf16 (matmul_bf16.h, the bf16
 // mixed-precision path, next to fp32 in the same run), the tied lm_head GEMMs, and AdamW over
-// all 124M parameters (params/s), each at 1 and 2 threads. The measured FMA peak is printed first
-// (and stored in the JSON context) as the yardstick. The Llama-family kernels (RMSNorm, RoPE,
-// SwiGLU, the nn.Linear-oriented linear layers) run at SmolLM-135M-like shapes with N = 1024
-// tokens: C = 576, I = 1536, 9 query heads, 3 key/value heads, head size 64.
+// all 124M parameters (params/s), and causal attention forward and backward (GPT-2's
+// attention.h at its 12 heads of 64; grouped-query gqa_attention.h at H = 9, KV = 3 and at GPT-2's
+// H = KV = 12, all at B = 4, T = 256, in GFLOP/s of the causal half), each at 1 and 2 threads.
+// The measured FMA peak is printed first (and stored in the JSON context) as the yardstick. The
+// Llama-family kernels (RMSNorm, RoPE, SwiGLU, the nn.Linear-oriented linear layers) run at
+// SmolLM-135M-like shapes with N = 1024 tokens: C = 576, I = 1536, 9 query heads, 3 key/value
+// heads, head size 64.
 //   accel_bench_kernels [--benchmark_filter=Lm] [--benchmark_min_time=0.1]
 #include <benchmark/benchmark.h>
 #include <oneapi/dnnl/dnnl.h>
@@ -21,6 +24,8 @@
 
 #include "bench/fma_peak.h"
 #include "engine/kernels/adamw.h"
+#include "engine/kernels/attention.h"
+#include "engine/kernels/gqa_attention.h"
 #include "engine/kernels/matmul.h"
 #include "engine/kernels/matmul_bf16.h"
 #include "engine/kernels/rmsnorm.h"
@@ -337,6 +342,89 @@ void BM_SquaredL2Norm(benchmark::State& state) {
       static_cast<double>(kGpt2Params) * state.iterations(), benchmark::Counter::kIsRate);
 }
 
+constexpr int64_t kAttnBatch = 4, kAttnSeq = 256, kHeadDim = 64;
+
+// Multiply-adds of one head's causal products (q·kᵀ or att·v over the T(T+1)/2 visible pairs),
+// times 2 for FLOPs, over the batch: the forward does two of these, the backward four.
+double CausalHeadFlops(int64_t heads) {
+  return 2.0 * kAttnBatch * heads * kHeadDim * kAttnSeq * (kAttnSeq + 1) / 2;
+}
+
+// Args: threads. GPT-2 attention, C = 768, NH = 12.
+void BM_AttentionForward(benchmark::State& state) {
+  kernels::SetNumThreads(static_cast<int>(state.range(0)));
+  const int64_t NH = 12, C = NH * kHeadDim;
+  float* out = Buffer(30, kAttnBatch * kAttnSeq * C);
+  float* att = Buffer(31, kAttnBatch * NH * kAttnSeq * kAttnSeq);
+  const float* qkv = Buffer(32, kAttnBatch * kAttnSeq * 3 * C);
+  for (auto _ : state) {
+    kernels::AttentionForward(out, att, qkv, kAttnBatch, kAttnSeq, C, NH);
+    benchmark::ClobberMemory();
+  }
+  SetFlopRate(state, 2 * CausalHeadFlops(NH));
+}
+
+void BM_AttentionBackward(benchmark::State& state) {
+  kernels::SetNumThreads(static_cast<int>(state.range(0)));
+  const int64_t NH = 12, C = NH * kHeadDim;
+  float* dqkv = Buffer(33, kAttnBatch * kAttnSeq * 3 * C);
+  const float* dout = Buffer(34, kAttnBatch * kAttnSeq * C);
+  const float* qkv = Buffer(32, kAttnBatch * kAttnSeq * 3 * C);
+  float* att = Buffer(31, kAttnBatch * NH * kAttnSeq * kAttnSeq);
+  kernels::AttentionForward(Buffer(30, kAttnBatch * kAttnSeq * C), att, qkv, kAttnBatch, kAttnSeq,
+                            C, NH);  // a real softmax to differentiate
+  for (auto _ : state) {
+    kernels::AttentionBackward(dqkv, dout, qkv, att, kAttnBatch, kAttnSeq, C, NH);
+    benchmark::ClobberMemory();
+  }
+  SetFlopRate(state, 4 * CausalHeadFlops(NH));
+}
+
+// Args: H, KV, threads. Grouped-query attention, D = 64.
+void BM_GqaAttentionForward(benchmark::State& state) {
+  const int64_t H = state.range(0), KV = state.range(1);
+  kernels::SetNumThreads(static_cast<int>(state.range(2)));
+  float* out = Buffer(40, kAttnBatch * kAttnSeq * H * kHeadDim);
+  float* att = Buffer(41, kAttnBatch * H * kAttnSeq * kAttnSeq);
+  const float* qkv = Buffer(42, kAttnBatch * kAttnSeq * (H + 2 * KV) * kHeadDim);
+  for (auto _ : state) {
+    kernels::GqaAttentionForward(out, att, qkv, kAttnBatch, kAttnSeq, H, KV, kHeadDim);
+    benchmark::ClobberMemory();
+  }
+  SetFlopRate(state, 2 * CausalHeadFlops(H));
+}
+
+void BM_GqaAttentionBackward(benchmark::State& state) {
+  const int64_t H = state.range(0), KV = state.range(1);
+  kernels::SetNumThreads(static_cast<int>(state.range(2)));
+  const int64_t width = (H + 2 * KV) * kHeadDim;
+  float* dqkv = Buffer(43, kAttnBatch * kAttnSeq * width);
+  const float* dout = Buffer(44, kAttnBatch * kAttnSeq * H * kHeadDim);
+  const float* qkv = Buffer(42, kAttnBatch * kAttnSeq * width);
+  float* att = Buffer(41, kAttnBatch * H * kAttnSeq * kAttnSeq);
+  kernels::GqaAttentionForward(Buffer(40, kAttnBatch * kAttnSeq * H * kHeadDim), att, qkv,
+                               kAttnBatch, kAttnSeq, H, KV, kHeadDim);
+  for (auto _ : state) {
+    kernels::GqaAttentionBackward(dqkv, dout, qkv, att, kAttnBatch, kAttnSeq, H, KV, kHeadDim);
+    benchmark::ClobberMemory();
+  }
+  SetFlopRate(state, 4 * CausalHeadFlops(H));
+}
+
+void ThreadArgs(benchmark::internal::Benchmark* b) {
+  b->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+}
+
+// Llama-like 9 query heads over 3 kv heads, and GPT-2's 12 over 12 (next to BM_Attention*).
+void GqaArgs(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"H", "KV", "threads"});
+  for (int threads : {1, 2}) {
+    b->Args({9, 3, threads});
+    b->Args({12, 12, threads});
+  }
+  b->UseRealTime()->Unit(benchmark::kMillisecond);
+}
+
 // The GPT-2 block's four linear layers: qkv, attention proj, fc, fc proj.
 void LinearArgs(benchmark::internal::Benchmark* b) {
   b->ArgNames({"IC", "OC", "threads"});
@@ -395,6 +483,10 @@ BENCHMARK(BM_LmHeadForward)->Apply(BigArgs);
 BENCHMARK(BM_LmHeadBackward)->Apply(BigArgs);
 BENCHMARK(BM_AdamW)->Apply(BigArgs);
 BENCHMARK(BM_SquaredL2Norm)->Apply(BigArgs);
+BENCHMARK(BM_AttentionForward)->Apply(ThreadArgs);
+BENCHMARK(BM_AttentionBackward)->Apply(ThreadArgs);
+BENCHMARK(BM_GqaAttentionForward)->Apply(GqaArgs);
+BENCHMARK(BM_GqaAttentionBackward)->Apply(GqaArgs);
 
 }  // namespace
 }  // namespace accel::bench

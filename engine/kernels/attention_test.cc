@@ -9,6 +9,7 @@
 
 #include "engine/kernels/scoped_threads.h"
 #include "engine/testing/matchers.h"
+#include "engine/testing/grad_check.h"
 #include "engine/testing/random.h"
 #include "gtest/gtest.h"
 
@@ -16,6 +17,8 @@ namespace accel::kernels {
 namespace {
 
 using ::accel::testing::AllCloseToScale;
+using ::accel::testing::NumericGrad;
+using ::accel::testing::Plus;
 using ::accel::testing::TestRng;
 
 constexpr int kThreadCounts[] = {1, 2};
@@ -28,12 +31,6 @@ struct Shape {
 // T = 150 spans three of the fast path's 64-row causal blocks.
 constexpr Shape kShapes[] = {{1, 1, 4, 1},   {2, 5, 12, 3},  {3, 17, 64, 4},
                              {2, 64, 96, 2}, {1, 35, 60, 5}, {1, 150, 32, 2}};
-
-std::vector<float> Plus(const std::vector<float>& a, const std::vector<float>& b) {
-  std::vector<float> r(a.size());
-  for (size_t i = 0; i < a.size(); ++i) r[i] = a[i] + b[i];
-  return r;
-}
 
 TEST(AttentionTest, FastMatchesRefForwardAndBackward) {
   for (const Shape& s : kShapes) {
@@ -108,24 +105,14 @@ TEST(AttentionTest, RefBackwardMatchesFiniteDifferences) {
   std::vector<float> dqkv(qkv.size(), 0.0f);
   ref::AttentionBackward(dqkv.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH);
 
-  std::vector<double> x(qkv.begin(), qkv.end());
-  const double eps = 1e-6;
-  std::vector<float> numeric(x.size());
-  for (size_t i = 0; i < x.size(); ++i) {
-    auto loss = [&] {
-      const std::vector<double> y = AttentionDouble(x, B, T, C, NH);
-      double l = 0;
-      for (size_t j = 0; j < y.size(); ++j) l += y[j] * dout[j];
-      return l;
-    };
-    const double saved = x[i];
-    x[i] = saved + eps;
-    const double up = loss();
-    x[i] = saved - eps;
-    const double down = loss();
-    x[i] = saved;
-    numeric[i] = static_cast<float>((up - down) / (2 * eps));
-  }
+  const std::vector<float> numeric = NumericGrad(
+      [&](const std::vector<double>& x) {
+        const std::vector<double> y = AttentionDouble(x, B, T, C, NH);
+        double l = 0;
+        for (size_t j = 0; j < y.size(); ++j) l += y[j] * dout[j];
+        return l;
+      },
+      std::vector<double>(qkv.begin(), qkv.end()), 1e-6);
   EXPECT_TRUE(AllCloseToScale(dqkv, numeric, 1e-4));
   // The first query attends only to itself, so its q gets no gradient (softmax of one entry).
   for (int64_t i = 0; i < C; ++i) EXPECT_EQ(dqkv[i], 0.0f);

@@ -1,12 +1,16 @@
-// Causal self-attention on the device (kernels.h; contract and layout in ../attention.h), as
-// cuBLAS strided-batched products over the heads of one sequence at a time plus two row kernels:
+// Causal self-attention on the device (kernels.h; contracts and layouts in ../attention.h and
+// ../gqa_attention.h), as cuBLAS strided-batched products plus two row kernels:
 //   forward:  att = scale · q kᵀ (all T×T, the GEMM ignores causality); causal softmax in place
 //             (entries above the diagonal become 0); out = att · v.
 //   backward: datt = dout vᵀ; dv += attᵀ dout; ds = scale · att ⊙ (datt − Σ att·datt) (causal,
 //             in place in scratch); dq += ds k; dk += dsᵀ q.
-// Head h of q, k, v sits at columns h·HS (+C, +2C) of qkv rows 3C wide, so consecutive heads are
-// HS elements apart: one stride serves the batch over heads. Sequences differ by T·3C, which a
-// single stride cannot express together with HS, hence the loop over B.
+// Grouped-query layout: qkv rows W = (H + 2·KV)·D wide; query head h at column h·D, its kv head
+// g = h / group (group = H / KV) at H·D + g·D (k) and (H + KV)·D + g·D (v). GPT-2 attention is the
+// case KV = H. For a fixed j < group the query heads g·group + j (g = 0..KV-1) sit group·D apart
+// and their kv heads D apart, so one strided-batched product per (sequence, j) serves KV heads;
+// in the backward the KV heads of one batch write distinct dk, dv, and the `group` products that
+// share them run one after another on the stream. Sequences differ by T·W, which a single stride
+// cannot express together with the head stride, hence the loop over B.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -54,9 +58,17 @@ __global__ void CausalSoftmaxBackwardKernel(float* datt, const float* att, int64
   for (int64_t j = lane; j < T; j += 32) d[j] = j <= t ? scale * a[j] * (d[j] - dot) : 0.0f;
 }
 
-absl::Status CheckAttention(const char* op, int64_t B, int64_t T, int64_t C, int64_t NH) {
-  if (absl::Status s = CheckSizes(op, {B, T, C, NH}); !s.ok()) return s;
-  if (NH == 0 || C % NH != 0) {
+absl::Status CheckGqa(const char* op, int64_t B, int64_t T, int64_t H, int64_t KV, int64_t D) {
+  if (absl::Status s = CheckSizes(op, {B, T, H, KV, D}); !s.ok()) return s;
+  if (H == 0 || KV == 0 || D == 0 || H % KV != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        op, ": needs H, KV, D > 0 and H divisible by KV (H = ", H, ", KV = ", KV, ", D = ", D, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckAttention(const char* op, int64_t C, int64_t NH) {
+  if (NH <= 0 || C < 0 || C % NH != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(op, ": C = ", C, " is not a positive multiple of NH = ", NH));
   }
@@ -69,59 +81,92 @@ unsigned RowBlocks(int64_t rows) {
 
 }  // namespace
 
-absl::Status AttentionForward(Blas& blas, float* out, float* att, const float* qkv, int64_t B,
-                              int64_t T, int64_t C, int64_t NH, cudaStream_t stream) {
-  ACCEL_RETURN_IF_ERROR(CheckAttention("AttentionForward", B, T, C, NH));
-  if (B == 0 || T == 0 || C == 0) return absl::OkStatus();
-  const int64_t HS = C / NH;
-  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(HS)));
+absl::Status GqaAttentionForward(Blas& blas, float* out, float* att, const float* qkv, int64_t B,
+                                 int64_t T, int64_t H, int64_t KV, int64_t D,
+                                 cudaStream_t stream) {
+  ACCEL_RETURN_IF_ERROR(CheckGqa("GqaAttentionForward", B, T, H, KV, D));
+  if (B == 0 || T == 0) return absl::OkStatus();
+  const int64_t W = (H + 2 * KV) * D, group = H / KV;
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
   for (int64_t b = 0; b < B; ++b) {
-    const float* q = qkv + b * T * 3 * C;
-    float* att_b = att + b * NH * T * T;
-    ACCEL_RETURN_IF_ERROR(blas.GemmStridedBatched(false, true, T, T, HS, scale, q, 3 * C, HS,
-                                                  q + C, 3 * C, HS, 0.0f, att_b, T, T * T, NH,
-                                                  stream));
-    CausalSoftmaxKernel<<<RowBlocks(NH * T), kRowsPerBlock * 32, 0, stream>>>(att_b, NH * T, T);
+    const float* q = qkv + b * T * W;
+    const float* k = q + H * D;
+    const float* v = k + KV * D;
+    float* att_b = att + b * H * T * T;
+    for (int64_t j = 0; j < group; ++j) {
+      ACCEL_RETURN_IF_ERROR(blas.GemmStridedBatched(false, true, T, T, D, scale, q + j * D, W,
+                                                    group * D, k, W, D, 0.0f, att_b + j * T * T,
+                                                    T, group * T * T, KV, stream));
+    }
+    CausalSoftmaxKernel<<<RowBlocks(H * T), kRowsPerBlock * 32, 0, stream>>>(att_b, H * T, T);
     ACCEL_RETURN_IF_ERROR(ACCEL_CUDA_LAUNCH_STATUS("CausalSoftmaxKernel"));
-    ACCEL_RETURN_IF_ERROR(blas.GemmStridedBatched(false, false, T, HS, T, 1.0f, att_b, T, T * T,
-                                                  q + 2 * C, 3 * C, HS, 0.0f, out + b * T * C, C,
-                                                  HS, NH, stream));
+    for (int64_t j = 0; j < group; ++j) {
+      ACCEL_RETURN_IF_ERROR(blas.GemmStridedBatched(
+          false, false, T, D, T, 1.0f, att_b + j * T * T, T, group * T * T, v, W, D, 0.0f,
+          out + b * T * H * D + j * D, H * D, group * D, KV, stream));
+    }
   }
   return absl::OkStatus();
+}
+
+absl::Status GqaAttentionBackward(Blas& blas, float* dqkv, float* scratch, const float* dout,
+                                  const float* qkv, const float* att, int64_t B, int64_t T,
+                                  int64_t H, int64_t KV, int64_t D, cudaStream_t stream) {
+  ACCEL_RETURN_IF_ERROR(CheckGqa("GqaAttentionBackward", B, T, H, KV, D));
+  if (B == 0 || T == 0) return absl::OkStatus();
+  const int64_t W = (H + 2 * KV) * D, group = H / KV;
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
+  for (int64_t b = 0; b < B; ++b) {
+    const float* q = qkv + b * T * W;
+    const float* k = q + H * D;
+    const float* v = k + KV * D;
+    float* dq = dqkv + b * T * W;
+    float* dk = dq + H * D;
+    float* dv = dk + KV * D;
+    const float* dout_b = dout + b * T * H * D;
+    const float* att_b = att + b * H * T * T;
+    for (int64_t j = 0; j < group; ++j) {
+      const float* att_j = att_b + j * T * T;
+      float* ds_j = scratch + j * T * T;
+      // datt (T, T) = dout_h (T, D) · v_gᵀ
+      ACCEL_RETURN_IF_ERROR(blas.GemmStridedBatched(false, true, T, T, D, 1.0f, dout_b + j * D,
+                                                    H * D, group * D, v, W, D, 0.0f, ds_j, T,
+                                                    group * T * T, KV, stream));
+      // dv_g (T, D) += att_hᵀ · dout_h
+      ACCEL_RETURN_IF_ERROR(blas.GemmStridedBatched(true, false, T, D, T, 1.0f, att_j, T,
+                                                    group * T * T, dout_b + j * D, H * D,
+                                                    group * D, 1.0f, dv, W, D, KV, stream));
+    }
+    CausalSoftmaxBackwardKernel<<<RowBlocks(H * T), kRowsPerBlock * 32, 0, stream>>>(
+        scratch, att_b, H * T, T, scale);
+    ACCEL_RETURN_IF_ERROR(ACCEL_CUDA_LAUNCH_STATUS("CausalSoftmaxBackwardKernel"));
+    for (int64_t j = 0; j < group; ++j) {
+      const float* ds_j = scratch + j * T * T;
+      // dq_h += ds · k_g;  dk_g += dsᵀ · q_h
+      ACCEL_RETURN_IF_ERROR(blas.GemmStridedBatched(false, false, T, D, T, 1.0f, ds_j, T,
+                                                    group * T * T, k, W, D, 1.0f, dq + j * D, W,
+                                                    group * D, KV, stream));
+      ACCEL_RETURN_IF_ERROR(blas.GemmStridedBatched(true, false, T, D, T, 1.0f, ds_j, T,
+                                                    group * T * T, q + j * D, W, group * D, 1.0f,
+                                                    dk, W, D, KV, stream));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AttentionForward(Blas& blas, float* out, float* att, const float* qkv, int64_t B,
+                              int64_t T, int64_t C, int64_t NH, cudaStream_t stream) {
+  ACCEL_RETURN_IF_ERROR(CheckAttention("AttentionForward", C, NH));
+  if (C == 0) return CheckSizes("AttentionForward", {B, T});  // nothing to compute
+  return GqaAttentionForward(blas, out, att, qkv, B, T, NH, NH, C / NH, stream);
 }
 
 absl::Status AttentionBackward(Blas& blas, float* dqkv, float* scratch, const float* dout,
                                const float* qkv, const float* att, int64_t B, int64_t T,
                                int64_t C, int64_t NH, cudaStream_t stream) {
-  ACCEL_RETURN_IF_ERROR(CheckAttention("AttentionBackward", B, T, C, NH));
-  if (B == 0 || T == 0 || C == 0) return absl::OkStatus();
-  const int64_t HS = C / NH;
-  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(HS)));
-  for (int64_t b = 0; b < B; ++b) {
-    const float* q = qkv + b * T * 3 * C;
-    const float* k = q + C;
-    const float* v = q + 2 * C;
-    float* dq = dqkv + b * T * 3 * C;
-    float* dk = dq + C;
-    float* dv = dq + 2 * C;
-    const float* dout_b = dout + b * T * C;
-    const float* att_b = att + b * NH * T * T;
-    // datt (T, T) = dout_h (T, HS) · v_hᵀ
-    ACCEL_RETURN_IF_ERROR(blas.GemmStridedBatched(false, true, T, T, HS, 1.0f, dout_b, C, HS, v,
-                                                  3 * C, HS, 0.0f, scratch, T, T * T, NH, stream));
-    // dv_h (T, HS) += att_hᵀ · dout_h
-    ACCEL_RETURN_IF_ERROR(blas.GemmStridedBatched(true, false, T, HS, T, 1.0f, att_b, T, T * T,
-                                                  dout_b, C, HS, 1.0f, dv, 3 * C, HS, NH, stream));
-    CausalSoftmaxBackwardKernel<<<RowBlocks(NH * T), kRowsPerBlock * 32, 0, stream>>>(
-        scratch, att_b, NH * T, T, scale);
-    ACCEL_RETURN_IF_ERROR(ACCEL_CUDA_LAUNCH_STATUS("CausalSoftmaxBackwardKernel"));
-    // dq_h += ds · k_h;  dk_h += dsᵀ · q_h
-    ACCEL_RETURN_IF_ERROR(blas.GemmStridedBatched(false, false, T, HS, T, 1.0f, scratch, T, T * T,
-                                                  k, 3 * C, HS, 1.0f, dq, 3 * C, HS, NH, stream));
-    ACCEL_RETURN_IF_ERROR(blas.GemmStridedBatched(true, false, T, HS, T, 1.0f, scratch, T, T * T,
-                                                  q, 3 * C, HS, 1.0f, dk, 3 * C, HS, NH, stream));
-  }
-  return absl::OkStatus();
+  ACCEL_RETURN_IF_ERROR(CheckAttention("AttentionBackward", C, NH));
+  if (C == 0) return CheckSizes("AttentionBackward", {B, T});
+  return GqaAttentionBackward(blas, dqkv, scratch, dout, qkv, att, B, T, NH, NH, C / NH, stream);
 }
 
 }  // namespace accel::kernels::cuda

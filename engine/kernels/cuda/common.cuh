@@ -30,6 +30,11 @@ inline unsigned GridFor(int64_t n, int threads = kThreads) {
   return static_cast<unsigned>(std::min<int64_t>((n + threads - 1) / threads, 65536));
 }
 
+// The body runs for every i in [0, n) over a GridFor(n) launch.
+#define ACCEL_GRID_STRIDE(i, n)                                                          \
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+
 inline absl::Status CheckSizes(const char* op, std::initializer_list<int64_t> sizes) {
   for (int64_t s : sizes) {
     if (s < 0) return absl::InvalidArgumentError(absl::StrCat(op, ": negative size ", s));

@@ -11,10 +11,6 @@ namespace {
 constexpr float kSqrt2OverPi = 0.7978845608028654f;
 constexpr float kGeluCubic = 0.044715f;
 
-#define ACCEL_GRID_STRIDE(i, n)                                                      \
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-
 __global__ void GeluForwardKernel(float* out, const float* inp, int64_t n) {
   ACCEL_GRID_STRIDE(i, n) {
     const float x = inp[i];

@@ -48,6 +48,17 @@ using ::accel::cuda::GemmTypes;
                                              const float* rstd, int64_t N, int64_t C,
                                              cudaStream_t stream);
 
+// ---- rmsnorm.cu (Llama family): out (N, C) = inp · rstd · weight, rstd (N) = 1 / sqrt(mean(inp²)
+// + eps); the backward accumulates (+=) dinp (N, C) and dweight (C). eps >= 0, else
+// InvalidArgument.
+[[nodiscard]] absl::Status RmsNormForward(float* out, float* rstd, const float* inp,
+                                          const float* weight, int64_t N, int64_t C, float eps,
+                                          cudaStream_t stream);
+[[nodiscard]] absl::Status RmsNormBackward(float* dinp, float* dweight, const float* dout,
+                                           const float* inp, const float* weight,
+                                           const float* rstd, int64_t N, int64_t C,
+                                           cudaStream_t stream);
+
 // ---- matmul.cu: the linear layer, weight (IC, OC), through Blas::Gemm ----------------------------
 // out (N, OC) = inp (N, IC) · weight (IC, OC) + bias (OC). inp, weight in types.ab; out, bias in
 // types.c; bias may be null.
@@ -71,6 +82,40 @@ using ::accel::cuda::GemmTypes;
                                              const float* dout, const float* qkv,
                                              const float* att, int64_t B, int64_t T, int64_t C,
                                              int64_t NH, cudaStream_t stream);
+
+// ---- attention.cu: grouped-query causal attention (../gqa_attention.h; GPT-2's is KV = NH) ----
+// InvalidArgument unless H, KV, D > 0 and KV divides H.
+[[nodiscard]] absl::Status GqaAttentionForward(Blas& blas, float* out, float* att,
+                                               const float* qkv, int64_t B, int64_t T, int64_t H,
+                                               int64_t KV, int64_t D, cudaStream_t stream);
+// scratch: H·T·T floats, overwritten.
+[[nodiscard]] absl::Status GqaAttentionBackward(Blas& blas, float* dqkv, float* scratch,
+                                                const float* dout, const float* qkv,
+                                                const float* att, int64_t B, int64_t T,
+                                                int64_t H, int64_t KV, int64_t D,
+                                                cudaStream_t stream);
+
+// ---- rope.cu: rotary position embedding, in place on the q and k heads of packed qkv ------------
+// qkv (B, T, (H + 2·KV)·D) as for GqaAttentionForward; cos, sin (T, D / 2) on the device (the host
+// fills them, kernels::RopeTable). Rotate-half: per head vector x, half = D / 2,
+//   x[i] ← x[i]·cos[t, i] − x[i+half]·sin[t, i];  x[i+half] ← x[i+half]·cos[t, i] + x[i]·sin[t, i].
+// The backward rotates the q and k gradients in dqkv back (the transpose: angle −θ), in place.
+// D must be even, else InvalidArgument.
+[[nodiscard]] absl::Status RopeForward(float* qkv, const float* cos, const float* sin, int64_t B,
+                                       int64_t T, int64_t H, int64_t KV, int64_t D,
+                                       cudaStream_t stream);
+[[nodiscard]] absl::Status RopeBackward(float* dqkv, const float* cos, const float* sin,
+                                        int64_t B, int64_t T, int64_t H, int64_t KV, int64_t D,
+                                        cudaStream_t stream);
+
+// ---- swiglu.cu: the Llama MLP's gate -----------------------------------------------------------
+// out (N, I) = silu(gate) · up from gate_up (N, 2I) rows [gate | up]. The backward overwrites
+// (does not accumulate) dgate_up (N, 2I).
+[[nodiscard]] absl::Status SwiGluForward(float* out, const float* gate_up, int64_t N, int64_t I,
+                                         cudaStream_t stream);
+[[nodiscard]] absl::Status SwiGluBackward(float* dgate_up, const float* dout,
+                                          const float* gate_up, int64_t N, int64_t I,
+                                          cudaStream_t stream);
 
 // ---- elementwise.cu ------------------------------------------------------------------------------
 [[nodiscard]] absl::Status GeluForward(float* out, const float* inp, int64_t n,
