@@ -29,6 +29,7 @@ WEIGHT_DECAY = 0.1
 MAX_NORM = 1.0
 SEED = 1234
 DATA_SEED = 1235
+TINY_GRAD = 1e-6  # |step-0 gradient| below which a post-step parameter is ill-conditioned in fp32
 
 
 def hyperparameters():
@@ -123,6 +124,28 @@ def deviations(ref, got):
     return groups
 
 
+def deviations_past_tiny_grads(ref, got, threshold=TINY_GRAD):
+    """Per stepK.param group: max over tensors of max|f32 - f64| / max|f64| over the elements
+    whose step-0 gradient is 0 or at least threshold in magnitude. Adam's first updates are
+    lr*g/(|g|+eps), so where 0 < |g| << 1 the update is rounding noise over eps in any fp32
+    engine; a test holds those elements to lr per step and the rest to this figure."""
+    groups = {}
+    for name, r in ref.items():
+        if ".param." not in name:
+            continue
+        g0 = ref["step0.grad." + name.split(".param.", 1)[1]]
+        keep = (g0 == 0) | (g0.abs() >= threshold)
+        scale = r.abs().max().item()
+        absdev = ((got[name].to(torch.float64) - r).abs() * keep).max().item()
+        rel = absdev / scale if scale > 0 else absdev
+        grp = group_of(name)
+        cur = groups.setdefault(grp, {"rel": 0.0, "worst": name, "exempt": 0})
+        cur["exempt"] += int((~keep).sum())
+        if rel >= cur["rel"]:
+            cur["rel"], cur["worst"] = rel, name
+    return groups
+
+
 def print_summary(ref, f32, dev):
     print("step  loss(f64)            loss(f32)            grad_norm(f64)")
     for k in range(STEPS):
@@ -138,9 +161,11 @@ def print_summary(ref, f32, dev):
         print(f"  {grp:12s} {d['rel']:.3e} ({d['worst']})  abs {d['abs']:.3e}")
 
 
-def make_metadata(config, generator, dev):
+def make_metadata(config, generator, dev, dev_past_tiny=None):
     """The fixture's __metadata__: config JSON (sorted keys), generator, torch version, and for
-    each deviation group its f32_vs_f64 max_rel_to_scale, worst_tensor and max_abs."""
+    each deviation group its f32_vs_f64 max_rel_to_scale, worst_tensor and max_abs; with
+    dev_past_tiny, per stepK.param group also .max_rel_to_scale_past_tiny_grads, the
+    .tiny_grad_threshold and the number of .tiny_grad_elements it leaves out."""
     metadata = {
         "config": json.dumps(config, sort_keys=True),
         "generator": generator,
@@ -150,6 +175,12 @@ def make_metadata(config, generator, dev):
         metadata[f"f32_vs_f64.{grp}.max_rel_to_scale"] = f"{dev[grp]['rel']:.3e}"
         metadata[f"f32_vs_f64.{grp}.worst_tensor"] = dev[grp]["worst"]
         metadata[f"f32_vs_f64.{grp}.max_abs"] = f"{dev[grp]['abs']:.3e}"
+    for grp in sorted(dev_past_tiny or {}):
+        d = dev_past_tiny[grp]
+        metadata[f"f32_vs_f64.{grp}.max_rel_to_scale_past_tiny_grads"] = f"{d['rel']:.3e}"
+        metadata[f"f32_vs_f64.{grp}.worst_tensor_past_tiny_grads"] = d["worst"]
+        metadata[f"f32_vs_f64.{grp}.tiny_grad_threshold"] = f"{TINY_GRAD:.0e}"
+        metadata[f"f32_vs_f64.{grp}.tiny_grad_elements"] = str(d["exempt"])
     return metadata
 
 
@@ -198,10 +229,11 @@ def write_safetensors(path, tensors, metadata):
 
 
 def generate(out_path, specs, draw, forward, vocab, model_config, generator,
-             extra_tensors=()):
+             extra_tensors=(), record_tiny_grads=False):
     """The whole recipe for one fixture: init, f64 and f32 training runs, deviations, metadata,
     the file. model_config is merged with hyperparameters() into the metadata "config";
-    extra_tensors (name, f32/i32 tensor) are appended after the standard ones.
+    extra_tensors (name, f32/i32 tensor) are appended after the standard ones;
+    record_tiny_grads adds deviations_past_tiny_grads() to the metadata.
     Returns (init, batches, ref, f32, dev, tensors) for a generator's own checks and report."""
     torch.set_num_threads(1)  # fixed reduction order: identical bytes every run
     torch.set_default_dtype(torch.float64)
@@ -219,7 +251,12 @@ def generate(out_path, specs, draw, forward, vocab, model_config, generator,
         raise ValueError(f"model config keys clash with the recipe's: {sorted(clash)}")
     config = dict(model_config)
     config.update(hyper)
-    metadata = make_metadata(config, generator, dev)
+    past_tiny = deviations_past_tiny_grads(ref, f32) if record_tiny_grads else None
+    for grp in sorted(past_tiny or {}):
+        d = past_tiny[grp]
+        print(f"  {grp:12s} {d['rel']:.3e} ({d['worst']}) leaving out {d['exempt']} elements "
+              f"with 0 < |step-0 grad| < {TINY_GRAD:.0e}")
+    metadata = make_metadata(config, generator, dev, past_tiny)
     tensors = fixture_tensors([n for n, _ in specs], init, batches, ref) + list(extra_tensors)
     write_safetensors(out_path, tensors, metadata)
     print(f"wrote {out_path} ({os.path.getsize(out_path)} bytes, {len(tensors)} tensors)")
