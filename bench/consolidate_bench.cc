@@ -38,7 +38,7 @@ float Value(int64_t i, int section) {
   return static_cast<float>(static_cast<int64_t>(x % 2000003) - 1000001) * 1e-6f;
 }
 
-Ranges ShardRanges(const model::Gpt2Layout& layout, int world, int rank) {
+Ranges ShardRanges(const model::ModelLayout& layout, int world, int rank) {
   Ranges out;
   for (int u = 0; u < layout.num_units(); ++u) {
     const model::UnitRange& unit = layout.unit(u);
@@ -80,7 +80,7 @@ void InChild(Fn fn) {
   }
 }
 
-void Save(Env* env, const std::string& dir, const model::Gpt2Layout& layout, int world) {
+void Save(Env* env, const std::string& dir, const model::ModelLayout& layout, int world) {
   int64_t write_micros = 0;
   std::vector<Ranges> by_rank;
   uint64_t bytes = 0;
@@ -122,7 +122,7 @@ void Save(Env* env, const std::string& dir, const model::Gpt2Layout& layout, int
       world, bytes / 1e6, s, bytes / 1e6 / s, commit, PeakRssMiB());
 }
 
-void Load(Env* env, const std::string& step_dir, const model::Gpt2Layout& layout, int world) {
+void Load(Env* env, const std::string& step_dir, const model::ModelLayout& layout, int world) {
   const Ranges mine = ShardRanges(layout, world, 0);
   int64_t n = 0;
   for (const auto& [b, e] : mine) n += e - b;
@@ -154,7 +154,7 @@ void Load(Env* env, const std::string& step_dir, const model::Gpt2Layout& layout
 }
 
 void Consolidate(Env* env, const std::string& step_dir, const std::string& out,
-                 const model::Gpt2Layout& layout, DType dtype) {
+                 const model::ModelLayout& layout, DType dtype) {
   const double rss_before = PeakRssMiB();
   const int64_t start = env->NowMicros();
   checkpoint::ConsolidateOptions options;
@@ -214,7 +214,7 @@ int main(int argc, char** argv) {
 
   auto config = model::Gpt2Preset(preset);
   Check(config.status(), "preset");
-  auto layout = model::Gpt2Layout::Create(*config);
+  auto layout = model::ModelLayout::Create(*config);
   Check(layout.status(), "layout");
   auto dtype = ParseDType(dtype_name);
   Check(dtype.status(), "dtype");

@@ -411,7 +411,7 @@ void BM_GqaAttentionBackward(benchmark::State& state) {
   SetFlopRate(state, 4 * CausalHeadFlops(H));
 }
 
-void ThreadArgs(benchmark::internal::Benchmark* b) {
+void AttentionThreadArgs(benchmark::internal::Benchmark* b) {
   b->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 }
 
@@ -483,8 +483,8 @@ BENCHMARK(BM_LmHeadForward)->Apply(BigArgs);
 BENCHMARK(BM_LmHeadBackward)->Apply(BigArgs);
 BENCHMARK(BM_AdamW)->Apply(BigArgs);
 BENCHMARK(BM_SquaredL2Norm)->Apply(BigArgs);
-BENCHMARK(BM_AttentionForward)->Apply(ThreadArgs);
-BENCHMARK(BM_AttentionBackward)->Apply(ThreadArgs);
+BENCHMARK(BM_AttentionForward)->Apply(AttentionThreadArgs);
+BENCHMARK(BM_AttentionBackward)->Apply(AttentionThreadArgs);
 BENCHMARK(BM_GqaAttentionForward)->Apply(GqaArgs);
 BENCHMARK(BM_GqaAttentionBackward)->Apply(GqaArgs);
 

@@ -117,7 +117,7 @@ int main(int argc, char** argv) {
       config = *preset;
       model_flags = {"--model", model};
     }
-    auto layout = accel::model::Gpt2Layout::Create(config);
+    auto layout = accel::model::ModelLayout::Create(config);
     if (!layout.ok()) return 1;
     for (const std::string& strategy :
          std::vector<std::string>(absl::StrSplit(strategies, ',', absl::SkipEmpty()))) {

@@ -45,7 +45,7 @@ class CkptCommandsTest : public ::testing::Test {
   }
 
   accel::testing::MemEnv env_;
-  model::Gpt2Layout layout_ = SmallLayout();
+  model::ModelLayout layout_ = SmallLayout();
   State state_{layout_.num_params(), 8};
 };
 

@@ -53,6 +53,7 @@ absl::StatusOr<config::LoweredJob> LowerFile(const config::ConfigInputs& inputs,
   in.accumulation_given = job.gradient_accumulation_steps.has_value();
   in.clipping_given = job.gradient_clipping.has_value();
   in.check_files = false;
+  in.model_given = false;  // the default preset stands in for whatever model the file serves
   return config::Lower(in, fs);
 }
 

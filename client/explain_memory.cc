@@ -13,14 +13,14 @@ absl::StatusOr<train::MemoryPlan> ExplainMemory(const MemoryExplainArgs& args,
   options.model = args.model.empty() ? options.model : args.model;
   options.model_config = args.model_config;
   if (args.seq.has_value()) options.seq = *args.seq;
-  absl::StatusOr<model::Gpt2Config> config = config::ModelConfigOf(fs, options);
+  absl::StatusOr<model::ModelConfig> config = config::ModelConfigOf(fs, options);
   if (!config.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
         args.model_config.empty() ? "--model: " : "--model-config: ", config.status().message()));
   }
-  if (options.seq > config->n_positions) {
+  if (options.seq > config->max_positions()) {
     return absl::InvalidArgumentError(absl::StrCat("--seq ", options.seq, " exceeds the model's ",
-                                                   config->n_positions, " positions"));
+                                                   config->max_positions(), " positions"));
   }
   const int world = std::max(1, lowered.world_size);
   train::MemoryPlanOptions po;

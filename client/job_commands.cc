@@ -209,10 +209,21 @@ class Session {
          << " tokens per step, clip " << p.grad_clip() << ", checkpoints " << p.state_dict_type()
          << (p.save_16bit() ? " + 16-bit model" : "") << "\n";
     const v1::ModelSummary& m = p.model();
-    out_ << absl::StrFormat("  model %s: %d layers, %d heads, width %d, vocabulary %d, "
+    // Summaries from an acceld older than the architecture field are GPT-2's.
+    const std::string arch = m.architecture().empty() ? "gpt2" : m.architecture();
+    std::string heads = absl::StrCat(m.n_head(), " heads");
+    if (m.n_kv_head() != 0 && m.n_kv_head() != m.n_head()) {
+      absl::StrAppend(&heads, " (", m.n_kv_head(), " key/value)");
+    }
+    out_ << absl::StrFormat("  model %s: %s, %d layers, %s, width %d, vocabulary %d, "
                             "context %d, %.2fM parameters\n",
-                            m.name(), m.n_layer(), m.n_head(), m.n_embd(), m.vocab_size(),
+                            m.name(), arch, m.n_layer(), heads, m.n_embd(), m.vocab_size(),
                             m.n_positions(), m.num_params() / 1e6);
+    if (arch != "gpt2") {
+      out_ << absl::StrFormat("    head_dim %d, mlp %d (SwiGLU), %s lm_head, block %s\n",
+                              m.head_dim(), m.intermediate_size(),
+                              m.tied_embeddings() ? "tied" : "untied", m.block_class());
+    }
     if (!p.config().empty()) out_ << "  config " << p.config() << "\n";
     for (const std::string& note : p.notes()) out_ << "  note: " << note << "\n";
   }

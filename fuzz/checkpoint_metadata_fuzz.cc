@@ -122,7 +122,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const auto layout = [] {
     auto config = accel::model::Gpt2Preset("gpt2-tiny");
     FUZZ_CHECK(config.ok(), "preset");
-    auto l = accel::model::Gpt2Layout::Create(*config);
+    auto l = accel::model::ModelLayout::Create(*config);
     FUZZ_CHECK(l.ok(), "layout");
     return *l;
   }();

@@ -140,13 +140,20 @@ accel::v1::JobPlan PlanToProto(const config::LoweredJob& job, const std::string&
   for (const std::string& n : job.notes) p.add_notes(n);
   p.set_device(device.empty() ? "cpu" : device);
   auto* m = p.mutable_model();
-  m->set_name(job.model.name);
-  m->set_n_layer(job.model.n_layer);
-  m->set_n_head(job.model.n_head);
-  m->set_n_embd(job.model.n_embd);
-  m->set_vocab_size(job.model.vocab_size);
-  m->set_n_positions(job.model.n_positions);
-  m->set_num_params(job.model.NumParams());
+  m->set_name(job.model.name());
+  const model::ModelConfig& c = job.model;
+  m->set_n_layer(c.num_layers());
+  m->set_n_head(c.num_heads());
+  m->set_n_embd(c.hidden_size());
+  m->set_vocab_size(c.vocab_size());
+  m->set_n_positions(c.max_positions());
+  m->set_num_params(c.NumParams());
+  m->set_architecture(c.model_type());
+  m->set_n_kv_head(c.num_kv_heads());
+  m->set_head_dim(c.head_dim());
+  m->set_intermediate_size(c.intermediate_size());
+  m->set_tied_embeddings(c.tied_embeddings());
+  m->set_block_class(c.block_class());
   return p;
 }
 

@@ -12,7 +12,7 @@
 #include "engine/base/status_macros.h"
 #include "rpc/job_placement.h"
 #include "engine/config/train_plan.h"
-#include "engine/model/gpt2_config.h"
+#include "engine/model/model_config.h"
 #include "engine/optim/lr_schedule.h"
 #include "engine/shard/shard_plan.h"
 #include "rpc/job_file.h"
@@ -117,7 +117,7 @@ absl::Status ValidateJobSpec(const JobSpec& s, bool check_files) {
     return Invalid("model", "give model.preset or model.config");
   }
   if (s.model().config().empty()) {
-    const std::vector<std::string> presets = model::Gpt2PresetNames();
+    const std::vector<std::string> presets = model::ModelPresetNames();
     if (std::find(presets.begin(), presets.end(), s.model().preset()) == presets.end()) {
       return Invalid("model.preset", absl::StrCat("unknown preset '", s.model().preset(),
                                                   "'; known: ", absl::StrJoin(presets, ", ")));

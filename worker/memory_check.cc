@@ -49,7 +49,7 @@ struct Need {
   train::MemoryPlan plan;
 };
 
-absl::StatusOr<Need> NeedOf(const model::Gpt2Config& config, const config::TrainOptions& options,
+absl::StatusOr<Need> NeedOf(const model::ModelConfig& config, const config::TrainOptions& options,
                             int world, int rank, int local_ranks, bool on_gpu) {
   train::MemoryPlanOptions po;
   po.world = world;
@@ -67,7 +67,7 @@ absl::StatusOr<Need> NeedOf(const model::Gpt2Config& config, const config::Train
 
 // The changes that would make the plan fit, each planned: "activation_checkpointing",
 // "micro-batch 2", ...
-std::vector<std::string> WhatWouldFit(const model::Gpt2Config& config,
+std::vector<std::string> WhatWouldFit(const model::ModelConfig& config,
                                       const config::TrainOptions& options, const MemoryCheckInput& in,
                                       int64_t available) {
   std::vector<std::string> fits;
@@ -132,7 +132,7 @@ absl::Status CheckMemoryPlan(const MemoryCheckInput& in, const ProcessMemory& ma
   if (options.ignore_memory_plan) return absl::OkStatus();
   // Bad options keep the Trainer's errors.
   ACCEL_RETURN_IF_ERROR(config::ValidateTrainOptions(options));
-  ACCEL_ASSIGN_OR_RETURN(model::Gpt2Config config, config::ModelConfigOf(Env::Default(), options));
+  ACCEL_ASSIGN_OR_RETURN(model::ModelConfig config, config::ModelConfigOf(Env::Default(), options));
   ACCEL_ASSIGN_OR_RETURN(Need need,
                          NeedOf(config, options, in.world, in.rank, in.local_ranks, in.on_gpu));
   if (machine.cgroup.limit < 0 && machine.mem_available < 0) {

@@ -208,15 +208,13 @@ class TerminalSink final : public RankSink {
 
   absl::Status Started(const RankContext& rank) override {
     const train::Trainer& trainer = *rank.trainer;
-    const model::Gpt2Config& config = trainer.layout().config();
+    const model::ModelConfig& config = trainer.layout().config();
     if (!json_ && speaker_) {
-      std::printf("accel-worker standalone: %s on %s, model %s (%lld params: L=%lld C=%lld "
-                  "NH=%lld V=%lld), data %s, B=%lld T=%lld accum=%lld, %d threads\n",
+      std::printf("accel-worker standalone: %s on %s, model %s (%lld params: %s), data %s, "
+                  "B=%lld T=%lld accum=%lld, %d threads\n",
                   trainer.sharded().plan().Describe().c_str(), trainer.device().c_str(),
-                  config.name.c_str(), static_cast<long long>(config.NumParams()),
-                  static_cast<long long>(config.n_layer), static_cast<long long>(config.n_embd),
-                  static_cast<long long>(config.n_head),
-                  static_cast<long long>(config.vocab_size), f_.train.data.c_str(),
+                  config.name().c_str(), static_cast<long long>(config.NumParams()),
+                  config.Describe().c_str(), f_.train.data.c_str(),
                   static_cast<long long>(f_.train.batch), static_cast<long long>(f_.train.seq),
                   static_cast<long long>(f_.train.grad_accum), threads_);
       if (trainer.step() > 0) {

@@ -36,7 +36,7 @@ struct Scenario {
 // What `latest` names in `env` must be complete: metadata, every file verifying, contents one
 // of the acceptable states.
 void ExpectLatestComplete(Env* env, const Scenario& sc, const std::string& where) {
-  const model::Gpt2Layout layout = SmallLayout();
+  const model::ModelLayout layout = SmallLayout();
   auto step_dir = LatestStepDir(env, kDir);
   ASSERT_TRUE(step_dir.ok()) << where << ": " << step_dir.status();
   auto reader = StepReader::Open(env, *step_dir);
@@ -133,7 +133,7 @@ void RunFailureMatrix(const Scenario& sc) {
 // Step 1 saved by 2 ranks; the save under test is step 2 by 3 ranks with keep_last 1, so the
 // matrix covers the rank files, the commit, `latest` and the pruning of step 1.
 Scenario NextStep() {
-  const model::Gpt2Layout layout = SmallLayout();
+  const model::ModelLayout layout = SmallLayout();
   const State old_state(layout.num_params(), 1), new_state(layout.num_params(), 2);
   Scenario sc;
   sc.setup = [=](Env* env) { ASSERT_TRUE(SaveAll(env, kDir, layout, old_state, 1, 2, 1).ok()); };
@@ -147,7 +147,7 @@ Scenario NextStep() {
 // Steps 1 and 2 saved, latest = 2; a run resumed from step 1 saves step 2 again with other
 // data: `latest` may name step 1, the old step 2 or the new one, never a torn directory.
 Scenario SameStepAgain() {
-  const model::Gpt2Layout layout = SmallLayout();
+  const model::ModelLayout layout = SmallLayout();
   const State s1(layout.num_params(), 1), old2(layout.num_params(), 2),
       new2(layout.num_params(), 22);
   Scenario sc;
@@ -174,7 +174,7 @@ TEST(CheckpointCrashTest, FailureAtEveryPointOfReplacingTheLatestStep) {
 // The first save into a new checkpoint directory (its parent exists): before it completes
 // there is no `latest`; once it returns, a power loss keeps it.
 TEST(CheckpointCrashTest, FirstSaveIsDurableOnceItReturns) {
-  const model::Gpt2Layout layout = SmallLayout();
+  const model::ModelLayout layout = SmallLayout();
   const State state(layout.num_params(), 3);
   MemEnv probe_mem;
   FaultEnv probe(&probe_mem);

@@ -126,7 +126,7 @@ uint64_t StepMetadata::total_bytes() const {
   return total;
 }
 
-void SetLayoutTable(const model::Gpt2Layout& layout, StepMetadata* out) {
+void SetLayoutTable(const model::ModelLayout& layout, StepMetadata* out) {
   out->num_params = layout.num_params();
   out->tensors.clear();
   out->units.clear();
@@ -335,14 +335,14 @@ absl::StatusOr<StepMetadata> StepMetadataFromJson(std::string_view text, const s
   return m;
 }
 
-absl::Status CheckLayoutMatches(const StepMetadata& m, const model::Gpt2Layout& layout,
+absl::Status CheckLayoutMatches(const StepMetadata& m, const model::ModelLayout& layout,
                                 const std::string& path) {
   StepMetadata want;
   SetLayoutTable(layout, &want);
   auto differ = [&](auto&&... parts) {
     return absl::InvalidArgumentError(absl::StrCat(path,
                                                    ": the checkpoint's layout does not fit model ",
-                                                   layout.config().name, ": ", parts...));
+                                                   layout.config().name(), ": ", parts...));
   };
   if (m.num_params != want.num_params) {
     return differ(m.num_params, " parameters saved, the model has ", want.num_params);

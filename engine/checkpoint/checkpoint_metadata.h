@@ -53,7 +53,7 @@ struct StepMetadata {
 };
 
 // The layout part of a StepMetadata, from the model's layout.
-void SetLayoutTable(const model::Gpt2Layout& layout, StepMetadata* out);
+void SetLayoutTable(const model::ModelLayout& layout, StepMetadata* out);
 
 // Pretty-printed JSON with its checksum.
 std::string StepMetadataToJson(const StepMetadata& metadata);
@@ -66,7 +66,7 @@ std::string StepMetadataToJson(const StepMetadata& metadata);
 // InvalidArgument naming the first difference when the saved layout table is not `layout`'s
 // (names, shapes, offsets, units).
 [[nodiscard]] absl::Status CheckLayoutMatches(const StepMetadata& metadata,
-                                              const model::Gpt2Layout& layout,
+                                              const model::ModelLayout& layout,
                                               const std::string& path);
 
 // OK when the ranges of all ranks together cover [0, num_params) exactly once; otherwise

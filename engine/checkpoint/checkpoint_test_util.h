@@ -22,7 +22,7 @@ namespace accel::checkpoint::testing {
 using Ranges = std::vector<std::pair<int64_t, int64_t>>;
 
 // 2 layers, C = 8: 2016 parameters, units of 272, 872 and 872 elements.
-inline model::Gpt2Layout SmallLayout() {
+inline model::ModelLayout SmallLayout() {
   model::Gpt2Config c;
   c.name = "ckpt-test";
   c.n_layer = 2;
@@ -30,7 +30,7 @@ inline model::Gpt2Layout SmallLayout() {
   c.n_embd = 8;
   c.vocab_size = 20;
   c.n_positions = 12;
-  return *model::Gpt2Layout::Create(c);
+  return *model::ModelLayout::Create(c);
 }
 
 // The full training state of a model at some "step", distinct per section and per seed.
@@ -56,7 +56,7 @@ struct State {
 
 // FSDP's partition: each unit padded to a multiple of `world`, rank r owns slice r of each
 // (the real part; empty slices skipped). world 1 = every unit whole.
-inline Ranges ShardRanges(const model::Gpt2Layout& layout, int world, int rank) {
+inline Ranges ShardRanges(const model::ModelLayout& layout, int world, int rank) {
   Ranges out;
   for (int u = 0; u < layout.num_units(); ++u) {
     const model::UnitRange& unit = layout.unit(u);
@@ -83,7 +83,7 @@ inline std::vector<LoadRange> LoadRangesOf(State* s, const Ranges& ranges) {
   return out;
 }
 
-inline CheckpointMeta MetaFor(const model::Gpt2Layout& layout, int64_t step, int world,
+inline CheckpointMeta MetaFor(const model::ModelLayout& layout, int64_t step, int world,
                               const std::vector<Ranges>& by_rank) {
   CheckpointMeta meta;
   meta.step = step;
@@ -91,14 +91,14 @@ inline CheckpointMeta MetaFor(const model::Gpt2Layout& layout, int64_t step, int
   meta.optimizer_step = step;
   meta.world_size = world;
   meta.strategy = "full_shard";
-  meta.model_config_json = model::Gpt2ConfigToJson(layout.config());
+  meta.model_config_json = model::ModelConfigToJson(layout.config());
   meta.train_config_json = R"({"lr": 0.0006, "seed": 1337})";
   meta.ranges_by_rank = by_rank;
   return meta;
 }
 
 // The whole protocol as `world` ranks in turn (FSDP partition), then rank 0's commit.
-inline absl::Status SaveAll(Env* env, const std::string& dir, const model::Gpt2Layout& layout,
+inline absl::Status SaveAll(Env* env, const std::string& dir, const model::ModelLayout& layout,
                             const State& state, int64_t step, int world, int keep_last = 0,
                             const RankFileOptions& options = {}) {
   std::vector<Ranges> by_rank;
@@ -112,7 +112,7 @@ inline absl::Status SaveAll(Env* env, const std::string& dir, const model::Gpt2L
 
 // Everything in a step directory, as one rank with the whole model would load it.
 inline absl::StatusOr<State> LoadAll(Env* env, const std::string& step_dir,
-                                     const model::Gpt2Layout& layout) {
+                                     const model::ModelLayout& layout) {
   State s(layout.num_params(), 0);
   ACCEL_RETURN_IF_ERROR(
       LoadRanges(env, step_dir, layout, LoadRangesOf(&s, {{0, layout.num_params()}})));

@@ -14,7 +14,7 @@
 #include "engine/checkpoint/checkpoint_metadata.h"
 #include "engine/checkpoint/rank_file.h"
 #include "engine/checkpoint/sharded_checkpoint.h"
-#include "engine/model/gpt2_config.h"
+#include "engine/model/model_config.h"
 
 namespace accel::checkpoint {
 namespace {
@@ -132,7 +132,7 @@ void Prune(Env* env, const std::string& dir, int64_t step, int keep_last) {
 }  // namespace
 
 absl::Status WriteMetadataAndCommit(Env* env, const std::string& dir, const CheckpointMeta& meta,
-                                    const model::Gpt2Layout& layout, int keep_last) {
+                                    const model::ModelLayout& layout, int keep_last) {
   const std::string context = absl::StrCat("committing checkpoint step ", meta.step, " in ", dir);
   if (!IsKnownKind(meta.kind)) {
     return absl::InvalidArgumentError(absl::StrCat(context, ": unknown kind \"", meta.kind, "\""));
@@ -156,7 +156,7 @@ absl::Status WriteMetadataAndCommit(Env* env, const std::string& dir, const Chec
   StepMetadata m;
   m.meta = meta;
   if (m.meta.model_config_json.empty()) {
-    m.meta.model_config_json = model::Gpt2ConfigToJson(layout.config());
+    m.meta.model_config_json = model::ModelConfigToJson(layout.config());
   }
   SetLayoutTable(layout, &m);
 

@@ -8,7 +8,7 @@
 #include "engine/base/status_macros.h"
 #include "engine/checkpoint/safetensors.h"
 #include "engine/checkpoint/step_reader.h"
-#include "engine/model/gpt2_config.h"
+#include "engine/model/model_config.h"
 #include "engine/model/param_specs.h"
 #include "nlohmann/json.hpp"
 
@@ -25,15 +25,15 @@ absl::StatusOr<std::string> SafetensorsHeader(const StepMetadata& m, DType dtype
 }
 
 // Validates the checkpoint's model config against its layout table.
-absl::StatusOr<model::Gpt2Config> ModelConfig(const StepReader& reader) {
+absl::StatusOr<model::ModelConfig> ModelConfig(const StepReader& reader) {
   const std::string path = JoinPath(reader.step_dir(), kMetadataFileName);
   const std::string& text = reader.metadata().meta.model_config_json;
   if (text.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": has no model_config, so no GPT-2 model file can be written"));
   }
-  ACCEL_ASSIGN_OR_RETURN(model::Gpt2Config config, model::Gpt2ConfigFromJson(text, path));
-  ACCEL_ASSIGN_OR_RETURN(model::Gpt2Layout layout, model::Gpt2Layout::Create(config));
+  ACCEL_ASSIGN_OR_RETURN(model::ModelConfig config, model::ModelConfigFromJson(text, path));
+  ACCEL_ASSIGN_OR_RETURN(model::ModelLayout layout, model::ModelLayout::Create(config));
   ACCEL_RETURN_IF_ERROR(CheckLayoutMatches(reader.metadata(), layout, path));
   return config;
 }
@@ -81,7 +81,7 @@ absl::StatusOr<ConsolidateStats> ConsolidateToSafetensors(Env* env, const std::s
         absl::StrCat(step_dir, " is a \"", reader->metadata().meta.kind,
                      "\" checkpoint: its ", kModelFileName, " is already the consolidated model"));
   }
-  ACCEL_ASSIGN_OR_RETURN(model::Gpt2Config config, ModelConfig(*reader));
+  ACCEL_ASSIGN_OR_RETURN(model::ModelConfig config, ModelConfig(*reader));
   ConsolidateStats stats;
   stats.step = reader->metadata().meta.step;
   stats.world_size = reader->metadata().meta.world_size;
@@ -103,7 +103,7 @@ absl::StatusOr<ConsolidateStats> ConsolidateToSafetensors(Env* env, const std::s
   ACCEL_RETURN_IF_ERROR(env->SyncDir(DirName(out_path)));
   if (options.write_config) {
     ACCEL_RETURN_IF_ERROR(WriteFileAtomic(env, JoinPath(DirName(out_path), "config.json"),
-                                          model::Gpt2ConfigToJson(config)));
+                                          model::ModelConfigToJson(config)));
   }
   return stats;
 }

@@ -1,7 +1,7 @@
 // Offline consolidation of a sharded checkpoint step into one Hugging Face model file: what
 // DeepSpeed's zero_to_fp32.py and `accelerate merge-weights` do, without their memory bill.
 //
-// The output is byte for byte what SaveHfGpt2Weights writes for the same parameters (GPT2Model
+// The output is byte for byte what SaveHfWeights writes for the same parameters (GPT2Model
 // names from the layout table, layout order, metadata {"format": "pt", "producer": "accel"}),
 // plus config.json in the same directory. It is streamed: the safetensors header is written
 // from the layout table, then each tensor is copied in chunks of `chunk_elements` from the rank

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "engine/checkpoint/checkpoint_test_util.h"
-#include "engine/checkpoint/hf_gpt2.h"
+#include "engine/checkpoint/hf_weights.h"
 #include "engine/checkpoint/rank_file.h"
 #include "engine/checkpoint/safetensors.h"
 #include "engine/model/gpt2_config.h"
@@ -28,7 +28,7 @@ class ConsolidateTest : public ::testing::Test {
   }
 
   accel::testing::MemEnv env_;
-  model::Gpt2Layout layout_ = SmallLayout();
+  model::ModelLayout layout_ = SmallLayout();
   State state_{layout_.num_params(), 17};
   const std::string step_dir_ = StepDir("/ckpt", 8);
 };
@@ -61,24 +61,24 @@ TEST_F(ConsolidateTest, TensorsEqualTheSavedParamsExactly) {
   }
   EXPECT_EQ((*reader)->metadata().at("format"), "pt");
 
-  auto config = model::LoadGpt2Config(&env_, "/out/config.json");
+  auto config = model::LoadModelConfig(&env_, "/out/config.json");
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(model::Gpt2ConfigToJson(*config), model::Gpt2ConfigToJson(layout_.config()));
+  EXPECT_EQ(model::ModelConfigToJson(*config), model::ModelConfigToJson(layout_.config()));
   // And the engine's own loader reads it back to the same params.
   std::vector<float> params(layout_.num_params());
-  ASSERT_TRUE(LoadHfGpt2Weights(&env_, "/out/model.safetensors", layout_, params.data()).ok());
+  ASSERT_TRUE(LoadHfWeights(&env_, "/out/model.safetensors", layout_, params.data()).ok());
   EXPECT_EQ(params, state_.params);
 }
 
 // The consolidated file is the FULL_STATE_DICT / 16-bit save of the same parameters, byte for
-// byte (SaveHfGpt2Weights gathers in memory; consolidation streams).
+// byte (SaveHfWeights gathers in memory; consolidation streams).
 TEST_F(ConsolidateTest, IdenticalToTheFullStateDictSave) {
   for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
     ASSERT_TRUE(ConsolidateToSafetensors(&env_, step_dir_, "/out/model.safetensors",
                                          {.dtype = dtype, .chunk_elements = 77})
                     .ok());
     ASSERT_TRUE(
-        SaveHfGpt2Weights(&env_, "/full/model.safetensors", layout_, state_.params.data(), dtype)
+        SaveHfWeights(&env_, "/full/model.safetensors", layout_, state_.params.data(), dtype)
             .ok());
     EXPECT_EQ(*ReadFileToString(&env_, "/out/model.safetensors"),
               *ReadFileToString(&env_, "/full/model.safetensors"))

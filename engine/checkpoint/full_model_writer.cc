@@ -7,7 +7,7 @@
 #include "engine/base/status_macros.h"
 #include "engine/checkpoint/crc32c.h"
 #include "engine/checkpoint/safetensors.h"
-#include "engine/model/gpt2_config.h"
+#include "engine/model/model_config.h"
 
 namespace accel::checkpoint {
 namespace {
@@ -15,9 +15,9 @@ namespace {
 // Conversion chunk: bounds the writer's own memory independently of the unit size.
 constexpr int64_t kChunkElements = int64_t{1} << 18;
 
-// The header SaveHfGpt2Weights and consolidation write for this layout (same encoder, same
+// The header SaveHfWeights and consolidation write for this layout (same encoder, same
 // metadata), so the three paths give identical files.
-absl::StatusOr<std::string> Header(const model::Gpt2Layout& layout, DType dtype) {
+absl::StatusOr<std::string> Header(const model::ModelLayout& layout, DType dtype) {
   std::vector<HeaderTensor> tensors;
   tensors.reserve(layout.flat().entries().size());
   for (const LayoutEntry& e : layout.flat().entries()) tensors.push_back({e.name, dtype, e.shape});
@@ -26,13 +26,13 @@ absl::StatusOr<std::string> Header(const model::Gpt2Layout& layout, DType dtype)
 
 }  // namespace
 
-absl::StatusOr<uint64_t> FullModelFileBytes(const model::Gpt2Layout& layout, DType dtype) {
+absl::StatusOr<uint64_t> FullModelFileBytes(const model::ModelLayout& layout, DType dtype) {
   ACCEL_ASSIGN_OR_RETURN(std::string header, Header(layout, dtype));
   return header.size() + static_cast<uint64_t>(layout.num_params()) * DTypeSize(dtype);
 }
 
 absl::StatusOr<std::unique_ptr<FullModelWriter>> FullModelWriter::Create(
-    Env* env, const std::string& path, const model::Gpt2Layout* layout, DType dtype) {
+    Env* env, const std::string& path, const model::ModelLayout* layout, DType dtype) {
   std::unique_ptr<FullModelWriter> w(new FullModelWriter(env, path, layout, dtype));
   ACCEL_ASSIGN_OR_RETURN(std::string header, Header(*layout, dtype));
   ACCEL_ASSIGN_OR_RETURN(w->file_, env->NewWritableFile(path + ".tmp"));
@@ -100,7 +100,7 @@ absl::StatusOr<ModelFileInfo> FullModelWriter::Finish(bool write_config) {
   ACCEL_RETURN_IF_ERROR(env_->SyncDir(DirName(path_)));
   if (write_config) {
     ACCEL_RETURN_IF_ERROR(WriteFileAtomic(env_, JoinPath(DirName(path_), "config.json"),
-                                          model::Gpt2ConfigToJson(layout_->config())));
+                                          model::ModelConfigToJson(layout_->config())));
   }
   ModelFileInfo info;
   info.file = path_.substr(path_.rfind('/') + 1);

@@ -2,7 +2,7 @@
 // values arrive unit by unit (FULL_STATE_DICT and zero3_save_16bit_model saves, SaveWeights), so
 // the writer never holds more than one unit's conversion buffer.
 //
-// The file is byte for byte what SaveHfGpt2Weights (hf_gpt2.h) and ConsolidateToSafetensors
+// The file is byte for byte what SaveHfWeights (hf_weights.h) and ConsolidateToSafetensors
 // (consolidate.h) write for the same parameters and dtype: GPT2Model names from the layout
 // table, Conv1D orientation as the layout stores it (no transposes), lm_head.weight omitted (it is
 // tied to wte.weight), metadata {"format": "pt", "producer": "accel"}. The header is computed up
@@ -40,14 +40,14 @@ struct ModelFileInfo {
 
 // The size of the file FullModelWriter writes for `layout` in `dtype` (header + data), known
 // before anything is gathered: every rank can compute what rank 0 will write.
-[[nodiscard]] absl::StatusOr<uint64_t> FullModelFileBytes(const model::Gpt2Layout& layout,
+[[nodiscard]] absl::StatusOr<uint64_t> FullModelFileBytes(const model::ModelLayout& layout,
                                                           DType dtype);
 
 class FullModelWriter {
  public:
   // Opens PATH.tmp and writes the header. `layout` must outlive the writer.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<FullModelWriter>> Create(
-      Env* env, const std::string& path, const model::Gpt2Layout* layout, DType dtype);
+      Env* env, const std::string& path, const model::ModelLayout* layout, DType dtype);
   ~FullModelWriter();
   FullModelWriter(const FullModelWriter&) = delete;
   FullModelWriter& operator=(const FullModelWriter&) = delete;
@@ -62,13 +62,13 @@ class FullModelWriter {
   const std::string& path() const { return path_; }
 
  private:
-  FullModelWriter(Env* env, std::string path, const model::Gpt2Layout* layout, DType dtype)
+  FullModelWriter(Env* env, std::string path, const model::ModelLayout* layout, DType dtype)
       : env_(env), path_(std::move(path)), layout_(layout), dtype_(dtype) {}
   [[nodiscard]] absl::Status Append(const void* data, size_t n);
 
   Env* env_;
   std::string path_;
-  const model::Gpt2Layout* layout_;
+  const model::ModelLayout* layout_;
   DType dtype_;
   std::unique_ptr<WritableFile> file_;
   std::vector<char> converted_;  // one chunk in the file dtype

@@ -1,12 +1,12 @@
-// FullModelWriter (streamed unit by unit) against SaveHfGpt2Weights (whole vector), and
-// HfGpt2File's ranged reads against LoadHfGpt2Weights.
+// FullModelWriter (streamed unit by unit) against SaveHfWeights (whole vector), and
+// HfModelFile's ranged reads against LoadHfWeights.
 #include "engine/checkpoint/full_model_writer.h"
 
 #include <string>
 #include <vector>
 
-#include "engine/checkpoint/hf_gpt2.h"
-#include "engine/checkpoint/hf_gpt2_ranges.h"
+#include "engine/checkpoint/hf_weights.h"
+#include "engine/checkpoint/hf_model_file.h"
 #include "engine/checkpoint/safetensors.h"
 #include "engine/testing/mem_env.h"
 #include "engine/testing/random.h"
@@ -22,9 +22,9 @@ using ::testing::HasSubstr;
 class FullModelWriterTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto layout = model::Gpt2Layout::Create({"t", 3, 2, 8, 30, 12});
+    auto layout = model::ModelLayout::Create(model::Gpt2Config{"t", 3, 2, 8, 30, 12});
     ASSERT_TRUE(layout.ok());
-    layout_ = std::make_unique<model::Gpt2Layout>(std::move(*layout));
+    layout_ = std::make_unique<model::ModelLayout>(std::move(*layout));
     testing::TestRng rng(7);
     values_ = rng.NormalVector(layout_->num_params());
     ASSERT_TRUE(env_.CreateDirs("/a").ok());
@@ -45,7 +45,7 @@ class FullModelWriterTest : public ::testing::Test {
   }
 
   MemEnv env_;
-  std::unique_ptr<model::Gpt2Layout> layout_;
+  std::unique_ptr<model::ModelLayout> layout_;
   std::vector<float> values_;
   ModelFileInfo info_;
 };
@@ -54,7 +54,7 @@ TEST_F(FullModelWriterTest, StreamedFileEqualsWholeVectorSaveInEveryDtype) {
   for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
     ASSERT_TRUE(Stream("/a/model.safetensors", dtype).ok());
     ASSERT_TRUE(
-        SaveHfGpt2Weights(&env_, "/b/model.safetensors", *layout_, values_.data(), dtype).ok());
+        SaveHfWeights(&env_, "/b/model.safetensors", *layout_, values_.data(), dtype).ok());
     auto streamed = ReadFileToString(&env_, "/a/model.safetensors");
     auto whole = ReadFileToString(&env_, "/b/model.safetensors");
     ASSERT_TRUE(streamed.ok() && whole.ok());
@@ -84,8 +84,8 @@ TEST_F(FullModelWriterTest, UnitsOutOfOrderOrMissingAreErrors) {
 TEST_F(FullModelWriterTest, RangedReadsMatchTheWholeLoadAcrossTensorBoundaries) {
   ASSERT_TRUE(Stream("/a/model.safetensors", DType::kBF16).ok());
   std::vector<float> whole(layout_->num_params());
-  ASSERT_TRUE(LoadHfGpt2Weights(&env_, "/a/model.safetensors", *layout_, whole.data()).ok());
-  auto file = HfGpt2File::Open(&env_, "/a/model.safetensors", layout_.get());
+  ASSERT_TRUE(LoadHfWeights(&env_, "/a/model.safetensors", *layout_, whole.data()).ok());
+  auto file = HfModelFile::Open(&env_, "/a/model.safetensors", layout_.get());
   ASSERT_TRUE(file.ok()) << file.status();
   const int64_t n = layout_->num_params();
   // Ranges that start and end inside tensors and span several of them.

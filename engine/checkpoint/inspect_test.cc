@@ -22,7 +22,7 @@ class InspectTest : public ::testing::Test {
     ASSERT_TRUE(WriteRankFile(&env_, "/ckpt", 30, 0, {}).ok());  // a save that never committed
   }
   accel::testing::MemEnv env_;
-  model::Gpt2Layout layout_ = SmallLayout();
+  model::ModelLayout layout_ = SmallLayout();
 };
 
 TEST_F(InspectTest, ListsStepsAndVerifiesChecksums) {

@@ -95,7 +95,7 @@ absl::Status VerifyModelFile(Env* env, const std::string& step_dir, const ModelF
   return absl::OkStatus();
 }
 
-absl::Status LoadRanges(Env* env, const std::string& step_dir, const model::Gpt2Layout& layout,
+absl::Status LoadRanges(Env* env, const std::string& step_dir, const model::ModelLayout& layout,
                         const std::vector<LoadRange>& ranges) {
   ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<StepReader> reader, StepReader::Open(env, step_dir));
   ACCEL_RETURN_IF_ERROR(

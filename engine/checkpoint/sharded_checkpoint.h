@@ -114,7 +114,7 @@ std::string StepTmpDir(const std::string& dir, int64_t step);
 // back to the previous complete step, so a crash meanwhile leaves that one.
 [[nodiscard]] absl::Status WriteMetadataAndCommit(Env* env, const std::string& dir,
                                                   const CheckpointMeta& meta,
-                                                  const model::Gpt2Layout& layout, int keep_last);
+                                                  const model::ModelLayout& layout, int keep_last);
 
 // Verifies a step's model file i (meta.model_files[i]): its size and its CRC-32C, reading the whole
 // file in chunks. DataLoss naming the file otherwise.
@@ -126,13 +126,13 @@ std::string StepTmpDir(const std::string& dir, int64_t step);
 [[nodiscard]] absl::StatusOr<std::string> LatestStepDir(Env* env, const std::string& dir);
 [[nodiscard]] absl::StatusOr<CheckpointMeta> ReadMetadata(Env* env, const std::string& step_dir);
 // Fills every LoadRange from the checkpoint (a kind with rank files; FailedPrecondition for
-// "full" / "16bit" steps, whose model.safetensors hf_gpt2.h / hf_gpt2_ranges.h read), reading only the needed byte ranges (whole
+// "full" / "16bit" steps, whose model.safetensors hf_weights.h / hf_model_file.h read), reading only the needed byte ranges (whole
 // checksummed blocks around them), verifying checksums of what it reads. A null pointer skips
 // that section (e.g. params only, for inference or a fresh optimizer). InvalidArgument if the
 // checkpoint's layout table differs from `layout` (names, shapes, offsets) or a range lies
 // outside it.
 [[nodiscard]] absl::Status LoadRanges(Env* env, const std::string& step_dir,
-                                      const model::Gpt2Layout& layout,
+                                      const model::ModelLayout& layout,
                                       const std::vector<LoadRange>& ranges);
 
 }  // namespace accel::checkpoint

@@ -22,7 +22,7 @@ constexpr char kDir[] = "/ckpt";
 class ShardedCheckpointTest : public ::testing::Test {
  protected:
   accel::testing::MemEnv env_;
-  model::Gpt2Layout layout_ = SmallLayout();
+  model::ModelLayout layout_ = SmallLayout();
   State state_{layout_.num_params(), 42};
 };
 
@@ -40,8 +40,8 @@ TEST_F(ShardedCheckpointTest, SavesAndLoadsAtTheSameWorldSize) {
   EXPECT_EQ(meta->optimizer_step, 10);
   EXPECT_EQ(meta->world_size, 4);
   EXPECT_EQ(meta->strategy, "full_shard");
-  const model::Gpt2Config config = *model::Gpt2ConfigFromJson(meta->model_config_json, "meta");
-  EXPECT_EQ(model::Gpt2ConfigToJson(config), model::Gpt2ConfigToJson(layout_.config()));
+  const model::ModelConfig config = *model::ModelConfigFromJson(meta->model_config_json, "meta");
+  EXPECT_EQ(model::ModelConfigToJson(config), model::ModelConfigToJson(layout_.config()));
   EXPECT_THAT(meta->train_config_json, HasSubstr("1337"));
   for (int r = 0; r < 4; ++r) EXPECT_EQ(meta->ranges_by_rank[r], ShardRanges(layout_, 4, r));
 
@@ -200,9 +200,9 @@ TEST_F(ShardedCheckpointTest, CorruptMetadataIsDataLoss) {
 
 TEST_F(ShardedCheckpointTest, LayoutMismatchIsInvalidArgument) {
   ASSERT_TRUE(SaveAll(&env_, kDir, layout_, state_, 2, 2).ok());
-  model::Gpt2Config other = layout_.config();
+  model::Gpt2Config other = *layout_.config().gpt2();
   other.vocab_size = 24;
-  const model::Gpt2Layout bigger = *model::Gpt2Layout::Create(other);
+  const model::ModelLayout bigger = *model::ModelLayout::Create(other);
   State got(bigger.num_params(), 0);
   absl::Status s = LoadRanges(&env_, StepDir(kDir, 2), bigger, LoadRangesOf(&got, {{0, 10}}));
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
@@ -276,7 +276,7 @@ TEST_F(ShardedCheckpointTest, KeepLastPrunesOnlyAfterLatestMoved) {
 }
 
 TEST(CheckpointMetadataTest, JsonRoundTrip) {
-  const model::Gpt2Layout layout = SmallLayout();
+  const model::ModelLayout layout = SmallLayout();
   StepMetadata m;
   m.meta = MetaFor(layout, 12, 2, {ShardRanges(layout, 2, 0), ShardRanges(layout, 2, 1)});
   SetLayoutTable(layout, &m);

@@ -28,6 +28,13 @@ TEST(ConfigsTest, FsdpFullShard) {
   EXPECT_EQ(plan->shard_group_size, 2);
 }
 
+TEST(ConfigsTest, FsdpLlama) {
+  auto plan = ResolveFile("configs/fsdp_llama.yaml");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(PlanMatches(*plan, WithBf16(kFsdpFullShardBase, R"({"num_processes": 2,
+      "transformer_layer_cls_to_wrap": ["LlamaDecoderLayer"]})")));
+}
+
 TEST(ConfigsTest, FsdpOffload) {
   auto plan = ResolveFile("configs/fsdp_offload.yaml");
   ASSERT_TRUE(plan.ok()) << plan.status();
@@ -138,9 +145,10 @@ TEST(ConfigsTest, EveryConfigResolvesWithACompleteJob) {
   ConfigInputs inputs;
   inputs.job = JobSettings{4, 1, 1.0, 3e-4, 0.1, {{0.9, 0.95}}, 1e-8, 0, 100, 768, {}};
   inputs.job_complete = true;
-  for (const char* file : {"fsdp_full_shard", "fsdp_offload", "fsdp_shard_grad_op",
-                           "fsdp_hybrid", "ds_zero1", "ds_zero2", "ds_zero2_offload", "ds_zero3",
-                           "ds_zero3_offload", "ds_zero3_nvme", "multi_node"}) {
+  for (const char* file :
+       {"fsdp_full_shard", "fsdp_llama", "fsdp_offload", "fsdp_shard_grad_op", "fsdp_hybrid",
+        "ds_zero1", "ds_zero2", "ds_zero2_offload", "ds_zero3", "ds_zero3_offload",
+        "ds_zero3_nvme", "multi_node"}) {
     auto plan = ResolveFile(std::string("configs/") + file + ".yaml", inputs);
     ASSERT_TRUE(plan.ok()) << file << ": " << plan.status();
     EXPECT_EQ(plan->train_batch_size, 4 * plan->num_processes) << file;

@@ -51,7 +51,7 @@ absl::Status CheckJsonNeedsDeepSpeed(const Document& yaml, const LoweringInputs&
 }
 
 // The job's values for "auto"; the hidden size from `model` (null: it could not be read).
-JobSettings JobSettingsWithModel(const TrainOptions& o, const model::Gpt2Config* model) {
+JobSettings JobSettingsWithModel(const TrainOptions& o, const model::ModelConfig* model) {
   JobSettings j;
   j.micro_batch_size = o.batch;
   j.gradient_accumulation_steps = o.grad_accum;
@@ -62,11 +62,11 @@ JobSettings JobSettingsWithModel(const TrainOptions& o, const model::Gpt2Config*
   j.eps = o.adamw.eps;
   j.warmup_steps = o.schedule.warmup_steps;
   j.steps = o.steps;
-  if (model != nullptr) j.hidden_size = model->n_embd;
+  if (model != nullptr) j.hidden_size = model->hidden_size();
   return j;
 }
 
-absl::StatusOr<TrainPlan> Resolve(const LoweringInputs& in, const model::Gpt2Config* model,
+absl::StatusOr<TrainPlan> Resolve(const LoweringInputs& in, const model::ModelConfig* model,
                                   Env* env) {
   ConfigInputs ci;
   ci.accelerate_config = in.accelerate.name;
@@ -130,12 +130,13 @@ std::string OffloadDirKey(const LoweringInputs& in, const LoweredJob& job) {
 absl::Status CheckEngine(const LoweringInputs& in, const LoweredJob& job) {
   const TrainOptions& o = job.options;
   ACCEL_RETURN_IF_ERROR(ValidateTrainOptions(o));
-  if (o.seq > job.model.n_positions) {
+  if (o.seq > job.model.max_positions()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "seq_len: ", o.seq, " is longer than the model's context (n_positions ",
-        job.model.n_positions, " in ", o.model_config.empty() ? o.model : o.model_config, ")"));
+        "seq_len: ", o.seq, " is longer than the model's context (",
+        job.model.gpt2() != nullptr ? "n_positions " : "max_position_embeddings ",
+        job.model.max_positions(), " in ", o.model_config.empty() ? o.model : o.model_config, ")"));
   }
-  ACCEL_ASSIGN_OR_RETURN(model::Gpt2Layout layout, model::Gpt2Layout::Create(job.model));
+  ACCEL_ASSIGN_OR_RETURN(model::ModelLayout layout, model::ModelLayout::Create(job.model));
   absl::StatusOr<shard::ShardPlan> plan = shard::ShardPlan::Create(layout, job.world_size, 0,
                                                                    o.shard);
   if (!plan.ok()) {
@@ -151,17 +152,31 @@ absl::Status CheckEngine(const LoweringInputs& in, const LoweredJob& job) {
   return absl::OkStatus();
 }
 
+// A decoder-layer class of another architecture than the model's, as Accelerate's
+// transformer_auto_wrap_policy fails on a class the model does not have.
+absl::Status CheckWrappedClasses(const TrainPlan& plan, const model::ModelConfig& model) {
+  for (const std::string& cls : plan.transformer_layer_cls_to_wrap) {
+    if (model::IsBlockClass(cls) && cls != "Block" && cls != model.block_class()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "fsdp_config.fsdp_transformer_layer_cls_to_wrap: ", cls, " is not a layer of model ",
+          model.name(), " (", model.model_type(), ", whose blocks are ", model.block_class(),
+          ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 JobSettings JobSettingsFromOptions(const TrainOptions& o, Env* env) {
-  absl::StatusOr<model::Gpt2Config> model = ModelConfigOf(env, o);
+  absl::StatusOr<model::ModelConfig> model = ModelConfigOf(env, o);
   return JobSettingsWithModel(o, model.ok() ? &*model : nullptr);
 }
 
 absl::StatusOr<LoweredJob> Lower(const LoweringInputs& in, Env* env) {
   // Read once: neither the plan nor the command-line overrides name the model. An unreadable
   // model leaves "auto" buckets unfilled and is reported after the config's own problems.
-  absl::StatusOr<model::Gpt2Config> model = ModelConfigOf(env, in.job);
+  absl::StatusOr<model::ModelConfig> model = ModelConfigOf(env, in.job);
   LoweredJob out;
   out.options = in.job;
   out.world_size = in.launcher_world.value_or(1);
@@ -187,6 +202,9 @@ absl::StatusOr<LoweredJob> Lower(const LoweringInputs& in, Env* env) {
                     model.status());
   }
   out.model = *std::move(model);
+  if (out.plan && in.model_given) {
+    ACCEL_RETURN_IF_ERROR(NameFiles(in, CheckWrappedClasses(*out.plan, out.model)));
+  }
   ACCEL_RETURN_IF_ERROR(CheckEngine(in, out));
   return out;
 }

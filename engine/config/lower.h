@@ -29,7 +29,7 @@
 #include "engine/config/inputs.h"
 #include "engine/config/train_options.h"
 #include "engine/config/train_plan.h"
-#include "engine/model/gpt2_config.h"
+#include "engine/model/model_config.h"
 
 namespace accel::config {
 
@@ -65,6 +65,10 @@ struct LoweringInputs {
   // are not reported as overriding defaults nobody chose).
   bool accumulation_given = true;
   bool clipping_given = true;
+  // Whether the job names its model (else it is the default preset, and a config's
+  // fsdp_transformer_layer_cls_to_wrap of another architecture is not held against it:
+  // `accelctl config validate` checks a file for any model).
+  bool model_given = true;
   std::optional<FloatType> load_dtype;  // weights loaded in bf16: FSDP's low precision
   std::optional<PrecisionMode> mixed_precision;  // a launcher's --mixed-precision
   DefaultProfile defaults = DefaultProfile::kLauncher;
@@ -83,7 +87,7 @@ struct LoweredJob {
   std::optional<TrainPlan> plan;   // the resolved plan, when a config was given
   std::string source;              // "fsdp.yaml", "ds.yaml + ds.json"; empty: no config
   std::vector<std::string> notes;  // resolver warnings and lowering notes, one line each
-  model::Gpt2Config model;         // the model the options name
+  model::ModelConfig model;         // the model the options name
 };
 
 [[nodiscard]] absl::StatusOr<LoweredJob> Lower(const LoweringInputs& inputs,

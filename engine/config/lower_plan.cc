@@ -228,8 +228,9 @@ absl::Status ApplyTrainPlan(const TrainPlan& p, TrainOptions* options,
   const bool fsdp = p.distributed_type == DistributedType::kFsdp;
   bool block_units = p.wrap_policy == WrapPolicy::kTransformerBased;
   for (const std::string& cls : p.transformer_layer_cls_to_wrap) {
-    // Hugging Face's class name and llm.c / nanoGPT's.
-    if (cls != "GPT2Block" && cls != "Block") block_units = false;
+    // Hugging Face's decoder-layer classes and llm.c / nanoGPT's "Block"; lower.cc checks the
+    // class against the model once it is known.
+    if (!model::IsBlockClass(cls)) block_units = false;
   }
   if (fsdp && !block_units) {
     notes.push_back(absl::StrCat(
@@ -237,7 +238,7 @@ absl::Status ApplyTrainPlan(const TrainPlan& p, TrainOptions* options,
         p.transformer_layer_cls_to_wrap.empty()
             ? ""
             : absl::StrCat(" (", absl::StrJoin(p.transformer_layer_cls_to_wrap, ","), ")"),
-        " runs as one unit per GPT2Block plus the root (the engine's only wrapping)"));
+        " runs as one unit per transformer block plus the root (the engine's only wrapping)"));
   }
   if (fsdp && !p.use_orig_params) {
     notes.push_back("fsdp_config.fsdp_use_orig_params: false has no effect (parameters are "

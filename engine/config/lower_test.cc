@@ -54,7 +54,7 @@ TEST(LowerTest, NoConfigRunsTheJobAsItIs) {
   EXPECT_EQ(lowered->world_size, 3);
   EXPECT_FALSE(lowered->plan.has_value());
   EXPECT_EQ(lowered->source, "");
-  EXPECT_EQ(lowered->model.n_layer, 2);  // gpt2-tiny
+  EXPECT_EQ(lowered->model.num_layers(), 2);  // gpt2-tiny
 }
 
 TEST(LowerTest, FullShardConfigDecidesTheStrategyAndWorld) {

@@ -32,9 +32,9 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<model::Gpt2Config> ModelConfigOf(Env* env, const TrainOptions& options) {
-  if (!options.model_config.empty()) return model::LoadGpt2Config(env, options.model_config);
-  return model::Gpt2Preset(options.model);
+absl::StatusOr<model::ModelConfig> ModelConfigOf(Env* env, const TrainOptions& options) {
+  if (!options.model_config.empty()) return model::LoadModelConfig(env, options.model_config);
+  return model::ModelPreset(options.model);
 }
 
 }  // namespace accel::config

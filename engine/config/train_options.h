@@ -12,7 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "engine/base/env.h"
-#include "engine/model/gpt2_config.h"
+#include "engine/model/model_config.h"
 #include "engine/optim/adamw.h"
 #include "engine/optim/loss_scaling_options.h"
 #include "engine/optim/lr_schedule.h"
@@ -83,7 +83,7 @@ struct TrainOptions {
 [[nodiscard]] absl::Status ValidateTrainOptions(const TrainOptions& options);
 
 // The model of options.model_config (a config.json) or else of the preset options.model.
-[[nodiscard]] absl::StatusOr<model::Gpt2Config> ModelConfigOf(Env* env,
+[[nodiscard]] absl::StatusOr<model::ModelConfig> ModelConfigOf(Env* env,
                                                               const TrainOptions& options);
 
 }  // namespace accel::config

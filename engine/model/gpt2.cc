@@ -12,6 +12,7 @@
 #include "engine/kernels/layernorm.h"
 #include "engine/kernels/matmul.h"
 #include "engine/kernels/matmul_bf16.h"
+#include "engine/model/token_check.h"
 #include "engine/tensor/dtype.h"
 
 namespace accel::model {
@@ -28,17 +29,6 @@ absl::StatusOr<float*> FlatParamAccess::Grads(int unit) {
 
 namespace {
 
-absl::Status CheckTokens(const int32_t* tokens, int64_t n, int64_t V, const char* what) {
-  for (int64_t i = 0; i < n; ++i) {
-    if (tokens[i] < 0 || tokens[i] >= V) {
-      return absl::InvalidArgumentError(absl::StrCat(what, " token ", tokens[i], " at position ",
-                                                     i, " is outside the vocabulary [0, ", V,
-                                                     ")"));
-    }
-  }
-  return absl::OkStatus();
-}
-
 // The parameters' bf16 copy when the activations can use it, else null (fp32 matmuls).
 const uint16_t* Bf16Params(ParamAccess& access, int unit, const Gpt2Activations& a) {
   return a.bf16_matmuls() ? access.ParamsBf16(unit) : nullptr;
@@ -48,8 +38,8 @@ const uint16_t* Bf16Params(ParamAccess& access, int unit, const Gpt2Activations&
 
 std::vector<std::pair<int64_t, int64_t>> Gpt2::MatmulWeightRanges(int unit) const {
   if (unit == 0) return {};
-  const int64_t C = layout_->config().n_embd;
-  const BlockOffsets& bo = layout_->block();
+  const int64_t C = config_.n_embd;
+  const Gpt2BlockOffsets& bo = offsets_.block;
   std::vector<std::pair<int64_t, int64_t>> ranges = {
       {bo.qkv_w, C * 3 * C}, {bo.attproj_w, C * C}, {bo.fc_w, C * 4 * C}, {bo.fcproj_w, 4 * C * C}};
   std::sort(ranges.begin(), ranges.end());
@@ -89,9 +79,9 @@ void Gpt2::LinearBackward(Gpt2Activations& a, float* dinp, float* g, const float
 
 void Gpt2::BlockForward(Gpt2Activations& a, const float* p, const uint16_t* p16,
                         const float* residual, const BlockActivations& L, bool output) const {
-  const Gpt2Config& c = layout_->config();
+  const Gpt2Config& c = config_;
   const int64_t B = a.B(), T = a.T(), BT = B * T, C = c.n_embd, NH = c.n_head;
-  const BlockOffsets& bo = layout_->block();
+  const Gpt2BlockOffsets& bo = offsets_.block;
   k::LayerNormForward(L.ln1, L.ln1_mean, L.ln1_rstd, residual, p + bo.ln1_w, p + bo.ln1_b, BT, C);
   Linear(a, L.qkv, L.ln1, p, p16, bo.qkv_w, bo.qkv_b, C, 3 * C);
   k::AttentionForward(L.atty, L.att, L.qkv, B, T, C, NH);
@@ -109,11 +99,11 @@ void Gpt2::BlockForward(Gpt2Activations& a, const float* p, const uint16_t* p16,
 
 absl::StatusOr<float> Gpt2::Forward(ParamAccess& access, const int32_t* inputs,
                                     const int32_t* targets, Gpt2Activations& a) const {
-  const Gpt2Config& c = layout_->config();
+  const Gpt2Config& c = config_;
   const int64_t B = a.B(), T = a.T(), BT = B * T, C = c.n_embd, V = c.vocab_size;
   ACCEL_RETURN_IF_ERROR(CheckTokens(inputs, BT, V, "input"));
   if (targets != nullptr) ACCEL_RETURN_IF_ERROR(CheckTokens(targets, BT, V, "target"));
-  const RootOffsets& ro = layout_->root();
+  const Gpt2RootOffsets& ro = offsets_.root;
 
   ACCEL_ASSIGN_OR_RETURN(const float* root, access.Params(0, Pass::kForward));
   k::EmbeddingForward(a.encoded_, inputs, root + ro.wte, root + ro.wpe, B, T, C);
@@ -148,10 +138,10 @@ absl::StatusOr<float> Gpt2::Forward(ParamAccess& access, const int32_t* inputs,
 
 absl::Status Gpt2::Backward(ParamAccess& access, const int32_t* inputs, const int32_t* targets,
                             Gpt2Activations& a, float dloss) const {
-  const Gpt2Config& c = layout_->config();
+  const Gpt2Config& c = config_;
   const int64_t B = a.B(), T = a.T(), BT = B * T, C = c.n_embd, NH = c.n_head, V = c.vocab_size;
-  const RootOffsets& ro = layout_->root();
-  const BlockOffsets& bo = layout_->block();
+  const Gpt2RootOffsets& ro = offsets_.root;
+  const Gpt2BlockOffsets& bo = offsets_.block;
 
   ACCEL_ASSIGN_OR_RETURN(const float* root, access.Params(0, Pass::kBackward));
   ACCEL_ASSIGN_OR_RETURN(float* groot, access.Grads(0));

@@ -14,6 +14,8 @@
 #include "absl/status/statusor.h"
 #include "engine/base/memory_ledger.h"
 #include "engine/model/param_access.h"
+#include "engine/model/activation_options.h"
+#include "engine/model/gpt2_specs.h"
 #include "engine/model/param_specs.h"
 #include "engine/tensor/buffer.h"
 
@@ -23,20 +25,6 @@ namespace accel::model {
 struct BlockActivations {
   float *ln1, *ln1_mean, *ln1_rstd, *qkv, *att, *atty, *residual2, *ln2, *ln2_mean, *ln2_rstd,
       *fch, *fch_gelu, *residual3;
-};
-
-// Where the activations live (Create's and PlannedBytes' arguments).
-struct ActivationOptions {
-  // bf16 scratch for the matmul inputs (BT·4C and BT·max(4C, V) elements): with it, the model
-  // multiplies in bf16 wherever ParamAccess::ParamsBf16 has the weights.
-  bool bf16_matmuls = false;
-  // Activation checkpointing per block (FSDP's checkpoint wrapper on each GPT2Block, DeepSpeed's
-  // activation_checkpointing): forward keeps only each block's output (the next block's input);
-  // backward recomputes a block's forward from its input just before its backward. The working
-  // set of one block, and the backward's scratch, then share the logits' memory, which is idle
-  // while blocks compute. Same kernels on the same inputs: gradients and losses are
-  // bit-identical to a run without it.
-  bool checkpoint_blocks = false;
 };
 
 class Gpt2Activations {
@@ -83,8 +71,10 @@ class Gpt2Activations {
 
 class Gpt2 {
  public:
-  explicit Gpt2(const Gpt2Layout* layout) : layout_(layout) {}
-  const Gpt2Layout& layout() const { return *layout_; }
+  // layout: a GPT-2 config's (layout->config().gpt2() not null), outliving the model.
+  explicit Gpt2(const ModelLayout* layout)
+      : layout_(layout), config_(*layout->config().gpt2()), offsets_(Gpt2OffsetsOf(*layout)) {}
+  const ModelLayout& layout() const { return *layout_; }
   // The ranges of unit u (relative to the unit, sorted) that the model reads only through
   // ParamAccess::ParamsBf16 when it multiplies in bf16: the blocks' four matmul weights. The
   // root's wte also feeds the embedding lookup in fp32, so the root has none.
@@ -116,7 +106,9 @@ class Gpt2 {
                       const float* inp, const float* p, const uint16_t* p16, int64_t w_offset,
                       int64_t b_offset, int64_t IC, int64_t OC) const;
 
-  const Gpt2Layout* layout_;
+  const ModelLayout* layout_;
+  const Gpt2Config& config_;
+  Gpt2Offsets offsets_;
 };
 
 }  // namespace accel::model

@@ -1,51 +1,21 @@
-// Gpt2Activations: where forward keeps what backward reads (gpt2.h). One list of allocations
-// serves both Create and PlannedBytes, so a memory plan and the real allocation cannot drift.
+// Gpt2Activations: where forward keeps what backward reads (gpt2.h), laid out through
+// activation_arena.h, so a memory plan and the real allocation cannot drift.
 #include <algorithm>
-#include <functional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
+#include "engine/model/activation_arena.h"
 #include "engine/model/gpt2.h"
 
 namespace accel::model {
 namespace {
 
-// One tensor: `floats` elements whose address `set` stores.
-struct Part {
-  std::function<void(float*)> set;
-  int64_t floats;
-};
-// Parts laid out one after another from the start of a buffer.
-using Overlay = std::vector<Part>;
-// One buffer, and the overlays that use it; overlays are never live at the same time.
-struct Allocation {
-  std::vector<Overlay> overlays;
-};
-
-// Parts inside a shared buffer start on 64-byte boundaries, like a buffer of their own.
-int64_t Aligned(int64_t floats) { return (floats + 15) / 16 * 16; }
-
-int64_t OverlayFloats(const Overlay& overlay) {
-  int64_t n = 0;
-  for (size_t i = 0; i < overlay.size(); ++i) {
-    n += i + 1 < overlay.size() ? Aligned(overlay[i].floats) : overlay[i].floats;
-  }
-  return n;
-}
-
-int64_t AllocationFloats(const Allocation& a) {
-  int64_t n = 0;
-  for (const Overlay& o : a.overlays) n = std::max(n, OverlayFloats(o));
-  return n;
-}
-
-Part At(float** slot, int64_t floats) {
-  return {[slot](float* p) { *slot = p; }, floats};
-}
-Part At16(uint16_t** slot, int64_t floats) {
-  return {[slot](float* p) { *slot = reinterpret_cast<uint16_t*>(p); }, floats};
-}
+using arena::Allocation;
+using arena::At;
+using arena::At16;
+using arena::Overlay;
+using arena::Part;
 
 // The parts of one block's forward working set (everything but its output).
 Overlay WorkingSet(BlockActivations& L, int64_t B, int64_t T, int64_t C, int64_t NH) {
@@ -83,7 +53,7 @@ std::vector<Allocation> ActivationLayout::Of(const Gpt2Config& c, int64_t B, int
   a.options_ = options;
   a.blocks_.assign(c.n_layer, BlockActivations{});
   std::vector<Allocation> out;
-  auto own = [&](Part part) { out.push_back({{{std::move(part)}}}); };
+  auto own = [&](Part part) { arena::Own(out, std::move(part)); };
   own(At(&a.encoded_, BT * C));
   own(At(&a.lnf_, BT * C));
   own(At(&a.lnf_mean_, BT));
@@ -109,9 +79,8 @@ std::vector<Allocation> ActivationLayout::Of(const Gpt2Config& c, int64_t B, int
     for (const Part& part : backward_scratch) own(part);
   }
   if (options.bf16_matmuls) {
-    // Two bf16 elements per float of the allocation.
-    own(At16(&a.inp16_, (BT * 4 * C + 1) / 2));
-    own(At16(&a.dout16_, (BT * std::max<int64_t>(4 * C, V) + 1) / 2));
+    own(At16(&a.inp16_, BT * 4 * C));
+    own(At16(&a.dout16_, BT * std::max<int64_t>(4 * C, V)));
   }
   return out;
 }
@@ -121,18 +90,8 @@ absl::StatusOr<Gpt2Activations> Gpt2Activations::Create(const Gpt2Config& c, int
                                                         ActivationOptions options) {
   ACCEL_RETURN_IF_ERROR(CheckShape(c, B, T));
   Gpt2Activations a;
-  for (const Allocation& allocation : ActivationLayout::Of(c, B, T, options, a)) {
-    ACCEL_ASSIGN_OR_RETURN(Buffer buffer, AllocateFloats(AllocationFloats(allocation), pool,
-                                                         MemoryCategory::kActivations, ledger));
-    for (const Overlay& overlay : allocation.overlays) {
-      float* p = buffer.as<float>();
-      for (const Part& part : overlay) {
-        part.set(p);
-        p += Aligned(part.floats);
-      }
-    }
-    a.storage_.push_back(std::move(buffer));
-  }
+  ACCEL_ASSIGN_OR_RETURN(a.storage_,
+                         arena::Allocate(ActivationLayout::Of(c, B, T, options, a), pool, ledger));
   return a;
 }
 
@@ -140,11 +99,8 @@ absl::StatusOr<int64_t> Gpt2Activations::PlannedBytes(const Gpt2Config& c, int64
                                                       ActivationOptions options) {
   ACCEL_RETURN_IF_ERROR(CheckShape(c, B, T));
   Gpt2Activations unused;
-  int64_t floats = 0;
-  for (const Allocation& allocation : ActivationLayout::Of(c, B, T, options, unused)) {
-    floats += AllocationFloats(allocation);
-  }
-  return floats * static_cast<int64_t>(sizeof(float));
+  return arena::PlannedFloats(ActivationLayout::Of(c, B, T, options, unused)) *
+         static_cast<int64_t>(sizeof(float));
 }
 
 int64_t Gpt2Activations::bytes() const {

@@ -18,7 +18,7 @@ namespace {
 // FlatParamAccess plus a bf16 copy of the parameters (null when `offer_bf16` is false).
 class Bf16Access : public ParamAccess {
  public:
-  Bf16Access(const Gpt2Layout* layout, const float* p, float* g, bool offer_bf16)
+  Bf16Access(const ModelLayout* layout, const float* p, float* g, bool offer_bf16)
       : layout_(layout), flat_(layout, p, g), p16_(layout->num_params()), offer_(offer_bf16) {
     FloatToBf16(p, p16_.data(), p16_.size());
   }
@@ -33,7 +33,7 @@ class Bf16Access : public ParamAccess {
   absl::Status GradsReady(int unit) override { return flat_.GradsReady(unit); }
 
  private:
-  const Gpt2Layout* layout_;
+  const ModelLayout* layout_;
   FlatParamAccess flat_;
   std::vector<uint16_t> p16_;
   bool offer_;
@@ -48,11 +48,11 @@ class Gpt2Bf16Test : public ::testing::Test {
  protected:
   void SetUp() override {
     // C = 64 and V = 96: matmuls big enough for oneDNN's blocked kernels, small enough to be quick.
-    auto layout = Gpt2Layout::Create({"t", 2, 4, 64, 96, 16});
+    auto layout = ModelLayout::Create(Gpt2Config{"t", 2, 4, 64, 96, 16});
     ASSERT_TRUE(layout.ok());
-    layout_ = std::make_unique<Gpt2Layout>(std::move(*layout));
+    layout_ = std::make_unique<ModelLayout>(std::move(*layout));
     params_.resize(layout_->num_params());
-    InitGpt2Params(*layout_, 7, params_.data());
+    InitParams(*layout_, 7, params_.data());
     // Round the weights to bf16 so that both paths see the same values.
     for (float& p : params_) p = Bf16ToFloat(FloatToBf16(p));
     testing::TestRng rng(11);
@@ -65,7 +65,7 @@ class Gpt2Bf16Test : public ::testing::Test {
     r.grads.assign(layout_->num_params(), 0.f);
     Gpt2 gpt(layout_.get());
     auto acts = Gpt2Activations::Create(
-        layout_->config(), B, T, MemoryPool::kHost, nullptr,
+        *layout_->config().gpt2(), B, T, MemoryPool::kHost, nullptr,
         {.bf16_matmuls = bf16_scratch, .checkpoint_blocks = checkpoint_blocks});
     EXPECT_TRUE(acts.ok());
     EXPECT_EQ(acts->bf16_matmuls(), bf16_scratch);
@@ -82,7 +82,7 @@ class Gpt2Bf16Test : public ::testing::Test {
   }
 
   static constexpr int64_t B = 2, T = 16;
-  std::unique_ptr<Gpt2Layout> layout_;
+  std::unique_ptr<ModelLayout> layout_;
   std::vector<float> params_;
   std::vector<int32_t> x_, y_;
 };

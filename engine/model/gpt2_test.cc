@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/model/recording_access.h"
 #include "engine/testing/random.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -17,54 +18,29 @@ namespace {
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 
-// Records the order in which the model reaches units (the sharding engine's contract).
-class RecordingAccess : public ParamAccess {
- public:
-  RecordingAccess(const Gpt2Layout* layout, const float* p, float* g) : flat_(layout, p, g) {}
-  absl::StatusOr<const float*> Params(int unit, Pass pass) override {
-    log.push_back(std::string(pass == Pass::kForward ? "F" : "B") + "P" + std::to_string(unit));
-    return flat_.Params(unit, pass);
-  }
-  absl::Status Release(int unit, Pass pass) override {
-    log.push_back(std::string(pass == Pass::kForward ? "F" : "B") + "R" + std::to_string(unit));
-    return absl::OkStatus();
-  }
-  absl::StatusOr<float*> Grads(int unit) override {
-    log.push_back("G" + std::to_string(unit));
-    return flat_.Grads(unit);
-  }
-  absl::Status GradsReady(int unit) override {
-    log.push_back("D" + std::to_string(unit));
-    return absl::OkStatus();
-  }
-  std::vector<std::string> log;
-
- private:
-  FlatParamAccess flat_;
-};
 
 class Gpt2Test : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto layout = Gpt2Layout::Create({"t", 2, 2, 16, 31, 12});
+    auto layout = ModelLayout::Create(Gpt2Config{"t", 2, 2, 16, 31, 12});
     ASSERT_TRUE(layout.ok());
-    layout_ = std::make_unique<Gpt2Layout>(std::move(*layout));
+    layout_ = std::make_unique<ModelLayout>(std::move(*layout));
     params_.resize(layout_->num_params());
     grads_.assign(layout_->num_params(), 0.f);
-    InitGpt2Params(*layout_, 3, params_.data());
+    InitParams(*layout_, 3, params_.data());
     testing::TestRng rng(5);
     x_ = rng.IntVector(B * T, 0, 31);
     y_ = rng.IntVector(B * T, 0, 31);
   }
   static constexpr int64_t B = 2, T = 6;
-  std::unique_ptr<Gpt2Layout> layout_;
+  std::unique_ptr<ModelLayout> layout_;
   std::vector<float> params_, grads_;
   std::vector<int32_t> x_, y_;
 };
 
 TEST_F(Gpt2Test, ReachesUnitsInTheDocumentedOrder) {
   Gpt2 gpt(layout_.get());
-  auto acts = Gpt2Activations::Create(layout_->config(), B, T, MemoryPool::kHost);
+  auto acts = Gpt2Activations::Create(*layout_->config().gpt2(), B, T, MemoryPool::kHost);
   ASSERT_TRUE(acts.ok());
   RecordingAccess access(layout_.get(), params_.data(), grads_.data());
   ASSERT_TRUE(gpt.Forward(access, x_.data(), y_.data(), *acts).ok());
@@ -76,7 +52,7 @@ TEST_F(Gpt2Test, ReachesUnitsInTheDocumentedOrder) {
 
 TEST_F(Gpt2Test, InitialLossIsNearUniform) {
   Gpt2 gpt(layout_.get());
-  auto acts = Gpt2Activations::Create(layout_->config(), B, T, MemoryPool::kHost);
+  auto acts = Gpt2Activations::Create(*layout_->config().gpt2(), B, T, MemoryPool::kHost);
   FlatParamAccess access(layout_.get(), params_.data(), grads_.data());
   auto loss = gpt.Forward(access, x_.data(), y_.data(), *acts);
   ASSERT_TRUE(loss.ok());
@@ -89,7 +65,7 @@ TEST_F(Gpt2Test, InitialLossIsNearUniform) {
 
 TEST_F(Gpt2Test, BackwardAccumulatesAndScalesWithDloss) {
   Gpt2 gpt(layout_.get());
-  auto acts = Gpt2Activations::Create(layout_->config(), B, T, MemoryPool::kHost);
+  auto acts = Gpt2Activations::Create(*layout_->config().gpt2(), B, T, MemoryPool::kHost);
   FlatParamAccess access(layout_.get(), params_.data(), grads_.data());
   ASSERT_TRUE(gpt.Forward(access, x_.data(), y_.data(), *acts).ok());
   ASSERT_TRUE(gpt.Backward(access, x_.data(), y_.data(), *acts).ok());
@@ -103,7 +79,7 @@ TEST_F(Gpt2Test, BackwardAccumulatesAndScalesWithDloss) {
 
 TEST_F(Gpt2Test, GradientMatchesFiniteDifferences) {
   Gpt2 gpt(layout_.get());
-  auto acts = Gpt2Activations::Create(layout_->config(), B, T, MemoryPool::kHost);
+  auto acts = Gpt2Activations::Create(*layout_->config().gpt2(), B, T, MemoryPool::kHost);
   FlatParamAccess access(layout_.get(), params_.data(), grads_.data());
   ASSERT_TRUE(gpt.Forward(access, x_.data(), y_.data(), *acts).ok());
   ASSERT_TRUE(gpt.Backward(access, x_.data(), y_.data(), *acts).ok());
@@ -128,7 +104,7 @@ TEST_F(Gpt2Test, GradientMatchesFiniteDifferences) {
 
 TEST_F(Gpt2Test, RejectsBadTokensAndShapes) {
   Gpt2 gpt(layout_.get());
-  auto acts = Gpt2Activations::Create(layout_->config(), B, T, MemoryPool::kHost);
+  auto acts = Gpt2Activations::Create(*layout_->config().gpt2(), B, T, MemoryPool::kHost);
   FlatParamAccess access(layout_.get(), params_.data(), grads_.data());
   x_[7] = 31;
   auto bad = gpt.Forward(access, x_.data(), y_.data(), *acts);
@@ -139,14 +115,14 @@ TEST_F(Gpt2Test, RejectsBadTokensAndShapes) {
   y_[3] = -1;
   EXPECT_THAT(gpt.Forward(access, x_.data(), y_.data(), *acts).status().message(),
               HasSubstr("target token -1"));
-  auto too_long = Gpt2Activations::Create(layout_->config(), 1, 13, MemoryPool::kHost);
+  auto too_long = Gpt2Activations::Create(*layout_->config().gpt2(), 1, 13, MemoryPool::kHost);
   EXPECT_THAT(too_long.status().message(), HasSubstr("exceeds the model's 12 positions"));
 }
 
 TEST_F(Gpt2Test, ActivationsAreChargedToTheLedger) {
   MemoryLedger ledger;
   {
-    auto acts = Gpt2Activations::Create(layout_->config(), B, T, MemoryPool::kDevice, &ledger);
+    auto acts = Gpt2Activations::Create(*layout_->config().gpt2(), B, T, MemoryPool::kDevice, &ledger);
     ASSERT_TRUE(acts.ok());
     EXPECT_EQ(ledger.Get(MemoryPool::kDevice, MemoryCategory::kActivations).current, acts->bytes());
     EXPECT_GT(acts->bytes(), 0);
@@ -166,7 +142,7 @@ TEST_F(Gpt2Test, CheckpointedBlocksGiveTheSameBitsAndTheSameAccessOrder) {
     Run r;
     r.grads.assign(layout_->num_params(), 0.f);
     Gpt2 gpt(layout_.get());
-    auto acts = Gpt2Activations::Create(layout_->config(), B, T, MemoryPool::kHost, nullptr,
+    auto acts = Gpt2Activations::Create(*layout_->config().gpt2(), B, T, MemoryPool::kHost, nullptr,
                                         {.checkpoint_blocks = checkpoint_blocks});
     EXPECT_TRUE(acts.ok());
     EXPECT_EQ(acts->checkpoint_blocks(), checkpoint_blocks);
@@ -194,15 +170,15 @@ TEST_F(Gpt2Test, PlannedBytesAreWhatCreateAllocates) {
     for (bool checkpoint : {false, true}) {
       const ActivationOptions o{.bf16_matmuls = bf16, .checkpoint_blocks = checkpoint};
       MemoryLedger ledger;
-      auto acts = Gpt2Activations::Create(layout_->config(), B, T, MemoryPool::kDevice, &ledger, o);
+      auto acts = Gpt2Activations::Create(*layout_->config().gpt2(), B, T, MemoryPool::kDevice, &ledger, o);
       ASSERT_TRUE(acts.ok());
-      auto planned = Gpt2Activations::PlannedBytes(layout_->config(), B, T, o);
+      auto planned = Gpt2Activations::PlannedBytes(*layout_->config().gpt2(), B, T, o);
       ASSERT_TRUE(planned.ok());
       EXPECT_EQ(*planned, acts->bytes()) << "bf16 " << bf16 << " checkpoint " << checkpoint;
       EXPECT_EQ(ledger.Get(MemoryPool::kDevice, MemoryCategory::kActivations).current, *planned);
     }
   }
-  EXPECT_THAT(Gpt2Activations::PlannedBytes(layout_->config(), 0, T, {}).status().message(),
+  EXPECT_THAT(Gpt2Activations::PlannedBytes(*layout_->config().gpt2(), 0, T, {}).status().message(),
               HasSubstr("must be positive"));
 }
 

@@ -8,7 +8,7 @@
 //   forward:  Params(0) · for l: Params(1+l), Release(1+l, fwd) · (root used again for the head)
 //   backward: Params(0) (head) · for l from last: Params(1+l), Grads(1+l), Release(1+l, bwd),
 //             GradsReady(1+l) · root: Grads(0), Release(0, bwd), GradsReady(0)
-// Pointers stay valid until the matching Release. Units are numbered as in Gpt2Layout.
+// Pointers stay valid until the matching Release. Units are numbered as in ModelLayout.
 #pragma once
 
 #include <cstdint>
@@ -24,7 +24,7 @@ enum class Pass { kForward, kBackward };
 class ParamAccess {
  public:
   virtual ~ParamAccess() = default;
-  // The unit's full parameters (Gpt2Layout::unit(u).numel floats).
+  // The unit's full parameters (ModelLayout::unit(u).numel floats).
   [[nodiscard]] virtual absl::StatusOr<const float*> Params(int unit, Pass pass) = 0;
   [[nodiscard]] virtual absl::Status Release(int unit, Pass pass) = 0;
   // The same parameters in bf16 when the engine keeps them in bf16 (bf16 mixed precision), else
@@ -39,7 +39,7 @@ class ParamAccess {
 // Everything in two flat buffers (one process, no sharding). Not owning.
 class FlatParamAccess final : public ParamAccess {
  public:
-  FlatParamAccess(const Gpt2Layout* layout, const float* params, float* grads)
+  FlatParamAccess(const ModelLayout* layout, const float* params, float* grads)
       : layout_(layout), params_(params), grads_(grads) {}
   absl::StatusOr<const float*> Params(int unit, Pass) override;
   absl::Status Release(int, Pass) override { return absl::OkStatus(); }
@@ -47,7 +47,7 @@ class FlatParamAccess final : public ParamAccess {
   absl::Status GradsReady(int) override { return absl::OkStatus(); }
 
  private:
-  const Gpt2Layout* layout_;
+  const ModelLayout* layout_;
   const float* params_;
   float* grads_;
 };

@@ -1,5 +1,7 @@
 #include "engine/model/param_specs.h"
 
+#include "engine/model/gpt2_specs.h"
+
 #include <cmath>
 #include <vector>
 
@@ -8,14 +10,14 @@
 namespace accel::model {
 namespace {
 
-Gpt2Layout MakeLayout(int64_t L = 3, int64_t C = 16) {
-  auto layout = Gpt2Layout::Create({"t", L, 4, C, 50, 24});
+ModelLayout MakeLayout(int64_t L = 3, int64_t C = 16) {
+  auto layout = ModelLayout::Create(Gpt2Config{"t", L, 4, C, 50, 24});
   EXPECT_TRUE(layout.ok());
   return std::move(*layout);
 }
 
 TEST(ParamSpecsTest, UnitsAreContiguousAndCoverEverything) {
-  Gpt2Layout layout = MakeLayout();
+  ModelLayout layout = MakeLayout();
   ASSERT_EQ(layout.num_units(), 4);
   int64_t next = 0;
   for (int u = 0; u < layout.num_units(); ++u) {
@@ -29,7 +31,7 @@ TEST(ParamSpecsTest, UnitsAreContiguousAndCoverEverything) {
 }
 
 TEST(ParamSpecsTest, HuggingFaceNamesShapesAndDecayFlags) {
-  Gpt2Layout layout = MakeLayout();
+  ModelLayout layout = MakeLayout();
   const FlatLayout& flat = layout.flat();
   ASSERT_NE(flat.Find("h.2.attn.c_attn.weight"), nullptr);
   EXPECT_EQ(flat.Find("h.2.attn.c_attn.weight")->shape, (std::vector<int64_t>{16, 48}));
@@ -40,23 +42,24 @@ TEST(ParamSpecsTest, HuggingFaceNamesShapesAndDecayFlags) {
 }
 
 TEST(ParamSpecsTest, BlockOffsetsPointAtTheNamedTensorsOfEveryBlock) {
-  Gpt2Layout layout = MakeLayout();
+  ModelLayout layout = MakeLayout();
+  const Gpt2Offsets offsets = Gpt2OffsetsOf(layout);
   for (int l = 0; l < 3; ++l) {
     const int64_t base = layout.unit(l + 1).offset;
     const std::string p = "h." + std::to_string(l) + ".";
-    EXPECT_EQ(base + layout.block().qkv_w, layout.flat().Find(p + "attn.c_attn.weight")->offset);
-    EXPECT_EQ(base + layout.block().fcproj_b, layout.flat().Find(p + "mlp.c_proj.bias")->offset);
-    EXPECT_EQ(base + layout.block().ln2_w, layout.flat().Find(p + "ln_2.weight")->offset);
+    EXPECT_EQ(base + offsets.block.qkv_w, layout.flat().Find(p + "attn.c_attn.weight")->offset);
+    EXPECT_EQ(base + offsets.block.fcproj_b, layout.flat().Find(p + "mlp.c_proj.bias")->offset);
+    EXPECT_EQ(base + offsets.block.ln2_w, layout.flat().Find(p + "ln_2.weight")->offset);
   }
-  EXPECT_EQ(layout.root().lnf_b, layout.flat().Find("ln_f.bias")->offset);
+  EXPECT_EQ(offsets.root.lnf_b, layout.flat().Find("ln_f.bias")->offset);
 }
 
 TEST(ParamSpecsTest, InitFollowsGpt2AndIsSeeded) {
-  Gpt2Layout layout = MakeLayout(4, 64);
+  ModelLayout layout = MakeLayout(4, 64);
   std::vector<float> a(layout.num_params()), b(layout.num_params()), c(layout.num_params());
-  InitGpt2Params(layout, 7, a.data());
-  InitGpt2Params(layout, 7, b.data());
-  InitGpt2Params(layout, 8, c.data());
+  InitParams(layout, 7, a.data());
+  InitParams(layout, 7, b.data());
+  InitParams(layout, 8, c.data());
   EXPECT_EQ(a, b);
   EXPECT_NE(a, c);
   auto stddev = [&](const std::string& name) {
@@ -72,11 +75,11 @@ TEST(ParamSpecsTest, InitFollowsGpt2AndIsSeeded) {
 }
 
 TEST(ParamSpecsTest, UnitByUnitInitGivesTheSameValues) {
-  Gpt2Layout layout = MakeLayout(4, 64);
+  ModelLayout layout = MakeLayout(4, 64);
   std::vector<float> whole(layout.num_params()), units(layout.num_params(), -1.0f);
-  InitGpt2Params(layout, 7, whole.data());
+  InitParams(layout, 7, whole.data());
   for (int u = 0; u < layout.num_units(); ++u) {
-    InitGpt2Unit(layout, 7, u, units.data() + layout.unit(u).offset);
+    InitUnit(layout, 7, u, units.data() + layout.unit(u).offset);
   }
   EXPECT_EQ(units, whole);
 }

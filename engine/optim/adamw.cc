@@ -10,7 +10,7 @@
 
 namespace accel::optim {
 
-absl::StatusOr<AdamW> AdamW::Create(const model::Gpt2Layout& layout, int64_t begin, int64_t end,
+absl::StatusOr<AdamW> AdamW::Create(const model::ModelLayout& layout, int64_t begin, int64_t end,
                                     const AdamWConfig& config, MemoryPool pool,
                                     MemoryLedger* ledger) {
   std::unique_ptr<shard::DeviceOps> ops =
@@ -20,7 +20,7 @@ absl::StatusOr<AdamW> AdamW::Create(const model::Gpt2Layout& layout, int64_t beg
   return opt;
 }
 
-absl::StatusOr<AdamW> AdamW::Create(const model::Gpt2Layout& layout, int64_t begin, int64_t end,
+absl::StatusOr<AdamW> AdamW::Create(const model::ModelLayout& layout, int64_t begin, int64_t end,
                                     const AdamWConfig& config, shard::DeviceOps* ops) {
   if (begin < 0 || end < begin) {
     return absl::InvalidArgumentError(absl::StrCat("AdamW range [", begin, ", ", end, ") is invalid"));
@@ -52,7 +52,7 @@ absl::StatusOr<AdamW> AdamW::Create(const model::Gpt2Layout& layout, int64_t beg
   return opt;
 }
 
-std::vector<AdamW::DecayRange> AdamW::DecayRanges(const model::Gpt2Layout& layout,
+std::vector<AdamW::DecayRange> AdamW::DecayRanges(const model::ModelLayout& layout,
                                                   int64_t begin, int64_t end) {
   std::vector<DecayRange> ranges;
   const auto& entries = layout.flat().entries();

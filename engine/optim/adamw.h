@@ -44,12 +44,12 @@ class AdamW {
   // InvalidArgument if the range is empty-negative, a hyperparameter is out of its domain
   // (betas in [0, 1), eps > 0, weight_decay >= 0) or state_dtype is f16.
   // Moments in host memory of `pool`, charged to `ledger` (null: MemoryLedger::Default()).
-  [[nodiscard]] static absl::StatusOr<AdamW> Create(const model::Gpt2Layout& layout, int64_t begin,
+  [[nodiscard]] static absl::StatusOr<AdamW> Create(const model::ModelLayout& layout, int64_t begin,
                                                     int64_t end, const AdamWConfig& config,
                                                     MemoryPool pool = MemoryPool::kHost,
                                                     MemoryLedger* ledger = nullptr);
   // Moments from `ops` (not owned; must outlive the optimizer), updates through it.
-  [[nodiscard]] static absl::StatusOr<AdamW> Create(const model::Gpt2Layout& layout, int64_t begin,
+  [[nodiscard]] static absl::StatusOr<AdamW> Create(const model::ModelLayout& layout, int64_t begin,
                                                     int64_t end, const AdamWConfig& config,
                                                     shard::DeviceOps* ops);
 
@@ -97,7 +97,7 @@ class AdamW {
   const std::vector<DecayRange>& ranges() const { return ranges_; }
   // The ranges of [begin, end) with and without weight decay, merged where adjacent (what an
   // optimizer over that range uses; also for device optimizers that keep no AdamW object).
-  static std::vector<DecayRange> DecayRanges(const model::Gpt2Layout& layout, int64_t begin,
+  static std::vector<DecayRange> DecayRanges(const model::ModelLayout& layout, int64_t begin,
                                              int64_t end);
 
  private:

@@ -9,14 +9,14 @@
 namespace accel::optim {
 namespace {
 
-model::Gpt2Layout Layout() {
-  auto layout = model::Gpt2Layout::Create({"t", 2, 2, 8, 20, 10});
+model::ModelLayout Layout() {
+  auto layout = model::ModelLayout::Create(model::Gpt2Config{"t", 2, 2, 8, 20, 10});
   EXPECT_TRUE(layout.ok());
   return std::move(*layout);
 }
 
 TEST(AdamWTest, DecayRangesFollowTheParamSpecs) {
-  model::Gpt2Layout layout = Layout();
+  model::ModelLayout layout = Layout();
   auto opt = AdamW::Create(layout, 0, layout.num_params(), {});
   ASSERT_TRUE(opt.ok());
   // Every element is covered exactly once, ranges are merged, and each agrees with its spec.
@@ -36,7 +36,7 @@ TEST(AdamWTest, DecayRangesFollowTheParamSpecs) {
 }
 
 TEST(AdamWTest, WeightDecayOnlyTouchesMatrices) {
-  model::Gpt2Layout layout = Layout();
+  model::ModelLayout layout = Layout();
   AdamWConfig config;
   config.weight_decay = 0.5f;
   auto opt = AdamW::Create(layout, 0, layout.num_params(), config);
@@ -52,7 +52,7 @@ TEST(AdamWTest, WeightDecayOnlyTouchesMatrices) {
 }
 
 TEST(AdamWTest, AShardUpdatesExactlyLikeItsSliceOfTheWhole) {
-  model::Gpt2Layout layout = Layout();
+  model::ModelLayout layout = Layout();
   const int64_t n = layout.num_params();
   AdamWConfig config;
   config.weight_decay = 0.1f;
@@ -73,7 +73,7 @@ TEST(AdamWTest, AShardUpdatesExactlyLikeItsSliceOfTheWhole) {
 TEST(AdamWTest, BiasCorrectionFalseReachesTheKernel) {
   // One step from zero moments, no decay: m = (1-b1)·g, v = (1-b2)·g², and the update is
   // lr·m/(sqrt(v)+eps) uncorrected (about 3.16·lr for b1 = 0.9, b2 = 0.999), lr corrected.
-  model::Gpt2Layout layout = Layout();
+  model::ModelLayout layout = Layout();
   const int64_t n = layout.num_params();
   for (bool correct : {true, false}) {
     AdamWConfig config;
@@ -93,7 +93,7 @@ TEST(AdamWTest, BiasCorrectionFalseReachesTheKernel) {
 }
 
 TEST(AdamWTest, RejectsBadHyperparameters) {
-  model::Gpt2Layout layout = Layout();
+  model::ModelLayout layout = Layout();
   AdamWConfig bad_beta;
   bad_beta.beta2 = 1.0f;
   EXPECT_EQ(AdamW::Create(layout, 0, 10, bad_beta).status().code(),
@@ -105,7 +105,7 @@ TEST(AdamWTest, RejectsBadHyperparameters) {
 }
 
 TEST(AdamWTest, StateIsChargedAsOptimizerState) {
-  model::Gpt2Layout layout = Layout();
+  model::ModelLayout layout = Layout();
   MemoryLedger ledger;
   auto opt = AdamW::Create(layout, 0, 100, {}, MemoryPool::kHost, &ledger);
   ASSERT_TRUE(opt.ok());

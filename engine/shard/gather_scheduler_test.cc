@@ -33,9 +33,9 @@ class FakeTarget final : public GatherTarget {
 };
 
 ShardPlan Plan(const ShardOptions& o) {
-  static const model::Gpt2Layout* layout = [] {
-    auto l = model::Gpt2Layout::Create({"t", 3, 2, 6, 11, 7});  // root + 3 blocks
-    return new model::Gpt2Layout(std::move(*l));
+  static const model::ModelLayout* layout = [] {
+    auto l = model::ModelLayout::Create(model::Gpt2Config{"t", 3, 2, 6, 11, 7});  // root + 3 blocks
+    return new model::ModelLayout(std::move(*l));
   }();
   ShardOptions full = o;
   full.strategy = Strategy::kFullShard;

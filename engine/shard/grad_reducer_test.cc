@@ -12,10 +12,10 @@
 namespace accel::shard {
 namespace {
 
-const model::Gpt2Layout& Layout() {
-  static const model::Gpt2Layout* layout = [] {
-    auto l = model::Gpt2Layout::Create({"t", 2, 2, 6, 11, 7});
-    return new model::Gpt2Layout(std::move(*l));
+const model::ModelLayout& Layout() {
+  static const model::ModelLayout* layout = [] {
+    auto l = model::ModelLayout::Create(model::Gpt2Config{"t", 2, 2, 6, 11, 7});
+    return new model::ModelLayout(std::move(*l));
   }();
   return *layout;
 }

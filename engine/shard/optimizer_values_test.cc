@@ -18,8 +18,8 @@ class OptimizerValuesTest : public ::testing::Test {
     grads_.reset();
     params_.reset();
     ctx_.reset();
-    auto layout = model::Gpt2Layout::Create({"t", 1, 2, 6, 11, 7});
-    layout_ = std::make_unique<model::Gpt2Layout>(std::move(*layout));
+    auto layout = model::ModelLayout::Create(model::Gpt2Config{"t", 1, 2, 6, 11, 7});
+    layout_ = std::make_unique<model::ModelLayout>(std::move(*layout));
     ShardOptions o;
     o.strategy = Strategy::kFullShard;
     o.param_dtype = o.reduce_dtype = param_dtype;
@@ -50,7 +50,7 @@ class OptimizerValuesTest : public ::testing::Test {
 
   MemoryLedger ledger_;
   std::unique_ptr<comm::Communicator> self_ = comm::CreateSelfCommunicator();
-  std::unique_ptr<model::Gpt2Layout> layout_;
+  std::unique_ptr<model::ModelLayout> layout_;
   std::unique_ptr<ShardContext> ctx_;
   std::unique_ptr<ParamStore> params_;
   std::unique_ptr<GradReducer> grads_;

@@ -4,7 +4,7 @@
 
 namespace accel::shard {
 
-absl::StatusOr<ShardParts> Parallelize(const model::Gpt2Layout* layout, ShardPlan plan,
+absl::StatusOr<ShardParts> Parallelize(const model::ModelLayout* layout, ShardPlan plan,
                                        ProcessGroups groups, absl::Duration timeout,
                                        MemoryLedger* ledger, DeviceOps* ops) {
   ShardParts parts;

@@ -35,7 +35,7 @@ struct ShardParts {
 
 // Errors: ShardContext::Create's, an offload directory that cannot be written
 // (InvalidArgument), allocation failures (ResourceExhausted).
-[[nodiscard]] absl::StatusOr<ShardParts> Parallelize(const model::Gpt2Layout* layout,
+[[nodiscard]] absl::StatusOr<ShardParts> Parallelize(const model::ModelLayout* layout,
                                                      ShardPlan plan, ProcessGroups groups,
                                                      absl::Duration timeout,
                                                      MemoryLedger* ledger, DeviceOps* ops);

@@ -27,9 +27,9 @@ class ParallelizeTest : public ::testing::Test {
             ledger.Get(MemoryPool::kDevice, MemoryCategory::kOptimizerState).current,
             ledger.Get(MemoryPool::kHost, MemoryCategory::kOptimizerState).current};
   }
-  std::unique_ptr<model::Gpt2Layout> layout_ = [] {
-    auto l = model::Gpt2Layout::Create({"t", 2, 2, 6, 11, 7});
-    return std::make_unique<model::Gpt2Layout>(std::move(*l));
+  std::unique_ptr<model::ModelLayout> layout_ = [] {
+    auto l = model::ModelLayout::Create(model::Gpt2Config{"t", 2, 2, 6, 11, 7});
+    return std::make_unique<model::ModelLayout>(std::move(*l));
   }();
   std::unique_ptr<comm::Communicator> self_ = comm::CreateSelfCommunicator();
   int64_t psi_ = 0;

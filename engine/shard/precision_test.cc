@@ -13,8 +13,8 @@ namespace {
 class PrecisionTest : public ::testing::Test {
  protected:
   std::unique_ptr<ShardContext> Context(DType param_dtype, DType master_dtype = DType::kF32) {
-    auto layout = model::Gpt2Layout::Create({"t", 1, 2, 6, 11, 7});
-    layout_ = std::make_unique<model::Gpt2Layout>(std::move(*layout));
+    auto layout = model::ModelLayout::Create(model::Gpt2Config{"t", 1, 2, 6, 11, 7});
+    layout_ = std::make_unique<model::ModelLayout>(std::move(*layout));
     ShardOptions o;
     o.param_dtype = o.reduce_dtype = param_dtype;
     o.master_dtype = master_dtype;
@@ -28,7 +28,7 @@ class PrecisionTest : public ::testing::Test {
   }
   MemoryLedger ledger_;
   std::unique_ptr<comm::Communicator> self_ = comm::CreateSelfCommunicator();
-  std::unique_ptr<model::Gpt2Layout> layout_;
+  std::unique_ptr<model::ModelLayout> layout_;
 };
 
 TEST_F(PrecisionTest, Fp32ParametersAreTheModelsOwn) {

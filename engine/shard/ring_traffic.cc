@@ -54,7 +54,7 @@ std::vector<int> ReplicateGroupMembers(int rank, int world, int group_size) {
   return members;
 }
 
-absl::StatusOr<RingTraffic> RingTrafficPerStep(const model::Gpt2Layout& layout,
+absl::StatusOr<RingTraffic> RingTrafficPerStep(const model::ModelLayout& layout,
                                                const ShardOptions& options, int world,
                                                const std::vector<int>& node_of_rank, int rank) {
   if (world < 1 || rank < 0 || rank >= world) {
@@ -116,7 +116,7 @@ absl::StatusOr<RingTraffic> RingTrafficPerStep(const model::Gpt2Layout& layout,
   return t;
 }
 
-absl::StatusOr<RingTraffic> RingTrafficPerStepAllRanks(const model::Gpt2Layout& layout,
+absl::StatusOr<RingTraffic> RingTrafficPerStepAllRanks(const model::ModelLayout& layout,
                                                        const ShardOptions& options, int world,
                                                        const std::vector<int>& node_of_rank) {
   RingTraffic total;

@@ -44,14 +44,14 @@ struct RingTraffic {
 // all-gathers, reduce_dtype for reductions) on `world` ranks placed by `node_of_rank` (indexed
 // by world rank; empty: one node). InvalidArgument for a rank outside the world, a placement
 // of the wrong size or a hybrid group size that does not divide the world.
-[[nodiscard]] absl::StatusOr<RingTraffic> RingTrafficPerStep(const model::Gpt2Layout& layout,
+[[nodiscard]] absl::StatusOr<RingTraffic> RingTrafficPerStep(const model::ModelLayout& layout,
                                                              const ShardOptions& options, int world,
                                                              const std::vector<int>& node_of_rank,
                                                              int rank);
 
 // The sum over every rank of the world.
 [[nodiscard]] absl::StatusOr<RingTraffic> RingTrafficPerStepAllRanks(
-    const model::Gpt2Layout& layout, const ShardOptions& options, int world,
+    const model::ModelLayout& layout, const ShardOptions& options, int world,
     const std::vector<int>& node_of_rank);
 
 }  // namespace accel::shard

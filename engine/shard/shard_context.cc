@@ -9,7 +9,7 @@
 namespace accel::shard {
 
 absl::StatusOr<std::unique_ptr<ShardContext>> ShardContext::Create(
-    const model::Gpt2Layout* layout, ShardPlan plan, ProcessGroups groups, absl::Duration timeout,
+    const model::ModelLayout* layout, ShardPlan plan, ProcessGroups groups, absl::Duration timeout,
     MemoryLedger* ledger, DeviceOps* ops) {
   if (groups.world == nullptr || groups.shard == nullptr) {
     return absl::InvalidArgumentError("ShardedModel needs a world and a shard communicator");

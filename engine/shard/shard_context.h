@@ -48,10 +48,10 @@ class ShardContext {
   // fp32, bf16 or fp16. `ops` (not owned) is the compute memory; null: host memory charged to
   // `ledger`'s device pool (ledger null: MemoryLedger::Default()).
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<ShardContext>> Create(
-      const model::Gpt2Layout* layout, ShardPlan plan, ProcessGroups groups,
+      const model::ModelLayout* layout, ShardPlan plan, ProcessGroups groups,
       absl::Duration timeout, MemoryLedger* ledger, DeviceOps* ops);
 
-  const model::Gpt2Layout& layout() const { return *layout_; }
+  const model::ModelLayout& layout() const { return *layout_; }
   const ShardPlan& plan() const { return plan_; }
   const ShardOptions& options() const { return plan_.options(); }
   int num_units() const { return plan_.num_units(); }
@@ -88,12 +88,12 @@ class ShardContext {
   double TakeCommWaitSeconds();
 
  private:
-  ShardContext(const model::Gpt2Layout* layout, ShardPlan plan, ProcessGroups groups,
+  ShardContext(const model::ModelLayout* layout, ShardPlan plan, ProcessGroups groups,
                absl::Duration timeout, MemoryLedger* ledger)
       : layout_(layout), plan_(std::move(plan)), groups_(groups), timeout_(timeout),
         ledger_(ledger) {}
 
-  const model::Gpt2Layout* layout_;
+  const model::ModelLayout* layout_;
   ShardPlan plan_;
   ProcessGroups groups_;
   absl::Duration timeout_;

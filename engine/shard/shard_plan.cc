@@ -47,7 +47,7 @@ bool ShardPlan::reduce_per_unit() const {
          options_.strategy != Strategy::kShardOptimizer;
 }
 
-absl::StatusOr<ShardPlan> ShardPlan::Create(const model::Gpt2Layout& layout, int world, int rank,
+absl::StatusOr<ShardPlan> ShardPlan::Create(const model::ModelLayout& layout, int world, int rank,
                                             const ShardOptions& options) {
   if (world < 1) return absl::InvalidArgumentError(absl::StrCat("world size ", world, " < 1"));
   if (rank < 0 || rank >= world) {

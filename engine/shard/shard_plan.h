@@ -1,7 +1,7 @@
 // ShardPlan: how one rank holds the model — a pure function of (layout, world, rank, options),
 // computed and validated before any memory is allocated (torchtitan's "shapes first").
 //
-// Every unit (Gpt2Layout's units: 0 = root, 1 + l = block l) is one flat range, padded to a
+// Every unit (ModelLayout's units: 0 = root, 1 + l = block l) is one flat range, padded to a
 // multiple of the shard-group size S; rank r of the group owns elements [r·s, (r+1)·s) of the
 // padded unit, s = padded / S. Strategies (DESIGN.md §3.1):
 //   kNoShard          params full, grads all-reduced, optimizer state full       (ZeRO-0)
@@ -118,7 +118,7 @@ class ShardPlan {
  public:
   // InvalidArgument naming the problem: world < 1, rank out of range, a hybrid group size that
   // does not divide the world, hybrid without a group size.
-  [[nodiscard]] static absl::StatusOr<ShardPlan> Create(const model::Gpt2Layout& layout, int world,
+  [[nodiscard]] static absl::StatusOr<ShardPlan> Create(const model::ModelLayout& layout, int world,
                                                         int rank, const ShardOptions& options);
 
   const ShardOptions& options() const { return options_; }

@@ -8,14 +8,14 @@ namespace {
 
 using ::testing::HasSubstr;
 
-model::Gpt2Layout Layout() {
-  auto layout = model::Gpt2Layout::Create({"t", 3, 2, 6, 11, 7});  // odd sizes: padding matters
+model::ModelLayout Layout() {
+  auto layout = model::ModelLayout::Create(model::Gpt2Config{"t", 3, 2, 6, 11, 7});  // odd sizes: padding matters
   EXPECT_TRUE(layout.ok());
   return std::move(*layout);
 }
 
 TEST(ShardPlanTest, ShardsTileEveryUnitExactlyOnce) {
-  model::Gpt2Layout layout = Layout();
+  model::ModelLayout layout = Layout();
   for (int world : {1, 2, 3, 4}) {
     for (Strategy s : {Strategy::kNoShard, Strategy::kShardOptimizer, Strategy::kShardGradOp,
                        Strategy::kFullShard}) {
@@ -43,7 +43,7 @@ TEST(ShardPlanTest, ShardsTileEveryUnitExactlyOnce) {
 }
 
 TEST(ShardPlanTest, StrategyProperties) {
-  model::Gpt2Layout layout = Layout();
+  model::ModelLayout layout = Layout();
   auto props = [&](Strategy s) {
     ShardOptions o;
     o.strategy = s;
@@ -61,7 +61,7 @@ TEST(ShardPlanTest, StrategyProperties) {
 }
 
 TEST(ShardPlanTest, HybridShardsInsideGroups) {
-  model::Gpt2Layout layout = Layout();
+  model::ModelLayout layout = Layout();
   ShardOptions o;
   o.strategy = Strategy::kHybridShard;
   o.hybrid_group_size = 2;
@@ -75,7 +75,7 @@ TEST(ShardPlanTest, HybridShardsInsideGroups) {
 }
 
 TEST(ShardPlanTest, RejectsBadPlansByName) {
-  model::Gpt2Layout layout = Layout();
+  model::ModelLayout layout = Layout();
   ShardOptions hybrid;
   hybrid.strategy = Strategy::kHybridShard;
   hybrid.hybrid_group_size = 3;

@@ -12,7 +12,7 @@ namespace accel::shard {
 using model::Pass;
 
 absl::StatusOr<std::unique_ptr<ShardedModel>> ShardedModel::Create(
-    const model::Gpt2Layout* layout, ShardPlan plan, ProcessGroups groups, absl::Duration timeout,
+    const model::ModelLayout* layout, ShardPlan plan, ProcessGroups groups, absl::Duration timeout,
     MemoryLedger* ledger, DeviceOps* ops) {
   ACCEL_ASSIGN_OR_RETURN(ShardParts parts,
                          Parallelize(layout, std::move(plan), groups, timeout, ledger, ops));

@@ -89,7 +89,7 @@ class ShardedModel final : public model::ParamAccess {
   // `ops` (not owned; must outlive the model) says where the buffers live; null: host memory
   // charged to `ledger`'s device pool. Errors: Parallelize's.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<ShardedModel>> Create(
-      const model::Gpt2Layout* layout, ShardPlan plan, ProcessGroups groups,
+      const model::ModelLayout* layout, ShardPlan plan, ProcessGroups groups,
       absl::Duration timeout, MemoryLedger* ledger = nullptr, DeviceOps* ops = nullptr);
 
   const ShardPlan& plan() const { return ctx().plan(); }

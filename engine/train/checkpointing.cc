@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
+#include "engine/tensor/buffer.h"
 #include "engine/checkpoint/checkpoint_metadata.h"
 #include "engine/checkpoint/full_model_writer.h"
 #include "engine/checkpoint/sharded_checkpoint.h"
@@ -238,7 +239,7 @@ absl::StatusOr<CheckpointEvent> Trainer::SaveCheckpoint(const std::string& dir, 
     meta.optimizer_step = applied_steps_;
     meta.world_size = world();
     meta.strategy = std::string(shard::StrategyName(plan.strategy()));
-    meta.model_config_json = model::Gpt2ConfigToJson(layout_->config());
+    meta.model_config_json = model::ModelConfigToJson(layout_->config());
     nlohmann::json train = {{"batch", options_.batch},
                             {"seq", options_.seq},
                             {"grad_accum", options_.grad_accum},

@@ -7,7 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "engine/base/status_macros.h"
 #include "engine/kernels/matmul_bf16.h"
-#include "engine/model/gpt2.h"
+#include "engine/model/architecture.h"
 #include "engine/shard/shard_plan.h"
 #include "engine/train/memory_replay.h"
 
@@ -24,11 +24,11 @@ std::string DTypesOf(const shard::ShardOptions& o) {
 // stage3.py's estimate_zero3_model_states_mem_needs(total_params, largest_layer_params,
 // num_gpus_per_node, num_nodes, cpu_offload, cpu_offload_params, zero_init=True,
 // additional_buffer_factor=1.5).
-DeepSpeedEstimate DeepSpeedZero3(const model::Gpt2Config& config, const shard::ShardOptions& o,
+DeepSpeedEstimate DeepSpeedZero3(const model::ModelLayout& layout, const shard::ShardOptions& o,
                                  int world, int per_node) {
   DeepSpeedEstimate e;
-  e.total_params = config.NumParams();
-  for (const model::ParamSpec& spec : model::Gpt2ParamSpecs(config)) {
+  e.total_params = layout.config().NumParams();
+  for (const model::ParamSpec& spec : layout.specs()) {
     int64_t n = 1;
     for (int64_t d : spec.shape) n *= d;
     e.largest_layer_params = std::max(e.largest_layer_params, n);
@@ -61,7 +61,7 @@ struct RankPeaks {
   std::string describe;
 };
 
-absl::StatusOr<RankPeaks> PlanRank(const model::Gpt2Layout& layout,
+absl::StatusOr<RankPeaks> PlanRank(const model::ModelLayout& layout,
                                    const config::TrainOptions& options, int world, int rank,
                                    int64_t activation_bytes) {
   ACCEL_ASSIGN_OR_RETURN(shard::ShardPlan plan,
@@ -95,7 +95,7 @@ int64_t MemoryPlan::MachineRamBytes() const {
          machine_pool_peak[static_cast<int>(MemoryPool::kHost)];
 }
 
-absl::StatusOr<MemoryPlan> PlanMemory(const model::Gpt2Config& config,
+absl::StatusOr<MemoryPlan> PlanMemory(const model::ModelConfig& config,
                                       const config::TrainOptions& options,
                                       const MemoryPlanOptions& po) {
   if (po.ranks_on_machine < 1 || po.first_local_rank < 0 ||
@@ -105,9 +105,9 @@ absl::StatusOr<MemoryPlan> PlanMemory(const model::Gpt2Config& config,
         po.first_local_rank + po.ranks_on_machine - 1, " on this machine do not fit a world of ",
         po.world));
   }
-  ACCEL_ASSIGN_OR_RETURN(model::Gpt2Layout layout, model::Gpt2Layout::Create(config));
+  ACCEL_ASSIGN_OR_RETURN(model::ModelLayout layout, model::ModelLayout::Create(config));
   MemoryPlan m;
-  m.model = config.name;
+  m.model = config.name();
   m.num_params = layout.num_params();
   m.batch = options.batch;
   m.seq = options.seq;
@@ -119,7 +119,7 @@ absl::StatusOr<MemoryPlan> PlanMemory(const model::Gpt2Config& config,
                                             kernels::Bf16MatmulIsNative());
   ACCEL_ASSIGN_OR_RETURN(
       const int64_t activations,
-      model::Gpt2Activations::PlannedBytes(
+      model::PlannedActivationBytes(
           config, options.batch, options.seq,
           {.bf16_matmuls = m.bf16_matmuls, .checkpoint_blocks = options.activation_checkpointing}));
   ACCEL_ASSIGN_OR_RETURN(RankPeaks mine, PlanRank(layout, options, po.world, po.rank, activations));
@@ -130,7 +130,7 @@ absl::StatusOr<MemoryPlan> PlanMemory(const model::Gpt2Config& config,
     ACCEL_ASSIGN_OR_RETURN(RankPeaks local, PlanRank(layout, options, po.world, r, activations));
     for (int p = 0; p < kNumMemoryPools; ++p) m.machine_pool_peak[p] += local.pool_peak[p];
   }
-  m.deepspeed = DeepSpeedZero3(config, options.shard, po.world, po.ranks_on_machine);
+  m.deepspeed = DeepSpeedZero3(layout, options.shard, po.world, po.ranks_on_machine);
   return m;
 }
 

@@ -17,7 +17,7 @@
 #include "absl/status/statusor.h"
 #include "engine/base/memory_ledger.h"
 #include "engine/config/train_options.h"
-#include "engine/model/gpt2_config.h"
+#include "engine/model/model_config.h"
 
 namespace accel::train {
 
@@ -66,7 +66,7 @@ struct MemoryPlan {
 
 // InvalidArgument naming the problem for a plan the engine would refuse (a bad world or rank,
 // a hybrid group that does not divide the world, a bad batch or sequence).
-[[nodiscard]] absl::StatusOr<MemoryPlan> PlanMemory(const model::Gpt2Config& config,
+[[nodiscard]] absl::StatusOr<MemoryPlan> PlanMemory(const model::ModelConfig& config,
                                                     const config::TrainOptions& options,
                                                     const MemoryPlanOptions& plan_options);
 

@@ -148,7 +148,7 @@ class RankReplay {
   // weight_loading.cc: the buffers each loading path holds while it loads ("other", host).
   void InitWeights() {
     const config::TrainOptions& t = *in_.options;
-    const model::Gpt2Layout& layout = *in_.layout;
+    const model::ModelLayout& layout = *in_.layout;
     int64_t floats = 0;
     if (!t.init_weights.empty() && t.zero3_init) {
       for (int u = 0; u < plan_.num_units(); ++u) {

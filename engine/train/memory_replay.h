@@ -25,7 +25,7 @@
 namespace accel::train::internal {
 
 struct ReplayInput {
-  const model::Gpt2Layout* layout = nullptr;
+  const model::ModelLayout* layout = nullptr;
   const shard::ShardPlan* plan = nullptr;
   const config::TrainOptions* options = nullptr;
   int64_t activation_bytes = 0;  // model::Gpt2Activations::PlannedBytes

@@ -52,12 +52,12 @@ struct ModelRunnerResult {
 };
 
 using ModelRunnerFactory = std::function<absl::StatusOr<ModelRunnerResult>(
-    const model::Gpt2Layout* layout, const ModelRunnerOptions& options)>;
+    const model::ModelLayout* layout, const ModelRunnerOptions& options)>;
 
 // Gpt2 on the CPU; bf16 matmuls where the CPU multiplies bf16 natively
 // (kernels::Bf16MatmulIsNative).
 [[nodiscard]] absl::StatusOr<ModelRunnerResult> CreateCpuModelRunner(
-    const model::Gpt2Layout* layout, const ModelRunnerOptions& options);
+    const model::ModelLayout* layout, const ModelRunnerOptions& options);
 
 struct ComputeBackend {
   shard::DeviceOps* ops = nullptr;  // null: host memory

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
-#include "engine/checkpoint/hf_gpt2.h"
+#include "engine/checkpoint/hf_weights.h"
 #include "engine/comm/self_communicator.h"
 #include "engine/data/token_source.h"
 #include "engine/kernels/adamw.h"
@@ -13,15 +13,15 @@
 namespace accel::train {
 
 absl::StatusOr<std::unique_ptr<data::BatchLoader>> OpenTrainingData(
-    Env* env, const TrainOptions& options, const model::Gpt2Config& config, int rank,
+    Env* env, const TrainOptions& options, const model::ModelConfig& config, int rank,
     int world) {
   ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<data::TokenSource> opened,
                          data::TokenSource::Open(env, options.data));
   std::shared_ptr<const data::TokenSource> source = std::move(opened);
-  if (source->max_token() >= config.vocab_size) {
+  if (source->max_token() >= config.vocab_size()) {
     return absl::InvalidArgumentError(absl::StrCat(
         options.data, " holds token ", source->max_token(), ", outside the vocabulary of model ",
-        config.name, " (", config.vocab_size, " tokens)"));
+        config.name(), " (", config.vocab_size(), " tokens)"));
   }
   data::BatchLoaderOptions lo;
   lo.batch_size = options.batch;
@@ -65,9 +65,9 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
   t->groups_ = groups;
   const int rank = groups.world->rank(), world = groups.world->size();
 
-  ACCEL_ASSIGN_OR_RETURN(model::Gpt2Config config, ModelConfigOf(env, options));
-  ACCEL_ASSIGN_OR_RETURN(model::Gpt2Layout layout, model::Gpt2Layout::Create(config));
-  t->layout_ = std::make_unique<model::Gpt2Layout>(std::move(layout));
+  ACCEL_ASSIGN_OR_RETURN(model::ModelConfig config, ModelConfigOf(env, options));
+  ACCEL_ASSIGN_OR_RETURN(model::ModelLayout layout, model::ModelLayout::Create(config));
+  t->layout_ = std::make_unique<model::ModelLayout>(std::move(layout));
 
   // Shapes first: the plan is validated before any model memory exists.
   ACCEL_ASSIGN_OR_RETURN(shard::ShardPlan plan,
@@ -110,10 +110,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
   t->runner_ = std::move(runner.runner);
   if (runner.bf16_matmuls) {
     // The model reads the blocks' matmul weights only in bf16: their fp32 copies are skipped.
-    const model::Gpt2 gpt2(t->layout_.get());
-    std::vector<std::vector<std::pair<int64_t, int64_t>>> skip(t->layout_->num_units());
-    for (int u = 0; u < t->layout_->num_units(); ++u) skip[u] = gpt2.MatmulWeightRanges(u);
-    t->sharded_->SkipFp32Copy(std::move(skip));
+    t->sharded_->SkipFp32Copy(model::Bf16OnlyWeightRanges(*t->layout_));
   }
 
   ACCEL_ASSIGN_OR_RETURN(t->loader_, OpenTrainingData(env, options, config, rank, world));

@@ -32,7 +32,7 @@
 #include "engine/base/memory_ledger.h"
 #include "engine/config/train_options.h"
 #include "engine/data/batch_loader.h"
-#include "engine/model/gpt2.h"
+#include "engine/model/architecture.h"
 #include "engine/optim/adamw.h"
 #include "engine/optim/lr_schedule.h"
 #include "engine/shard/sharded_model.h"
@@ -61,7 +61,7 @@ struct CheckpointEvent {
 // The batch loader of `rank` in a gang of `world` over options.data; InvalidArgument naming the
 // file when it holds a token outside config's vocabulary.
 [[nodiscard]] absl::StatusOr<std::unique_ptr<data::BatchLoader>> OpenTrainingData(
-    Env* env, const TrainOptions& options, const model::Gpt2Config& config, int rank, int world);
+    Env* env, const TrainOptions& options, const model::ModelConfig& config, int rank, int world);
 
 // Fills m's step_seconds, tokens_per_s (from m->tokens), elapsed and ETA once `steps_done` of
 // `total_steps` are done; adds the step to *elapsed_seconds.
@@ -104,7 +104,7 @@ class Trainer {
   // rank 0. Collective: every rank must call it.
   [[nodiscard]] absl::Status SaveWeights(const std::string& path, DType dtype = DType::kF32);
 
-  const model::Gpt2Layout& layout() const { return *layout_; }
+  const model::ModelLayout& layout() const { return *layout_; }
   const TrainOptions& options() const { return options_; }
   const shard::ShardedModel& sharded() const { return *sharded_; }
   // use_orig_params: every parameter by name, as a view into what this rank updates.
@@ -136,7 +136,7 @@ class Trainer {
   Env* env_ = nullptr;
   MemoryLedger* ledger_ = nullptr;
   ComputeBackend backend_;
-  std::unique_ptr<model::Gpt2Layout> layout_;
+  std::unique_ptr<model::ModelLayout> layout_;
   std::unique_ptr<comm::Communicator> self_comm_;  // when training alone
   shard::ProcessGroups groups_;
   // Host-memory collectives of the trainer's own: the sharded model's host view of the world.

@@ -11,7 +11,7 @@
 //                                               byte ranges only
 //
 // cpu_ram_efficient_loading implies sync_module_states, as in Accelerate. zero3_init applies to
-// --init-weights; a seeded init is computed unit by unit (model::InitGpt2Unit), except under
+// --init-weights; a seeded init is computed unit by unit (model::InitUnit), except under
 // plain sync_module_states, whose broadcast is of the whole vector.
 #include <algorithm>
 #include <memory>
@@ -19,8 +19,9 @@
 #include "absl/strings/str_cat.h"
 #include "engine/base/logging.h"
 #include "engine/base/status_macros.h"
-#include "engine/checkpoint/hf_gpt2.h"
-#include "engine/checkpoint/hf_gpt2_ranges.h"
+#include "engine/tensor/buffer.h"
+#include "engine/checkpoint/hf_weights.h"
+#include "engine/checkpoint/hf_model_file.h"
 #include "engine/train/trainer.h"
 
 namespace accel::train {
@@ -28,7 +29,7 @@ namespace {
 
 constexpr absl::Duration kLoadTimeout = absl::Seconds(300);
 
-int64_t LargestUnit(const model::Gpt2Layout& layout) {
+int64_t LargestUnit(const model::ModelLayout& layout) {
   int64_t n = 0;
   for (int u = 0; u < layout.num_units(); ++u) n = std::max(n, layout.unit(u).numel);
   return n;
@@ -37,8 +38,8 @@ int64_t LargestUnit(const model::Gpt2Layout& layout) {
 }  // namespace
 
 absl::Status Trainer::LoadHeldRanges(const std::string& path) {
-  ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<checkpoint::HfGpt2File> file,
-                         checkpoint::HfGpt2File::Open(env_, path, layout_.get()));
+  ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<checkpoint::HfModelFile> file,
+                         checkpoint::HfModelFile::Open(env_, path, layout_.get()));
   int64_t largest = 1;
   for (int u = 0; u < layout_->num_units(); ++u) {
     auto [b, e] = sharded_->HeldRange(u);
@@ -69,12 +70,12 @@ absl::Status Trainer::InitWeights() {
     ACCEL_ASSIGN_OR_RETURN(Buffer unit_buf, AllocateFloats(static_cast<size_t>(largest + 1),
                                                            MemoryPool::kHost,
                                                            MemoryCategory::kOther, ledger_));
-    std::unique_ptr<checkpoint::HfGpt2File> file;
+    std::unique_ptr<checkpoint::HfModelFile> file;
     absl::Status source_status;
     if (rank() == 0) {
       if (!o.init_weights.empty()) {
-        absl::StatusOr<std::unique_ptr<checkpoint::HfGpt2File>> f =
-            checkpoint::HfGpt2File::Open(env_, o.init_weights, layout_.get());
+        absl::StatusOr<std::unique_ptr<checkpoint::HfModelFile>> f =
+            checkpoint::HfModelFile::Open(env_, o.init_weights, layout_.get());
         source_status = f.status();
         if (f.ok()) file = std::move(*f);
       }
@@ -86,7 +87,7 @@ absl::Status Trainer::InitWeights() {
         if (source_status.ok() && file != nullptr) {
           source_status = file->ReadFlat(range.offset, range.offset + range.numel, buf);
         } else if (source_status.ok()) {
-          model::InitGpt2Unit(*layout_, o.seed, u, buf);
+          model::InitUnit(*layout_, o.seed, u, buf);
         }
         buf[range.numel] = source_status.ok() ? 1.0f : 0.0f;
       }
@@ -112,7 +113,7 @@ absl::Status Trainer::InitWeights() {
                            AllocateFloats(static_cast<size_t>(LargestUnit(*layout_)),
                                           MemoryPool::kHost, MemoryCategory::kOther, ledger_));
     for (int u = 0; u < layout_->num_units(); ++u) {
-      model::InitGpt2Unit(*layout_, o.seed, u, unit_buf.as<float>());
+      model::InitUnit(*layout_, o.seed, u, unit_buf.as<float>());
       ACCEL_RETURN_IF_ERROR(sharded_->LoadUnit(u, unit_buf.as<float>()));
     }
     return absl::OkStatus();
@@ -122,10 +123,10 @@ absl::Status Trainer::InitWeights() {
                                                      MemoryCategory::kOther, ledger_));
   const bool read_here = !o.sync_module_states || rank() == 0;
   if (read_here && o.init_weights.empty()) {
-    model::InitGpt2Params(*layout_, o.seed, full.as<float>());
+    model::InitParams(*layout_, o.seed, full.as<float>());
   } else if (read_here) {
     ACCEL_RETURN_IF_ERROR(
-        checkpoint::LoadHfGpt2Weights(env_, o.init_weights, *layout_, full.as<float>()));
+        checkpoint::LoadHfWeights(env_, o.init_weights, *layout_, full.as<float>()));
   }
   if (o.sync_module_states) ACCEL_RETURN_IF_ERROR(sharded_->BroadcastFull(full.as<float>(), 0));
   return sharded_->LoadFull(full.as<float>());

@@ -85,7 +85,7 @@ class MultinodeE2eTest : public ::testing::Test {
 
     auto config = model::Gpt2Preset("gpt2-tiny");
     ASSERT_TRUE(config.ok());
-    auto layout = model::Gpt2Layout::Create(*config);
+    auto layout = model::ModelLayout::Create(*config);
     ASSERT_TRUE(layout.ok());
     shard::ShardOptions options;
     auto parsed = shard::ParseStrategy(strategy);

@@ -1,6 +1,6 @@
-// The golden fixture shared by the CPU and GPU golden tests: the tiny GPT-2's config, initial
-// parameters, token batches and PyTorch's results, read from gpt2_tiny.safetensors
-// (tests/golden/README.md).
+// The golden fixtures shared by the CPU and GPU golden tests: a tiny model's config, initial
+// parameters, token batches and PyTorch's results, read from gpt2_tiny.safetensors or
+// llama_tiny*.safetensors (tests/golden/README.md).
 #pragma once
 
 #include <memory>
@@ -10,6 +10,7 @@
 
 #include "engine/checkpoint/safetensors.h"
 #include "engine/model/gpt2.h"
+#include "engine/model/model_config.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 
@@ -17,29 +18,27 @@ namespace accel {
 
 using checkpoint::SafetensorsReader;
 
-class GoldenFixture : public ::testing::Test {
+// Reads one fixture file: its model (the metadata's config, a Hugging Face config.json for the
+// Llama fixtures, GPT-2's keys for gpt2_tiny), the batch shape and hyperparameters, and the
+// initial parameters into params_.
+class GoldenFileFixture {
  protected:
-  void SetUp() override {
-    auto reader = SafetensorsReader::Open(Env::Default(),
-                                          std::string(ACCEL_GOLDEN_DIR) + "/gpt2_tiny.safetensors");
-    ASSERT_TRUE(reader.ok()) << reader.status();
+  ::testing::AssertionResult Load(const std::string& file) {
+    auto reader = SafetensorsReader::Open(Env::Default(), std::string(ACCEL_GOLDEN_DIR) + "/" + file);
+    if (!reader.ok()) return ::testing::AssertionFailure() << reader.status();
     reader_ = std::move(*reader);
-    auto cfg = nlohmann::json::parse(reader_->metadata().at("config"));
-    config_.name = "golden-tiny";
-    config_.n_layer = cfg["n_layer"];
-    config_.n_head = cfg["n_head"];
-    config_.n_embd = cfg["n_embd"];
-    config_.vocab_size = cfg["vocab_size"];
-    config_.n_positions = cfg["n_positions"];
-    B_ = cfg["B"];
-    T_ = cfg["T"];
-    hyper_ = cfg;
-    auto layout = model::Gpt2Layout::Create(config_);
-    ASSERT_TRUE(layout.ok()) << layout.status();
-    layout_ = std::make_unique<model::Gpt2Layout>(std::move(*layout));
+    hyper_ = nlohmann::json::parse(reader_->metadata().at("config"));
+    auto config = model::ModelConfigFromJson(reader_->metadata().at("config"), file);
+    if (!config.ok()) return ::testing::AssertionFailure() << config.status();
+    config->set_name("golden-tiny");
+    B_ = hyper_["B"];
+    T_ = hyper_["T"];
+    auto layout = model::ModelLayout::Create(*config);
+    if (!layout.ok()) return ::testing::AssertionFailure() << layout.status();
+    layout_ = std::make_unique<model::ModelLayout>(std::move(*layout));
     params_.assign(layout_->num_params(), 0.f);
     grads_.assign(layout_->num_params(), 0.f);
-    ASSERT_TRUE(ReadParams("param.", params_.data()));
+    return ReadParams("param.", params_.data());
   }
 
   // Reads every parameter tensor "<prefix><name>" into a flat buffer in layout order.
@@ -77,11 +76,20 @@ class GoldenFixture : public ::testing::Test {
   }
 
   std::unique_ptr<SafetensorsReader> reader_;
-  model::Gpt2Config config_;
   int64_t B_ = 0, T_ = 0;
   nlohmann::json hyper_;
-  std::unique_ptr<model::Gpt2Layout> layout_;
+  std::unique_ptr<model::ModelLayout> layout_;
   std::vector<float> params_, grads_;
+};
+
+// The GPT-2 fixture (gpt2_tiny.safetensors).
+class GoldenFixture : public ::testing::Test, public GoldenFileFixture {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(Load("gpt2_tiny.safetensors"));
+    config_ = *layout_->config().gpt2();
+  }
+  model::Gpt2Config config_;
 };
 
 }  // namespace accel

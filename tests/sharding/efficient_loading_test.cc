@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "engine/checkpoint/hf_gpt2.h"
+#include "engine/checkpoint/hf_weights.h"
 #include "engine/kernels/threading.h"
 #include "engine/model/gpt2_config.h"
 #include "engine/testing/random.h"
@@ -40,18 +40,18 @@ class EfficientLoadingTest : public ::testing::Test {
     config_ = {"el", 4, 4, 32, 256, 16};
     ASSERT_TRUE(WriteFileAtomic(Env::Default(), dir_ + "/config.json",
                                 model::Gpt2ConfigToJson(config_)).ok());
-    auto layout = model::Gpt2Layout::Create(config_);
+    auto layout = model::ModelLayout::Create(config_);
     ASSERT_TRUE(layout.ok());
-    layout_ = std::make_unique<model::Gpt2Layout>(std::move(*layout));
+    layout_ = std::make_unique<model::ModelLayout>(std::move(*layout));
     // A bf16 file, so every mode converts on the way in.
     TestRng rng(11);
     std::vector<float> values = rng.NormalVector(layout_->num_params());
     weights_ = dir_ + "/init/model.safetensors";
     ASSERT_TRUE(Env::Default()->CreateDirs(dir_ + "/init").ok());
-    ASSERT_TRUE(checkpoint::SaveHfGpt2Weights(Env::Default(), weights_, *layout_, values.data(),
+    ASSERT_TRUE(checkpoint::SaveHfWeights(Env::Default(), weights_, *layout_, values.data(),
                                               DType::kBF16).ok());
     expected_.resize(layout_->num_params());
-    ASSERT_TRUE(checkpoint::LoadHfGpt2Weights(Env::Default(), weights_, *layout_,
+    ASSERT_TRUE(checkpoint::LoadHfWeights(Env::Default(), weights_, *layout_,
                                               expected_.data()).ok());
     for (int u = 0; u < layout_->num_units(); ++u) {
       largest_unit_ = std::max(largest_unit_, layout_->unit(u).numel);
@@ -96,7 +96,7 @@ class EfficientLoadingTest : public ::testing::Test {
 
   std::string dir_, weights_;
   model::Gpt2Config config_;
-  std::unique_ptr<model::Gpt2Layout> layout_;
+  std::unique_ptr<model::ModelLayout> layout_;
   std::vector<float> expected_;
   int64_t largest_unit_ = 0;
 };
@@ -166,7 +166,7 @@ TEST_F(EfficientLoadingTest, SeededInitBroadcastUnitByUnitMatchesTheDefault) {
   ASSERT_TRUE(eff.ok()) << eff.status();
   EXPECT_EQ((*eff)[1].params, (*plain)[1].params);
   EXPECT_LE((*eff)[1].other_peak, (largest_unit_ + 1) * 4);
-  // Rank 0 computes the seeded values unit by unit too (model::InitGpt2Unit).
+  // Rank 0 computes the seeded values unit by unit too (model::InitUnit).
   EXPECT_EQ((*eff)[0].other_peak, (largest_unit_ + 1) * 4);
   // And so does every rank of the default (no broadcast) seeded init.
   for (int r = 0; r < 2; ++r) EXPECT_EQ((*plain)[r].other_peak, largest_unit_ * 4) << r;

@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
-#include "engine/checkpoint/hf_gpt2.h"
+#include "engine/checkpoint/hf_weights.h"
 #include "engine/checkpoint/sharded_checkpoint.h"
 #include "engine/kernels/threading.h"
 #include "engine/model/gpt2_config.h"
@@ -25,9 +25,9 @@ class FullCheckpointCrashTest : public ::testing::Test {
  protected:
   void SetUp() override {
     kernels::SetNumThreads(1);
-    auto layout = model::Gpt2Layout::Create(config_);
+    auto layout = model::ModelLayout::Create(config_);
     ASSERT_TRUE(layout.ok());
-    layout_ = std::make_unique<model::Gpt2Layout>(std::move(*layout));
+    layout_ = std::make_unique<model::ModelLayout>(std::move(*layout));
   }
 
   // Inputs, then a trainer on `env` that has saved step 1 (durably) and trained step 2.
@@ -67,7 +67,7 @@ class FullCheckpointCrashTest : public ::testing::Test {
     absl::Status verified = checkpoint::VerifyModelFile(env, *latest, meta->model_files[0]);
     ASSERT_TRUE(verified.ok()) << where << ": " << verified;
     std::vector<float> params(layout_->num_params());
-    ASSERT_TRUE(checkpoint::LoadHfGpt2Weights(env, *latest + "/model.safetensors", *layout_,
+    ASSERT_TRUE(checkpoint::LoadHfWeights(env, *latest + "/model.safetensors", *layout_,
                                               params.data()).ok()) << where;
     const std::vector<float>& want = meta->step == 2 ? step2_params_ : step1_params_;
     ASSERT_TRUE(meta->step == 1 || meta->step == 2) << where;
@@ -77,7 +77,7 @@ class FullCheckpointCrashTest : public ::testing::Test {
   }
 
   model::Gpt2Config config_{"crash", 2, 2, 16, 128, 16};
-  std::unique_ptr<model::Gpt2Layout> layout_;
+  std::unique_ptr<model::ModelLayout> layout_;
   MemoryLedger ledger_;
   std::vector<float> step1_params_, step2_params_;
 };

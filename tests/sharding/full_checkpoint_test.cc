@@ -13,7 +13,7 @@
 #include "engine/checkpoint/checkpoint_metadata.h"
 #include "engine/checkpoint/consolidate.h"
 #include "engine/checkpoint/full_model_writer.h"
-#include "engine/checkpoint/hf_gpt2.h"
+#include "engine/checkpoint/hf_weights.h"
 #include "engine/checkpoint/safetensors.h"
 #include "engine/checkpoint/sharded_checkpoint.h"
 #include "engine/kernels/threading.h"
@@ -49,9 +49,9 @@ class FullCheckpointTest : public ::testing::Test {
     model::Gpt2Config c{"fc", 2, 4, 20, 256, 16};
     ASSERT_TRUE(
         WriteFileAtomic(Env::Default(), dir_ + "/config.json", model::Gpt2ConfigToJson(c)).ok());
-    auto layout = model::Gpt2Layout::Create(c);
+    auto layout = model::ModelLayout::Create(c);
     ASSERT_TRUE(layout.ok());
-    layout_ = std::make_unique<model::Gpt2Layout>(std::move(*layout));
+    layout_ = std::make_unique<model::ModelLayout>(std::move(*layout));
   }
   void TearDown() override { (void)Env::Default()->DeleteRecursively(dir_); }
 
@@ -100,7 +100,7 @@ class FullCheckpointTest : public ::testing::Test {
   }
 
   std::string dir_;
-  std::unique_ptr<model::Gpt2Layout> layout_;
+  std::unique_ptr<model::ModelLayout> layout_;
 };
 
 TEST_F(FullCheckpointTest, FullSaveEqualsConsolidatedShardedSaveAndReportsBytes) {
@@ -222,7 +222,7 @@ TEST_F(FullCheckpointTest, FullFileLoadsBackThroughInitWeightsAndResume) {
 
   std::vector<float> loaded(layout_->num_params());
   ASSERT_TRUE(
-      checkpoint::LoadHfGpt2Weights(Env::Default(), file, *layout_, loaded.data()).ok());
+      checkpoint::LoadHfWeights(Env::Default(), file, *layout_, loaded.data()).ok());
   EXPECT_EQ(loaded, run->params);
 
   train::TrainOptions init = Options(Strategy::kShardGradOp, 0);
@@ -246,7 +246,7 @@ TEST_F(FullCheckpointTest, AModelOnlyStepIsRefusedOnResumeButLoadsAsInitWeights)
   const std::string ckpt = dir_ + "/model_only";
   Env* env = Env::Default();
   std::vector<float> values(layout_->num_params());
-  model::InitGpt2Params(*layout_, 5, values.data());
+  model::InitParams(*layout_, 5, values.data());
   ASSERT_TRUE(env->CreateDirs(checkpoint::StepTmpDir(ckpt, 2)).ok());
   auto writer = checkpoint::FullModelWriter::Create(
       env, checkpoint::StepTmpDir(ckpt, 2) + "/" + checkpoint::kModelFileName, layout_.get(),

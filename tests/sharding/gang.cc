@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
 #include "engine/comm/in_memory_store.h"
-#include "engine/model/gpt2_config.h"
+#include "engine/model/model_config.h"
 #include "engine/shard/process_groups.h"
 #include "engine/shard/ring_traffic.h"
 
@@ -140,12 +140,12 @@ double L2Distance(const std::vector<float>& a, const std::vector<float>& b) {
   return std::sqrt(sum);
 }
 
-absl::Status WriteGangInputs(const std::string& dir, const model::Gpt2Config& config) {
+absl::Status WriteGangInputs(const std::string& dir, const model::ModelConfig& config) {
   ACCEL_RETURN_IF_ERROR(Env::Default()->CreateDirs(dir));
   std::string text;
   for (int i = 0; i < 3000; ++i) text += static_cast<char>('a' + (i * 7 + i / 13) % 26);
   ACCEL_RETURN_IF_ERROR(WriteFileAtomic(Env::Default(), dir + "/data.txt", text));
-  return WriteFileAtomic(Env::Default(), dir + "/config.json", model::Gpt2ConfigToJson(config));
+  return WriteFileAtomic(Env::Default(), dir + "/config.json", model::ModelConfigToJson(config));
 }
 
 double ZeroModelStateBytes(shard::Strategy strategy, double psi, int world, double param_bytes,
@@ -163,7 +163,7 @@ double ZeroModelStateBytes(shard::Strategy strategy, double psi, int world, doub
   }
 }
 
-double RingBytesSentPerStep(const model::Gpt2Layout& layout, int world, shard::Strategy strategy,
+double RingBytesSentPerStep(const model::ModelLayout& layout, int world, shard::Strategy strategy,
                             double element_bytes) {
   shard::ShardOptions options;
   options.strategy = strategy;

@@ -43,7 +43,7 @@ absl::StatusOr<ResumeComparison> RunStraightAndResumed(const train::TrainOptions
 
 // The sharding tests' inputs in `dir`: data.txt (3000 bytes of a fixed letter pattern) and
 // config.json for `config`.
-absl::Status WriteGangInputs(const std::string& dir, const model::Gpt2Config& config);
+absl::Status WriteGangInputs(const std::string& dir, const model::ModelConfig& config);
 
 // The sharding tests' training run over the inputs in `dir`: 5 steps of AdamW (lr 1e-2, eps
 // 1e-6, decay 0.1), clipping at 1, seq 8, hybrid groups of 2, in `dtype` (params and
@@ -66,7 +66,7 @@ double ZeroModelStateBytes(shard::Strategy strategy, double psi, int world, doub
 // all-gather, 2Ψ(N-1)/N; full_shard gathers blocks before forward and again before backward,
 // the root (kept through the step as FSDP's root is) once, and reduce-scatters once:
 // (2·root + 3·blocks)(N-1)/N.
-double RingBytesSentPerStep(const model::Gpt2Layout& layout, int world, shard::Strategy strategy,
+double RingBytesSentPerStep(const model::ModelLayout& layout, int world, shard::Strategy strategy,
                             double element_bytes);
 
 }  // namespace accel::testing

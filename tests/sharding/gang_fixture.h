@@ -8,7 +8,7 @@
 
 #include "engine/base/env.h"
 #include "engine/kernels/threading.h"
-#include "engine/model/gpt2_config.h"
+#include "engine/model/model_config.h"
 #include "gtest/gtest.h"
 #include "tests/sharding/gang.h"
 
@@ -16,7 +16,7 @@ namespace accel::testing {
 
 class GangTest : public ::testing::Test {
  protected:
-  explicit GangTest(model::Gpt2Config config) : config_(std::move(config)) {}
+  explicit GangTest(model::ModelConfig config) : config_(std::move(config)) {}
   void SetUp() override {
     kernels::SetNumThreads(1);
     dir_ = ::testing::TempDir() + "/gang_" + std::to_string(::getpid()) + "_" +
@@ -25,9 +25,9 @@ class GangTest : public ::testing::Test {
     ASSERT_TRUE(WriteGangInputs(dir_, config_).ok());
   }
   void TearDown() override { (void)Env::Default()->DeleteRecursively(dir_); }
-  const model::Gpt2Config& config() const { return config_; }
+  const model::ModelConfig& config() const { return config_; }
 
-  const model::Gpt2Config config_;
+  const model::ModelConfig config_;
   std::string dir_;
 };
 

@@ -29,7 +29,7 @@ class LowPrecisionTest : public ::testing::Test {
   static void SetUpTestSuite() {
     kernels::SetNumThreads(1);
     dir_ = new std::string(::testing::TempDir() + "/low_" + std::to_string(::getpid()));
-    ASSERT_TRUE(WriteGangInputs(*dir_, {"low", 2, 4, 20, 256, 16}).ok());
+    ASSERT_TRUE(WriteGangInputs(*dir_, model::Gpt2Config{"low", 2, 4, 20, 256, 16}).ok());
   }
   static void TearDownTestSuite() {
     (void)Env::Default()->DeleteRecursively(*dir_);

@@ -35,7 +35,7 @@ class MixedPrecisionTest : public ::testing::Test {
   static void SetUpTestSuite() {
     kernels::SetNumThreads(1);
     dir_ = new std::string(::testing::TempDir() + "/mixed_" + std::to_string(::getpid()));
-    ASSERT_TRUE(WriteGangInputs(*dir_, {"mixed", 2, 4, 20, 256, 16}).ok());
+    ASSERT_TRUE(WriteGangInputs(*dir_, model::Gpt2Config{"mixed", 2, 4, 20, 256, 16}).ok());
   }
   static void TearDownTestSuite() {
     (void)Env::Default()->DeleteRecursively(*dir_);

@@ -49,7 +49,7 @@ TEST_F(OffloadTest, SameBitsAsWithoutOffloadForEveryStrategyAndDtype) {
 }
 
 TEST_F(OffloadTest, MastersAndMomentsMoveToTheHostPool) {
-  absl::StatusOr<model::Gpt2Layout> layout = model::Gpt2Layout::Create(config_);
+  absl::StatusOr<model::ModelLayout> layout = model::ModelLayout::Create(config_);
   ASSERT_TRUE(layout.ok());
   const double psi = static_cast<double>(layout->num_params());
   for (int world : {1, 2, 3}) {
@@ -200,7 +200,7 @@ TEST_F(OffloadTest, NvmeOffloadKeepsTheStateInFilesWithTheSameBits) {
     ASSERT_TRUE(in_memory.ok() && in_files.ok()) << in_memory.status() << in_files.status();
     EXPECT_EQ(in_memory->losses, in_files->losses) << params;
     EXPECT_EQ(in_memory->params, in_files->params) << params;
-    absl::StatusOr<model::Gpt2Layout> layout = model::Gpt2Layout::Create(config_);
+    absl::StatusOr<model::ModelLayout> layout = model::ModelLayout::Create(config_);
     ASSERT_TRUE(layout.ok());
     for (int r = 0; r < 2; ++r) {
       // Between steps the host pool holds no model state but the update's two staging tiles

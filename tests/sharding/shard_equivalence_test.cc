@@ -1,4 +1,5 @@
-// Sharding equivalence, memory and traffic over real gloo TCP on 127.0.0.1 (ranks as threads).
+// Sharding equivalence, memory and traffic over real gloo TCP on 127.0.0.1 (ranks as threads),
+// for a GPT-2 and a Llama-family model.
 //  - every strategy x world {1,2,3,4} x accumulation {1,4} reaches the losses and parameters of
 //    one rank processing the same global batch (fp32: 1e-5 relative to each scale);
 //  - at one world size, every non-hybrid strategy and prefetch setting gives parameters
@@ -16,7 +17,7 @@
 #include <string>
 
 #include "engine/kernels/threading.h"
-#include "engine/model/gpt2_config.h"
+#include "engine/model/model_config.h"
 #include "gtest/gtest.h"
 #include "tests/sharding/gang.h"
 
@@ -25,22 +26,37 @@ namespace {
 
 using shard::Strategy;
 
-class ShardEquivalenceTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    kernels::SetNumThreads(1);
-    dir_ = new std::string(::testing::TempDir() + "/shard_eq_" + std::to_string(::getpid()));
-    // Odd sizes so that units need padding at 3 and 4 ranks.
-    ASSERT_TRUE(WriteGangInputs(*dir_, {"eq", 2, 4, 20, 256, 16}).ok());
-  }
-  static void TearDownTestSuite() {
-    (void)Env::Default()->DeleteRecursively(*dir_);
-    delete dir_;
-  }
+// The same matrix for each architecture: a GPT-2 and a Llama-family model (grouped-query
+// attention, head_dim not hidden/heads, biases, an untied head), both with odd sizes so that
+// units need padding at 3 and 4 ranks.
+model::ModelConfig Model(const std::string& arch) {
+  if (arch == "gpt2") return model::Gpt2Config{"eq", 2, 4, 20, 256, 16};
+  model::LlamaConfig c;
+  c.name = "eq-llama";
+  c.hidden_size = 20;
+  c.intermediate_size = 36;
+  c.num_attention_heads = 4;
+  c.num_key_value_heads = 2;
+  c.head_dim = 6;
+  c.num_hidden_layers = 2;
+  c.vocab_size = 256;
+  c.max_position_embeddings = 16;
+  c.attention_bias = true;
+  return c;
+}
 
-  static train::TrainOptions Options(Strategy s, int accum, int64_t batch,
-                                     DType dtype = DType::kF32) {
-    return GangOptions(*dir_, s, accum, batch, dtype);
+class ShardEquivalenceTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    kernels::SetNumThreads(1);
+    dir_ = ::testing::TempDir() + "/shard_eq_" + std::to_string(::getpid()) + "_" + GetParam();
+    ASSERT_TRUE(WriteGangInputs(dir_, Model(GetParam())).ok());
+  }
+  void TearDown() override { (void)Env::Default()->DeleteRecursively(dir_); }
+
+  train::TrainOptions Options(Strategy s, int accum, int64_t batch,
+                              DType dtype = DType::kF32) const {
+    return GangOptions(dir_, s, accum, batch, dtype);
   }
 
   static void ExpectClose(const GangResult& got, const GangResult& want, const std::string& what) {
@@ -56,11 +72,10 @@ class ShardEquivalenceTest : public ::testing::Test {
     EXPECT_LE(worst, 1e-5 * scale) << what;
   }
 
-  static std::string* dir_;
+  std::string dir_;
 };
-std::string* ShardEquivalenceTest::dir_ = nullptr;
 
-TEST_F(ShardEquivalenceTest, EveryStrategyMatchesOneRankAndNoShardBitForBit) {
+TEST_P(ShardEquivalenceTest, EveryStrategyMatchesOneRankAndNoShardBitForBit) {
   for (int accum : {1, 4}) {
     for (int world : {1, 2, 3, 4}) {
       auto reference = RunGang(Options(Strategy::kNoShard, accum, 2 * world), 1);
@@ -80,7 +95,7 @@ TEST_F(ShardEquivalenceTest, EveryStrategyMatchesOneRankAndNoShardBitForBit) {
   }
 }
 
-TEST_F(ShardEquivalenceTest, PrefetchSettingsAreBitIdentical) {
+TEST_P(ShardEquivalenceTest, PrefetchSettingsAreBitIdentical) {
   auto base = RunGang(Options(Strategy::kNoShard, 2, 2), 3);
   ASSERT_TRUE(base.ok());
   for (auto prefetch : {shard::BackwardPrefetch::kNone, shard::BackwardPrefetch::kBackwardPre,
@@ -100,13 +115,13 @@ TEST_F(ShardEquivalenceTest, PrefetchSettingsAreBitIdentical) {
 }
 
 // DeepSpeed's stage-3 knobs change when units are gathered and freed, never the arithmetic.
-TEST_F(ShardEquivalenceTest, DeepSpeedPrefetchBucketLiveCapAndReuseAreBitIdentical) {
+TEST_P(ShardEquivalenceTest, DeepSpeedPrefetchBucketLiveCapAndReuseAreBitIdentical) {
   auto base = RunGang(Options(Strategy::kNoShard, 1, 2), 2);
   ASSERT_TRUE(base.ok());
   train::TrainOptions plain = Options(Strategy::kFullShard, 1, 2);
   auto full = RunGang(plain, 2);
   ASSERT_TRUE(full.ok());
-  auto layout = model::Gpt2Layout::Create({"eq", 2, 4, 20, 256, 16});
+  auto layout = model::ModelLayout::Create(Model(GetParam()));
   ASSERT_TRUE(layout.ok());
   const int64_t block = layout->unit(1).numel;
   struct Knobs {
@@ -134,7 +149,7 @@ TEST_F(ShardEquivalenceTest, DeepSpeedPrefetchBucketLiveCapAndReuseAreBitIdentic
   }
 }
 
-TEST_F(ShardEquivalenceTest, HybridAndPerMicroStepReductionMatchOneRank) {
+TEST_P(ShardEquivalenceTest, HybridAndPerMicroStepReductionMatchOneRank) {
   for (Strategy s : {Strategy::kHybridShard, Strategy::kHybridShardZero2}) {
     for (int accum : {1, 4}) {
       auto reference = RunGang(Options(Strategy::kNoShard, accum, 8), 1);
@@ -152,7 +167,7 @@ TEST_F(ShardEquivalenceTest, HybridAndPerMicroStepReductionMatchOneRank) {
   ExpectClose(*run, *reference, "reduce_every_micro_step");
 }
 
-TEST_F(ShardEquivalenceTest, ModelStateBytesFollowTheZeroFormulas) {
+TEST_P(ShardEquivalenceTest, ModelStateBytesFollowTheZeroFormulas) {
   for (DType dtype : {DType::kF32, DType::kBF16}) {
     // Bytes per element of params, reduced grads, optimizer state (bf16: fp32 master + moments).
     const double p = dtype == DType::kF32 ? 4 : 2, g = p, state = dtype == DType::kF32 ? 8 : 12;
@@ -177,8 +192,8 @@ TEST_F(ShardEquivalenceTest, ModelStateBytesFollowTheZeroFormulas) {
   }
 }
 
-TEST_F(ShardEquivalenceTest, BytesSentMatchRingTheory) {
-  auto layout = model::Gpt2Layout::Create({"eq", 2, 4, 20, 256, 16});
+TEST_P(ShardEquivalenceTest, BytesSentMatchRingTheory) {
+  auto layout = model::ModelLayout::Create(Model(GetParam()));
   ASSERT_TRUE(layout.ok());
   for (DType dtype : {DType::kF32, DType::kBF16}) {
     for (int world : {2, 3, 4}) {
@@ -200,6 +215,9 @@ TEST_F(ShardEquivalenceTest, BytesSentMatchRingTheory) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Architectures, ShardEquivalenceTest, ::testing::Values("gpt2", "llama"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace accel::testing

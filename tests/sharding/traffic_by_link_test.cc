@@ -38,7 +38,7 @@ class TrafficByLinkTest : public ::testing::Test {
 std::string* TrafficByLinkTest::dir_ = nullptr;
 
 TEST_F(TrafficByLinkTest, EveryRanksCrossNodeBytesMatchTheRingTheory) {
-  auto layout = model::Gpt2Layout::Create(Config());
+  auto layout = model::ModelLayout::Create(Config());
   ASSERT_TRUE(layout.ok());
   const std::vector<int> nodes = shard::BlockPlacement(kWorld, kPerNode);
   for (Strategy s : {Strategy::kNoShard, Strategy::kShardGradOp, Strategy::kFullShard,
@@ -86,7 +86,7 @@ TEST_F(TrafficByLinkTest, EveryRanksCrossNodeBytesMatchTheRingTheory) {
 }
 
 TEST_F(TrafficByLinkTest, HybridShardCrossesLessThanFullShard) {
-  auto layout = model::Gpt2Layout::Create(Config());
+  auto layout = model::ModelLayout::Create(Config());
   ASSERT_TRUE(layout.ok());
   const std::vector<int> nodes = shard::BlockPlacement(kWorld, kPerNode);
   shard::ShardOptions full, hybrid;
@@ -103,7 +103,7 @@ TEST_F(TrafficByLinkTest, HybridShardCrossesLessThanFullShard) {
 }
 
 TEST_F(TrafficByLinkTest, TheoryRejectsBadArguments) {
-  auto layout = model::Gpt2Layout::Create(Config());
+  auto layout = model::ModelLayout::Create(Config());
   ASSERT_TRUE(layout.ok());
   shard::ShardOptions hybrid;
   hybrid.strategy = Strategy::kHybridShard;

@@ -117,7 +117,7 @@ int64_t Gpt2CudaActivations::bytes() const {
 
 absl::StatusOr<float> Gpt2Cuda::Forward(ParamAccess& access, const int32_t* inputs,
                                         const int32_t* targets, Gpt2CudaActivations& a) {
-  const Gpt2Config& c = layout_->config();
+  const Gpt2Config& c = config_;
   const int64_t B = a.B(), T = a.T(), BT = B * T, C = c.n_embd, NH = c.n_head, V = c.vocab_size;
   ACCEL_RETURN_IF_ERROR(CheckTokens(inputs, BT, V, "input"));
   if (targets != nullptr) ACCEL_RETURN_IF_ERROR(CheckTokens(targets, BT, V, "target"));
@@ -128,8 +128,8 @@ absl::StatusOr<float> Gpt2Cuda::Forward(ParamAccess& access, const int32_t* inpu
     ACCEL_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(a.targets_.data(), targets, BT * sizeof(int32_t),
                                                cudaMemcpyHostToDevice, s));
   }
-  const RootOffsets& ro = layout_->root();
-  const BlockOffsets& bo = layout_->block();
+  const Gpt2RootOffsets& ro = offsets_.root;
+  const Gpt2BlockOffsets& bo = offsets_.block;
   cuda::Blas& blas = *blas_;
 
   ACCEL_ASSIGN_OR_RETURN(const float* root, access.Params(0, Pass::kForward));
@@ -185,10 +185,10 @@ absl::StatusOr<float> Gpt2Cuda::Forward(ParamAccess& access, const int32_t* inpu
 }
 
 absl::Status Gpt2Cuda::Backward(ParamAccess& access, Gpt2CudaActivations& a, float dloss) {
-  const Gpt2Config& c = layout_->config();
+  const Gpt2Config& c = config_;
   const int64_t B = a.B(), T = a.T(), BT = B * T, C = c.n_embd, NH = c.n_head, V = c.vocab_size;
-  const RootOffsets& ro = layout_->root();
-  const BlockOffsets& bo = layout_->block();
+  const Gpt2RootOffsets& ro = offsets_.root;
+  const Gpt2BlockOffsets& bo = offsets_.block;
   const cudaStream_t s = stream_;
   cuda::Blas& blas = *blas_;
 

@@ -40,6 +40,7 @@
 #include "engine/kernels/cuda/blas.h"
 #include "engine/tensor/cuda/caching_allocator.h"
 #include "engine/model/param_access.h"
+#include "engine/model/gpt2_specs.h"
 #include "engine/model/param_specs.h"
 
 namespace accel::model {
@@ -78,8 +79,12 @@ class Gpt2CudaActivations {
 class Gpt2Cuda {
  public:
   // Not owning; `blas` and `stream` must outlive the model.
-  Gpt2Cuda(const Gpt2Layout* layout, cuda::Blas* blas, cudaStream_t stream)
-      : layout_(layout), blas_(blas), stream_(stream) {}
+  Gpt2Cuda(const ModelLayout* layout, cuda::Blas* blas, cudaStream_t stream)
+      : layout_(layout),
+        config_(*layout->config().gpt2()),
+        offsets_(Gpt2OffsetsOf(*layout)),
+        blas_(blas),
+        stream_(stream) {}
 
   // inputs and targets are host arrays (B, T), checked as Gpt2::Forward checks them and
   // uploaded; targets may be null (then returns 0). The mean loss over B·T positions.
@@ -110,7 +115,9 @@ class Gpt2Cuda {
   [[nodiscard]] absl::Status LmHeadBackward(Gpt2CudaActivations& a, float* groot,
                                             const float* root, const uint16_t* root16) const;
 
-  const Gpt2Layout* layout_;
+  const ModelLayout* layout_;
+  const Gpt2Config& config_;
+  Gpt2Offsets offsets_;
   cuda::Blas* blas_;
   cudaStream_t stream_;
 };

@@ -33,7 +33,7 @@ using cuda::testing::DeviceOk;
 // FlatParamAccess over device buffers plus, when params16 is not null, a device bf16 copy.
 class DeviceAccess : public ParamAccess {
  public:
-  DeviceAccess(const Gpt2Layout* layout, const float* params, const uint16_t* params16,
+  DeviceAccess(const ModelLayout* layout, const float* params, const uint16_t* params16,
                float* grads)
       : layout_(layout), flat_(layout, params, grads), params16_(params16) {}
   absl::StatusOr<const float*> Params(int unit, Pass pass) override {
@@ -47,7 +47,7 @@ class DeviceAccess : public ParamAccess {
   absl::Status GradsReady(int unit) override { return flat_.GradsReady(unit); }
 
  private:
-  const Gpt2Layout* layout_;
+  const ModelLayout* layout_;
   FlatParamAccess flat_;
   const uint16_t* params16_;
 };
@@ -78,12 +78,12 @@ class Gpt2CudaBf16Test : public ::testing::Test {
     // gpt2-tiny: C = 64, V = 256, every leading dimension a multiple of 8 for cuBLASLt.
     auto config = Gpt2Preset("gpt2-tiny");
     ASSERT_TRUE(config.ok()) << config.status();
-    auto layout = Gpt2Layout::Create(*config);
+    auto layout = ModelLayout::Create(*config);
     ASSERT_TRUE(layout.ok()) << layout.status();
-    layout_ = std::make_unique<Gpt2Layout>(std::move(*layout));
+    layout_ = std::make_unique<ModelLayout>(std::move(*layout));
     V_ = config->vocab_size;
     std::vector<float> params(layout_->num_params());
-    InitGpt2Params(*layout_, 7, params.data());
+    InitParams(*layout_, 7, params.data());
     // Round the weights to bf16 so that both paths see the same values.
     std::vector<uint16_t> params16(params.size());
     FloatToBf16(params.data(), params16.data(), params.size());
@@ -106,7 +106,7 @@ class Gpt2CudaBf16Test : public ::testing::Test {
     DeviceArray<float> grads(std::vector<float>(layout_->num_params(), 0.f));
     Gpt2Cuda gpt(layout_.get(), blas_.get(), stream());
     {
-      auto acts = Gpt2CudaActivations::Create(layout_->config(), B, T, allocator_.get(),
+      auto acts = Gpt2CudaActivations::Create(*layout_->config().gpt2(), B, T, allocator_.get(),
                                               stream(), bf16_scratch);
       ASSERT_TRUE(acts.ok()) << acts.status();
       EXPECT_EQ(acts->bf16_matmuls(), bf16_scratch);
@@ -128,7 +128,7 @@ class Gpt2CudaBf16Test : public ::testing::Test {
 
   static constexpr int64_t B = 4, T = 32;
   int64_t V_ = 0;
-  std::unique_ptr<Gpt2Layout> layout_;
+  std::unique_ptr<ModelLayout> layout_;
   std::unique_ptr<DeviceArray<float>> params_;
   std::unique_ptr<DeviceArray<uint16_t>> params16_;
   std::vector<int32_t> x_, y_;
@@ -164,7 +164,7 @@ TEST_F(Gpt2CudaBf16Test, WithoutBf16WeightsTheScratchChangesNothing) {
   EXPECT_LT(RelativeL2(scratch_only.logits, plain.logits), 1e-5);
   EXPECT_LT(RelativeL2(scratch_only.grads, plain.grads), 1e-5);
   // The scratch is charged as activations: BT·4C and BT·max(4C, V) bf16 elements.
-  const int64_t BT = B * T, C = layout_->config().n_embd;
+  const int64_t BT = B * T, C = layout_->config().hidden_size();
   EXPECT_EQ(scratch_only.activation_bytes - plain.activation_bytes,
             2 * BT * 4 * C + 2 * BT * std::max<int64_t>(4 * C, V_));
   // And bf16 weights without scratch are ignored the same way.

@@ -66,8 +66,8 @@ absl::Status Gpt2Cuda::LinearBackward(Gpt2CudaActivations& a, float* dinp, float
 
 absl::Status Gpt2Cuda::LmHead(Gpt2CudaActivations& a, const float* root,
                               const uint16_t* root16) const {
-  const Gpt2Config& c = layout_->config();
-  const int64_t BT = a.B() * a.T(), C = c.n_embd, V = c.vocab_size, wte = layout_->root().wte;
+  const Gpt2Config& c = config_;
+  const int64_t BT = a.B() * a.T(), C = c.n_embd, V = c.vocab_size, wte = offsets_.root.wte;
   // logits (BT, V) = lnf (BT, C) · wteᵀ
   if (root16 == nullptr) {
     return blas_->Gemm(false, true, BT, V, C, 1.0f, a.lnf_.data(), C, root + wte, C, 0.0f,
@@ -81,8 +81,8 @@ absl::Status Gpt2Cuda::LmHead(Gpt2CudaActivations& a, const float* root,
 
 absl::Status Gpt2Cuda::LmHeadBackward(Gpt2CudaActivations& a, float* groot, const float* root,
                                       const uint16_t* root16) const {
-  const Gpt2Config& c = layout_->config();
-  const int64_t BT = a.B() * a.T(), C = c.n_embd, V = c.vocab_size, wte = layout_->root().wte;
+  const Gpt2Config& c = config_;
+  const int64_t BT = a.B() * a.T(), C = c.n_embd, V = c.vocab_size, wte = offsets_.root.wte;
   const float* dlogits = a.logits_.as<float>();  // in place over the logits
   float* dln = a.dln_.as<float>();
   // dlnf (BT, C) = dlogits (BT, V) · wte (V, C);  dwte (V, C) += dlogitsᵀ · lnf

@@ -3,6 +3,7 @@
 #include <memory>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
 #include "engine/model/cuda/gpt2_cuda.h"
 
@@ -11,7 +12,7 @@ namespace {
 
 class CudaModelRunner final : public ModelRunner {
  public:
-  CudaModelRunner(const model::Gpt2Layout* layout, cuda::Blas* blas, cudaStream_t stream,
+  CudaModelRunner(const model::ModelLayout* layout, cuda::Blas* blas, cudaStream_t stream,
                   model::Gpt2CudaActivations acts)
       : model_(layout, blas, stream), acts_(std::move(acts)) {}
 
@@ -34,8 +35,14 @@ class CudaModelRunner final : public ModelRunner {
 
 ModelRunnerFactory CudaModelRunnerFactory(cuda::Blas* blas, cuda::CachingAllocator* allocator,
                                           cudaStream_t stream) {
-  return [=](const model::Gpt2Layout* layout,
+  return [=](const model::ModelLayout* layout,
              const ModelRunnerOptions& o) -> absl::StatusOr<ModelRunnerResult> {
+    if (layout->config().gpt2() == nullptr) {
+      return absl::UnimplementedError(absl::StrCat(
+          "model ", layout->config().name(), " (", layout->config().model_type(),
+          ") trains on CPU ranks only so far: the Llama-family CUDA kernels exist "
+          "(engine/kernels/cuda), the CUDA model does not yet"));
+    }
     if (o.checkpoint_blocks) {
       return absl::UnimplementedError(
           "activation checkpointing is not implemented on CUDA ranks yet (it is on CPU ranks); "
@@ -43,7 +50,7 @@ ModelRunnerFactory CudaModelRunnerFactory(cuda::Blas* blas, cuda::CachingAllocat
     }
     // Activations are charged to the allocator's ledger (the trainer's), like every block.
     ACCEL_ASSIGN_OR_RETURN(model::Gpt2CudaActivations acts,
-                           model::Gpt2CudaActivations::Create(layout->config(), o.batch, o.seq,
+                           model::Gpt2CudaActivations::Create(*layout->config().gpt2(), o.batch, o.seq,
                                                               allocator, stream, o.bf16_params));
     ModelRunnerResult result;
     result.runner = std::make_unique<CudaModelRunner>(layout, blas, stream, std::move(acts));

@@ -57,7 +57,7 @@ class DeviceTrainer {
     return trainer_->SaveWeights(path, dtype);
   }
   int64_t step() const { return trainer_->step(); }
-  const model::Gpt2Layout& layout() const { return trainer_->layout(); }
+  const model::ModelLayout& layout() const { return trainer_->layout(); }
   const shard::ShardedModel& sharded() const { return trainer_->sharded(); }
   int device() const { return device_; }
   MemoryLedger* ledger() { return &ledger_; }

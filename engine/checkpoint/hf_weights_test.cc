@@ -1,4 +1,4 @@
-#include "engine/checkpoint/hf_gpt2.h"
+#include "engine/checkpoint/hf_weights.h"
 
 #include <string>
 #include <unistd.h>
@@ -19,9 +19,9 @@ class HfGpt2Test : public ::testing::Test {
   void SetUp() override {
     dir_ = ::testing::TempDir() + "/hf_gpt2_test_" + std::to_string(::getpid());
     ASSERT_TRUE(Env::Default()->CreateDirs(dir_).ok());
-    auto layout = model::Gpt2Layout::Create({"t", 2, 2, 8, 30, 12});
+    auto layout = model::ModelLayout::Create(model::Gpt2Config{"t", 2, 2, 8, 30, 12});
     ASSERT_TRUE(layout.ok());
-    layout_ = std::make_unique<model::Gpt2Layout>(std::move(*layout));
+    layout_ = std::make_unique<model::ModelLayout>(std::move(*layout));
     testing::TestRng rng(3);
     values_ = rng.NormalVector(layout_->num_params());
   }
@@ -49,13 +49,13 @@ class HfGpt2Test : public ::testing::Test {
   }
 
   std::string dir_;
-  std::unique_ptr<model::Gpt2Layout> layout_;
+  std::unique_ptr<model::ModelLayout> layout_;
   std::vector<float> values_, mask_;
 };
 
 TEST_F(HfGpt2Test, LoadsHuggingFaceNamesInBf16) {
   std::vector<float> params(layout_->num_params());
-  ASSERT_TRUE(LoadHfGpt2Weights(Env::Default(), WriteHfStyle(), *layout_, params.data()).ok());
+  ASSERT_TRUE(LoadHfWeights(Env::Default(), WriteHfStyle(), *layout_, params.data()).ok());
   for (size_t i = 0; i < params.size(); ++i) {
     ASSERT_EQ(params[i], Bf16ToFloat(FloatToBf16(values_[i]))) << i;
   }
@@ -64,7 +64,7 @@ TEST_F(HfGpt2Test, LoadsHuggingFaceNamesInBf16) {
 TEST_F(HfGpt2Test, SaveWritesGpt2ModelNamesAndConfig) {
   const std::string path = dir_ + "/out/model.safetensors";
   ASSERT_TRUE(Env::Default()->CreateDirs(dir_ + "/out").ok());
-  ASSERT_TRUE(SaveHfGpt2Weights(Env::Default(), path, *layout_, values_.data()).ok());
+  ASSERT_TRUE(SaveHfWeights(Env::Default(), path, *layout_, values_.data()).ok());
   auto reader = SafetensorsReader::Open(Env::Default(), path);
   ASSERT_TRUE(reader.ok());
   ASSERT_EQ((*reader)->tensors().size(), layout_->flat().entries().size());
@@ -78,30 +78,30 @@ TEST_F(HfGpt2Test, SaveWritesGpt2ModelNamesAndConfig) {
   EXPECT_EQ(config->n_embd, 8);
   // And it loads back bit for bit.
   std::vector<float> back(layout_->num_params());
-  ASSERT_TRUE(LoadHfGpt2Weights(Env::Default(), path, *layout_, back.data()).ok());
+  ASSERT_TRUE(LoadHfWeights(Env::Default(), path, *layout_, back.data()).ok());
   EXPECT_EQ(back, values_);
 }
 
 TEST_F(HfGpt2Test, MissingUnexpectedAndMisshapenTensorsAreNamed) {
   std::vector<float> params(layout_->num_params());
-  absl::Status missing = LoadHfGpt2Weights(Env::Default(), WriteHfStyle("h.1.ln_2.bias"),
+  absl::Status missing = LoadHfWeights(Env::Default(), WriteHfStyle("h.1.ln_2.bias"),
                                            *layout_, params.data());
   EXPECT_EQ(missing.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(missing.message(), HasSubstr("h.1.ln_2.bias is missing"));
 
-  absl::Status extra = LoadHfGpt2Weights(Env::Default(), WriteHfStyle("", "transformer.h.5.foo"),
+  absl::Status extra = LoadHfWeights(Env::Default(), WriteHfStyle("", "transformer.h.5.foo"),
                                          *layout_, params.data());
   EXPECT_THAT(extra.message(), HasSubstr("unexpected tensor transformer.h.5.foo"));
 
-  auto other = model::Gpt2Layout::Create({"t", 2, 2, 16, 30, 12});
+  auto other = model::ModelLayout::Create(model::Gpt2Config{"t", 2, 2, 16, 30, 12});
   ASSERT_TRUE(other.ok());
   std::vector<float> other_params(other->num_params());
-  absl::Status shape = LoadHfGpt2Weights(Env::Default(), WriteHfStyle(), *other, other_params.data());
+  absl::Status shape = LoadHfWeights(Env::Default(), WriteHfStyle(), *other, other_params.data());
   EXPECT_EQ(shape.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(shape.message(), HasSubstr("wte.weight"));
   EXPECT_THAT(shape.message(), HasSubstr("hf.safetensors"));
 
-  absl::Status absent = LoadHfGpt2Weights(Env::Default(), dir_ + "/none.safetensors", *layout_,
+  absl::Status absent = LoadHfWeights(Env::Default(), dir_ + "/none.safetensors", *layout_,
                                           params.data());
   EXPECT_EQ(absent.code(), absl::StatusCode::kNotFound);
 }
