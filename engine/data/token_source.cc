@@ -44,12 +44,14 @@ TokenSource::TokenSource(std::vector<uint16_t> tokens16, std::vector<uint32_t> t
 
 std::unique_ptr<TokenSource> TokenSource::FromTokens(std::vector<uint16_t> tokens,
                                                      TokenSourceKind kind, std::string path) {
-  return std::unique_ptr<TokenSource>(new TokenSource(std::move(tokens), {}, kind, std::move(path)));
+  return std::unique_ptr<TokenSource>(
+      new TokenSource(std::move(tokens), {}, kind, std::move(path)));
 }
 
 std::unique_ptr<TokenSource> TokenSource::FromTokens(std::vector<uint32_t> tokens,
                                                      TokenSourceKind kind, std::string path) {
-  return std::unique_ptr<TokenSource>(new TokenSource({}, std::move(tokens), kind, std::move(path)));
+  return std::unique_ptr<TokenSource>(
+      new TokenSource({}, std::move(tokens), kind, std::move(path)));
 }
 
 absl::StatusOr<std::unique_ptr<TokenSource>> TokenSource::OpenTokenShard(Env* env,
@@ -97,7 +99,8 @@ absl::StatusOr<std::unique_ptr<TokenSource>> TokenSource::OpenTokenShard(Env* en
   ACCEL_RETURN_IF_ERROR(file->Read(kTokenShardHeaderBytes, tokens.size() * 4,
                                    reinterpret_cast<char*>(tokens.data())));
   constexpr uint32_t kMaxId = std::numeric_limits<int32_t>::max();
-  const auto over = std::find_if(tokens.begin(), tokens.end(), [](uint32_t t) { return t > kMaxId; });
+  const auto over =
+      std::find_if(tokens.begin(), tokens.end(), [](uint32_t t) { return t > kMaxId; });
   if (over != tokens.end()) {
     return bad("token id ", *over, " at offset ",
                kTokenShardHeaderBytes + 4 * static_cast<uint64_t>(over - tokens.begin()),

@@ -96,9 +96,10 @@ TEST_F(TokenSourceTest, Shard32IdAboveInt32MaxNamesFileAndOffset) {
   const std::string path = WriteShard("big.bin", {1, 2, 2147483648u, 4}, kTokenShard32Magic);
   auto src = TokenSource::Open(env_, path);
   EXPECT_EQ(src.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_EQ(src.status().message(),
-            absl::StrCat("file ", path,
-                         ": token id 2147483648 at offset 1032 is above 2147483647 (ids are int32)"));
+  EXPECT_EQ(
+      src.status().message(),
+      absl::StrCat("file ", path,
+                   ": token id 2147483648 at offset 1032 is above 2147483647 (ids are int32)"));
 }
 
 TEST_F(TokenSourceTest, Shard32VersionBelongsToItsMagic) {
@@ -156,7 +157,8 @@ TEST_F(TokenSourceTest, BadVersion) {
   auto src = TokenSource::Open(env_, path);  // Open sees the magic, so errors are the shard's
   EXPECT_EQ(src.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(src.status().message(), HasSubstr(path));
-  EXPECT_THAT(src.status().message(), HasSubstr("version 2 at offset 4, expected 1 for magic 20240520"));
+  EXPECT_THAT(src.status().message(),
+              HasSubstr("version 2 at offset 4, expected 1 for magic 20240520"));
 }
 
 TEST_F(TokenSourceTest, NonPositiveCount) {
