@@ -139,9 +139,18 @@ def seeds_checkpoint_metadata():
 
 
 # ---- token shards (engine/data/token_source.h) -------------------------------------------------
-def shard(tokens, magic=20240520, version=1, count=None):
+# llm.c's two headers (dev/data/data_common.py): GPT-2 = magic 20240520, version 1, uint16
+# tokens; Llama 3 = magic 20240801, version 7, uint32 tokens. The magic picks the token width;
+# version defaults to the magic's own.
+GPT2_MAGIC, LLAMA3_MAGIC = 20240520, 20240801
+
+
+def shard(tokens, magic=GPT2_MAGIC, version=None, count=None):
+    if version is None:
+        version = 7 if magic == LLAMA3_MAGIC else 1
     header = struct.pack("<3i", magic, version, len(tokens) if count is None else count)
-    return header + b"\0" * (1024 - 12) + struct.pack("<%dH" % len(tokens), *tokens)
+    fmt = "<%dI" if magic == LLAMA3_MAGIC else "<%dH"
+    return header + b"\0" * (1024 - 12) + struct.pack(fmt % len(tokens), *tokens)
 
 
 def seeds_token_shard():
@@ -153,6 +162,12 @@ def seeds_token_shard():
     put("token_shard", "text_short", "In the beginning God created the heaven and the earth.\n")
     put("token_shard", "text_binary", bytes(range(256)))
     put("token_shard", "magic_only", struct.pack("<i", 20240520))
+    put("token_shard", "shard32_small", shard([128000, 9906, 1917, 0, 65536, 128255, 1, 2, 3],
+                                              magic=LLAMA3_MAGIC))
+    put("token_shard", "shard32_id_above_int32", shard([1, 2**31, 3], magic=LLAMA3_MAGIC))
+    put("token_shard", "shard32_gpt2_version", shard([1, 2, 3], magic=LLAMA3_MAGIC, version=1))
+    put("token_shard", "shard32_count_too_big", shard([1, 2, 3], magic=LLAMA3_MAGIC, count=4))
+    put("token_shard", "magic32_only", struct.pack("<i", LLAMA3_MAGIC))
 
 
 # ---- job files, configs ----------------------------------------------------------------------

@@ -1,8 +1,11 @@
-// Fuzz target: training data files (engine/data/token_source.h): llm.c token shards, and any
-// other file read as bytes; then batches cut from what was read (batch_loader.h).
-// Properties: an error is DataLoss / InvalidArgument naming the file; a file starting with the
-// shard magic is read as a shard or refused, never as text; the tokens read are exactly the
-// file's; every batch holds tokens of the source, targets one ahead of inputs.
+// Fuzz target: training data files (engine/data/token_source.h): llm.c token shards (GPT-2
+// uint16 and Llama 3 uint32), and any other file read as bytes; then batches cut from what was
+// read (batch_loader.h).
+// Properties: an error is DataLoss / InvalidArgument naming the file; a file starting with
+// either shard magic is read as a shard or refused, never as text; the tokens read are exactly
+// the file's, at the width its magic implies; every batch holds tokens of the source, targets
+// one ahead of inputs.
+#include <climits>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -24,15 +27,21 @@ constexpr char kPath[] = "/data/train.bin";
 void CheckTokens(const TokenSource& src, const uint8_t* data, size_t size) {
   int32_t max_token = 0;
   if (src.kind() == TokenSourceKind::kTokenShard) {
-    const int64_t n = (static_cast<int64_t>(size) - data::kTokenShardHeaderBytes) / 2;
+    int32_t magic;
+    std::memcpy(&magic, data, 4);
+    const int width = magic == data::kTokenShard32Magic ? 4 : 2;
+    FUZZ_CHECK(src.token_bytes() == width, "a shard's token width is not its magic's");
+    const int64_t n = (static_cast<int64_t>(size) - data::kTokenShardHeaderBytes) / width;
     FUZZ_CHECK(src.size() == n && n >= 1, "shard token count");
     for (int64_t i = 0; i < n; ++i) {
-      uint16_t t;
-      std::memcpy(&t, data + data::kTokenShardHeaderBytes + 2 * i, 2);
-      FUZZ_CHECK(src.token(i) == t, "shard token " + std::to_string(i) + " differs");
-      max_token = std::max<int32_t>(max_token, t);
+      uint32_t t = 0;  // little-endian: the low `width` bytes
+      std::memcpy(&t, data + data::kTokenShardHeaderBytes + width * i, width);
+      FUZZ_CHECK(t <= INT32_MAX, "a shard token above INT32_MAX was accepted");
+      FUZZ_CHECK(src.token(i) == static_cast<int32_t>(t),
+                 "shard token " + std::to_string(i) + " differs");
+      max_token = std::max<int32_t>(max_token, static_cast<int32_t>(t));
     }
-    FUZZ_CHECK(src.vocab_hint() == max_token + 1, "vocab_hint of a shard");
+    FUZZ_CHECK(src.vocab_hint() == int64_t{max_token} + 1, "vocab_hint of a shard");
   } else {
     FUZZ_CHECK(src.size() == static_cast<int64_t>(size) && size >= 1, "text token count");
     for (size_t i = 0; i < size; ++i) {
@@ -42,6 +51,7 @@ void CheckTokens(const TokenSource& src, const uint8_t* data, size_t size) {
     FUZZ_CHECK(src.vocab_hint() == 256, "vocab_hint of text");
   }
   FUZZ_CHECK(src.max_token() == max_token, "max_token");
+  FUZZ_CHECK(src.storage_bytes() == src.size() * src.token_bytes(), "storage_bytes");
 }
 
 // Batches of a few shapes (chosen from the input size so that the corpus covers several).
@@ -88,8 +98,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                kPath);
     return 0;
   }
-  FUZZ_CHECK((magic == accel::data::kTokenShardMagic) ==
-                 ((*src)->kind() == TokenSourceKind::kTokenShard),
+  const bool shard_magic =
+      magic == accel::data::kTokenShardMagic || magic == accel::data::kTokenShard32Magic;
+  FUZZ_CHECK(shard_magic == ((*src)->kind() == TokenSourceKind::kTokenShard),
              "shard magic and kind disagree");
   CheckTokens(**src, data, size);
   CheckBatches(std::shared_ptr<const TokenSource>(std::move(*src)), size);

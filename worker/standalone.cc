@@ -47,7 +47,9 @@ void AddStandaloneFlags(CLI::App& app, StandaloneFlags& f) {
                                      "gpt2-large, gpt2-xl)")->capture_default_str();
   app.add_option("--model-config", t.model_config, "Hugging Face GPT-2 config.json (wins over --model)");
   app.add_option("--init-weights", t.init_weights, "model.safetensors to start from (HF GPT-2 names)");
-  app.add_option("--data", t.data, "llm.c token shard (.bin) or a text file read as bytes")
+  app.add_option("--data", t.data,
+                 "llm.c token shard (.bin, GPT-2 uint16 or Llama 3 uint32; docs/data.md) or a "
+                 "text file read as bytes")
       ->capture_default_str();
   app.add_option("--batch", t.batch, "micro-batch size B")->capture_default_str();
   app.add_option("--seq", t.seq, "sequence length T")->capture_default_str();

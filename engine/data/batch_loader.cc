@@ -83,12 +83,26 @@ int64_t BatchLoader::token_offset(int64_t k) const {
   return (window(k) * options_.world + options_.rank) * bt;
 }
 
+namespace {
+
+// The copy loop at the source's token width (ids of 32-bit sources are <= INT32_MAX).
+template <typename T>
+void CopyShifted(const T* tokens, int64_t n, int32_t* inputs, int32_t* targets) {
+  for (int64_t i = 0; i < n; ++i) {
+    inputs[i] = static_cast<int32_t>(tokens[i]);
+    targets[i] = static_cast<int32_t>(tokens[i + 1]);
+  }
+}
+
+}  // namespace
+
 void BatchLoader::Fill(int64_t k, int32_t* inputs, int32_t* targets) const {
   const int64_t bt = options_.batch_size * options_.seq_len;
-  const uint16_t* tokens = source_->data() + token_offset(k);
-  for (int64_t i = 0; i < bt; ++i) {
-    inputs[i] = tokens[i];
-    targets[i] = tokens[i + 1];
+  const int64_t first = token_offset(k);
+  if (source_->token_bytes() == 2) {
+    CopyShifted(source_->tokens16().data() + first, bt, inputs, targets);
+  } else {
+    CopyShifted(source_->tokens32().data() + first, bt, inputs, targets);
   }
 }
 

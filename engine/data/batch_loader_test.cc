@@ -77,6 +77,21 @@ TEST(BatchLoaderTest, SequentialWindowsWrapAround) {
   EXPECT_EQ(rank0->token_offset(6), 24);
 }
 
+TEST(BatchLoaderTest, FillsFromThirtyTwoBitTokens) {
+  // A Llama 3 source: ids past uint16, up to INT32_MAX, reach the batch unchanged.
+  std::vector<uint32_t> t(50);
+  for (size_t i = 0; i < t.size(); ++i) t[i] = 128000 + static_cast<uint32_t>(i);
+  t[47] = 2147483647u;
+  std::shared_ptr<const TokenSource> src =
+      TokenSource::FromTokens(std::move(t), TokenSourceKind::kTokenShard, "llama3.bin");
+  auto loader = MustCreate(src, Opts(2, 3, 1, 2));
+  ASSERT_NE(loader, nullptr);
+  std::vector<int32_t> in(6), tgt(6);
+  loader->Fill(3, in.data(), tgt.data());
+  EXPECT_THAT(in, ::testing::ElementsAre(128042, 128043, 128044, 128045, 128046, 2147483647));
+  EXPECT_THAT(tgt, ::testing::ElementsAre(128043, 128044, 128045, 128046, 2147483647, 128048));
+}
+
 TEST(BatchLoaderTest, NextAdvancesAndSetPositionResumes) {
   auto loader = MustCreate(Iota(100), Opts(1, 4, 0, 1));  // 24 windows
   std::vector<int32_t> in(4), tgt(4), in2(4), tgt2(4);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
@@ -21,16 +22,36 @@ int32_t ReadLe32(const char* p) {
   return static_cast<int32_t>(v);
 }
 
+bool IsShardMagic(int32_t magic) {
+  return magic == kTokenShardMagic || magic == kTokenShard32Magic;
+}
+
+template <typename T>
+int32_t MaxOf(const std::vector<T>& v) {
+  return v.empty() ? 0 : static_cast<int32_t>(*std::max_element(v.begin(), v.end()));
+}
+
 }  // namespace
 
-TokenSource::TokenSource(std::vector<uint16_t> tokens, TokenSourceKind kind, std::string path)
-    : tokens_(std::move(tokens)), kind_(kind), path_(std::move(path)) {
-  max_token_ = tokens_.empty() ? 0 : *std::max_element(tokens_.begin(), tokens_.end());
+TokenSource::TokenSource(std::vector<uint16_t> tokens16, std::vector<uint32_t> tokens32,
+                         TokenSourceKind kind, std::string path)
+    : tokens16_(std::move(tokens16)),
+      tokens32_(std::move(tokens32)),
+      kind_(kind),
+      path_(std::move(path)) {
+  max_token_ = tokens16_.empty() ? MaxOf(tokens32_) : MaxOf(tokens16_);
 }
 
 std::unique_ptr<TokenSource> TokenSource::FromTokens(std::vector<uint16_t> tokens,
                                                      TokenSourceKind kind, std::string path) {
-  return std::unique_ptr<TokenSource>(new TokenSource(std::move(tokens), kind, std::move(path)));
+  return std::unique_ptr<TokenSource>(
+      new TokenSource(std::move(tokens), {}, kind, std::move(path)));
+}
+
+std::unique_ptr<TokenSource> TokenSource::FromTokens(std::vector<uint32_t> tokens,
+                                                     TokenSourceKind kind, std::string path) {
+  return std::unique_ptr<TokenSource>(
+      new TokenSource({}, std::move(tokens), kind, std::move(path)));
 }
 
 absl::StatusOr<std::unique_ptr<TokenSource>> TokenSource::OpenTokenShard(Env* env,
@@ -47,24 +68,44 @@ absl::StatusOr<std::unique_ptr<TokenSource>> TokenSource::OpenTokenShard(Env* en
   char header[kTokenShardHeaderBytes];
   ACCEL_RETURN_IF_ERROR(file->Read(0, sizeof(header), header));
   const int32_t magic = ReadLe32(header);
-  if (magic != kTokenShardMagic) {
-    return bad("bad magic ", magic, " at offset 0, expected ", kTokenShardMagic,
-               " (llm.c token shard)");
+  if (!IsShardMagic(magic)) {
+    return bad("bad magic ", magic, " at offset 0, expected ", kTokenShardMagic, " or ",
+               kTokenShard32Magic, " (llm.c token shard)");
   }
+  // Each magic has one version and one token width (llm.c's "gpt-2" and "llama-3" headers).
+  const bool wide = magic == kTokenShard32Magic;
+  const int32_t want_version = wide ? kTokenShard32Version : kTokenShardVersion;
+  const uint64_t width = wide ? 4 : 2;
   const int32_t version = ReadLe32(header + 4);
-  if (version != kTokenShardVersion) {
-    return bad("unsupported version ", version, " at offset 4, expected ", kTokenShardVersion);
+  if (version != want_version) {
+    return bad("unsupported version ", version, " at offset 4, expected ", want_version,
+               " for magic ", magic);
   }
   const int32_t n = ReadLe32(header + 8);
   if (n <= 0) return bad("token count ", n, " at offset 8 must be positive");
-  const uint64_t expected = kTokenShardHeaderBytes + 2 * static_cast<uint64_t>(n);
+  const uint64_t expected = kTokenShardHeaderBytes + width * static_cast<uint64_t>(n);
   if (size != expected) {
     return bad(size < expected ? "truncated: " : "trailing bytes: ", size, " bytes, expected ",
-               expected, " (1024-byte header + 2 * ", n, " tokens, the count at offset 8)");
+               expected, " (1024-byte header + ", width, " * ", n,
+               " tokens, the count at offset 8)");
   }
-  std::vector<uint16_t> tokens(static_cast<size_t>(n));
-  ACCEL_RETURN_IF_ERROR(file->Read(kTokenShardHeaderBytes, tokens.size() * 2,
+  if (!wide) {
+    std::vector<uint16_t> tokens(static_cast<size_t>(n));
+    ACCEL_RETURN_IF_ERROR(file->Read(kTokenShardHeaderBytes, tokens.size() * 2,
+                                     reinterpret_cast<char*>(tokens.data())));
+    return FromTokens(std::move(tokens), TokenSourceKind::kTokenShard, path);
+  }
+  std::vector<uint32_t> tokens(static_cast<size_t>(n));
+  ACCEL_RETURN_IF_ERROR(file->Read(kTokenShardHeaderBytes, tokens.size() * 4,
                                    reinterpret_cast<char*>(tokens.data())));
+  constexpr uint32_t kMaxId = std::numeric_limits<int32_t>::max();
+  const auto over =
+      std::find_if(tokens.begin(), tokens.end(), [](uint32_t t) { return t > kMaxId; });
+  if (over != tokens.end()) {
+    return bad("token id ", *over, " at offset ",
+               kTokenShardHeaderBytes + 4 * static_cast<uint64_t>(over - tokens.begin()),
+               " is above ", kMaxId, " (ids are int32)");
+  }
   return FromTokens(std::move(tokens), TokenSourceKind::kTokenShard, path);
 }
 
@@ -91,7 +132,7 @@ absl::StatusOr<std::unique_ptr<TokenSource>> TokenSource::Open(Env* env, const s
   if (file->Size() >= 4) {
     char head[4];
     ACCEL_RETURN_IF_ERROR(file->Read(0, 4, head));
-    if (ReadLe32(head) == kTokenShardMagic) return OpenTokenShard(env, path);
+    if (IsShardMagic(ReadLe32(head))) return OpenTokenShard(env, path);
   }
   return OpenTextBytes(env, path);
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "engine/testing/token_shard.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -31,18 +32,13 @@ class TokenSourceTest : public ::testing::Test {
     return path;
   }
 
-  // An llm.c shard: 256 int32 header fields then uint16 tokens. `count` defaults to the number
-  // of tokens written.
-  std::string WriteShard(std::string_view name, const std::vector<uint16_t>& tokens,
-                         int32_t magic = kTokenShardMagic, int32_t version = kTokenShardVersion,
+  // An llm.c shard of the magic's width; `version` and `count` default to the magic's version
+  // and the number of tokens written.
+  std::string WriteShard(std::string_view name, const std::vector<uint32_t>& tokens,
+                         int32_t magic = kTokenShardMagic,
+                         std::optional<int32_t> version = std::nullopt,
                          std::optional<int32_t> count = std::nullopt) {
-    std::vector<int32_t> header(256, 0);
-    header[0] = magic;
-    header[1] = version;
-    header[2] = count.value_or(static_cast<int32_t>(tokens.size()));
-    std::string bytes(reinterpret_cast<const char*>(header.data()), 1024);
-    bytes.append(reinterpret_cast<const char*>(tokens.data()), tokens.size() * 2);
-    return WriteBytes(name, bytes);
+    return WriteBytes(name, accel::testing::TokenShardBytes(tokens, magic, version, count));
   }
 
   Env* env_ = Env::Default();
@@ -50,7 +46,7 @@ class TokenSourceTest : public ::testing::Test {
 };
 
 TEST_F(TokenSourceTest, ShardRoundTrip) {
-  const std::vector<uint16_t> tokens = {0, 5, 50256, 7, 65535, 3};
+  const std::vector<uint32_t> tokens = {0, 5, 50256, 7, 65535, 3};
   const std::string path = WriteShard("a.bin", tokens);
   for (bool via_open : {false, true}) {
     auto src = via_open ? TokenSource::Open(env_, path) : TokenSource::OpenTokenShard(env_, path);
@@ -61,7 +57,89 @@ TEST_F(TokenSourceTest, ShardRoundTrip) {
     for (int i = 0; i < 6; ++i) EXPECT_EQ((*src)->token(i), tokens[i]) << i;
     EXPECT_EQ((*src)->max_token(), 65535);
     EXPECT_EQ((*src)->vocab_hint(), 65536);
+    // GPT-2 shards stay at 2 bytes a token.
+    EXPECT_EQ((*src)->token_bytes(), 2);
+    EXPECT_EQ((*src)->storage_bytes(), 12);
+    EXPECT_EQ((*src)->tokens16().size(), 6u);
+    EXPECT_TRUE((*src)->tokens32().empty());
   }
+}
+
+TEST_F(TokenSourceTest, Shard32RoundTrip) {
+  // Llama 3 ids (vocabulary 128,256) and the largest id an int32 holds.
+  const std::vector<uint32_t> tokens = {0, 128255, 65536, 7, 2147483647u, 3};
+  const std::string path = WriteShard("l.bin", tokens, kTokenShard32Magic);
+  auto bytes = ReadFileToString(env_, path);
+  ASSERT_TRUE(bytes.ok());
+  EXPECT_EQ(bytes->size(), 1024u + 4 * 6);
+  for (bool via_open : {false, true}) {
+    auto src = via_open ? TokenSource::Open(env_, path) : TokenSource::OpenTokenShard(env_, path);
+    ASSERT_TRUE(src.ok()) << src.status();
+    EXPECT_EQ((*src)->kind(), TokenSourceKind::kTokenShard);
+    ASSERT_EQ((*src)->size(), 6);
+    for (int i = 0; i < 6; ++i) EXPECT_EQ((*src)->token(i), static_cast<int64_t>(tokens[i])) << i;
+    EXPECT_EQ((*src)->max_token(), 2147483647);
+    EXPECT_EQ((*src)->vocab_hint(), int64_t{2147483648});
+    EXPECT_EQ((*src)->token_bytes(), 4);
+    EXPECT_EQ((*src)->storage_bytes(), 24);
+    EXPECT_EQ((*src)->tokens32().size(), 6u);
+    EXPECT_TRUE((*src)->tokens16().empty());
+  }
+  // Small ids in the wide form read back as themselves.
+  auto small = TokenSource::Open(env_, WriteShard("s.bin", {1, 2, 3}, kTokenShard32Magic));
+  ASSERT_TRUE(small.ok()) << small.status();
+  EXPECT_EQ((*small)->max_token(), 3);
+  EXPECT_EQ((*small)->token(1), 2);
+}
+
+TEST_F(TokenSourceTest, Shard32IdAboveInt32MaxNamesFileAndOffset) {
+  const std::string path = WriteShard("big.bin", {1, 2, 2147483648u, 4}, kTokenShard32Magic);
+  auto src = TokenSource::Open(env_, path);
+  EXPECT_EQ(src.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(
+      src.status().message(),
+      absl::StrCat("file ", path,
+                   ": token id 2147483648 at offset 1032 is above 2147483647 (ids are int32)"));
+}
+
+TEST_F(TokenSourceTest, Shard32VersionBelongsToItsMagic) {
+  // Each magic has its own version: 7 under the GPT-2 magic and 1 under the Llama 3 one are
+  // refused, as llm.c's readers refuse them.
+  auto src = TokenSource::Open(env_, WriteShard("a.bin", {1, 2}, kTokenShard32Magic, 1));
+  EXPECT_EQ(src.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(src.status().message(),
+              HasSubstr("version 1 at offset 4, expected 7 for magic 20240801"));
+  src = TokenSource::Open(env_, WriteShard("b.bin", {1, 2}, kTokenShardMagic, 7));
+  EXPECT_EQ(src.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(src.status().message(),
+              HasSubstr("version 7 at offset 4, expected 1 for magic 20240520"));
+}
+
+TEST_F(TokenSourceTest, Shard32TruncatedOrOversized) {
+  // Header says 10 four-byte tokens; 8 are present.
+  std::string path =
+      WriteShard("t.bin", std::vector<uint32_t>(8, 1), kTokenShard32Magic, std::nullopt, 10);
+  auto src = TokenSource::OpenTokenShard(env_, path);
+  EXPECT_EQ(src.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(src.status().message(),
+            absl::StrCat("file ", path,
+                         ": truncated: 1056 bytes, expected 1064 (1024-byte header + 4 * 10 "
+                         "tokens, the count at offset 8)"));
+
+  path = WriteShard("o.bin", std::vector<uint32_t>(12, 1), kTokenShard32Magic, std::nullopt, 10);
+  src = TokenSource::OpenTokenShard(env_, path);
+  EXPECT_EQ(src.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(src.status().message(), HasSubstr("trailing bytes: 1072 bytes, expected 1064"));
+
+  // A GPT-2-width body under the Llama 3 header: the size gives it away.
+  std::string narrow = accel::testing::TokenShardBytes(std::vector<uint32_t>(10, 1));
+  const int32_t wide_magic = kTokenShard32Magic, wide_version = kTokenShard32Version;
+  std::memcpy(narrow.data(), &wide_magic, 4);
+  std::memcpy(narrow.data() + 4, &wide_version, 4);
+  path = WriteBytes("n.bin", narrow);
+  src = TokenSource::Open(env_, path);
+  EXPECT_EQ(src.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(src.status().message(), HasSubstr("truncated: 1044 bytes, expected 1064"));
 }
 
 TEST_F(TokenSourceTest, BadMagic) {
@@ -70,8 +148,8 @@ TEST_F(TokenSourceTest, BadMagic) {
   EXPECT_EQ(src.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_EQ(src.status().message(),
             absl::StrCat("file ", path,
-                         ": bad magic 123 at offset 0, expected 20240520 (llm.c "
-                         "token shard)"));
+                         ": bad magic 123 at offset 0, expected 20240520 or 20240801 "
+                         "(llm.c token shard)"));
 }
 
 TEST_F(TokenSourceTest, BadVersion) {
@@ -79,7 +157,8 @@ TEST_F(TokenSourceTest, BadVersion) {
   auto src = TokenSource::Open(env_, path);  // Open sees the magic, so errors are the shard's
   EXPECT_EQ(src.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(src.status().message(), HasSubstr(path));
-  EXPECT_THAT(src.status().message(), HasSubstr("version 2 at offset 4, expected 1"));
+  EXPECT_THAT(src.status().message(),
+              HasSubstr("version 2 at offset 4, expected 1 for magic 20240520"));
 }
 
 TEST_F(TokenSourceTest, NonPositiveCount) {
@@ -94,13 +173,13 @@ TEST_F(TokenSourceTest, NonPositiveCount) {
 
 TEST_F(TokenSourceTest, TruncatedOrOversizedShard) {
   // Header says 10 tokens; 8 are present.
-  std::string path = WriteShard("t.bin", std::vector<uint16_t>(8, 1), kTokenShardMagic, 1, 10);
+  std::string path = WriteShard("t.bin", std::vector<uint32_t>(8, 1), kTokenShardMagic, 1, 10);
   auto src = TokenSource::OpenTokenShard(env_, path);
   EXPECT_EQ(src.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(src.status().message(), HasSubstr(path));
   EXPECT_THAT(src.status().message(), HasSubstr("truncated: 1040 bytes, expected 1044"));
 
-  path = WriteShard("o.bin", std::vector<uint16_t>(12, 1), kTokenShardMagic, 1, 10);
+  path = WriteShard("o.bin", std::vector<uint32_t>(12, 1), kTokenShardMagic, 1, 10);
   src = TokenSource::OpenTokenShard(env_, path);
   EXPECT_EQ(src.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(src.status().message(), HasSubstr("1048 bytes, expected 1044"));
@@ -125,6 +204,8 @@ TEST_F(TokenSourceTest, TextBytes) {
     EXPECT_EQ((*src)->token(3), '\n');
     EXPECT_EQ((*src)->max_token(), 255);
     EXPECT_EQ((*src)->vocab_hint(), 256);
+    EXPECT_EQ((*src)->token_bytes(), 2);
+    EXPECT_EQ((*src)->storage_bytes(), 8);
   }
   // Three bytes cannot hold the shard magic: read as text.
   auto tiny = TokenSource::Open(env_, WriteBytes("tiny", "abc"));

@@ -12,24 +12,30 @@
 
 namespace accel::train {
 
-absl::StatusOr<std::unique_ptr<data::BatchLoader>> OpenTrainingData(
-    Env* env, const TrainOptions& options, const model::ModelConfig& config, int rank,
-    int world) {
+absl::StatusOr<std::shared_ptr<const data::TokenSource>> OpenTrainingTokens(
+    Env* env, const TrainOptions& options, const model::ModelConfig& config) {
   ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<data::TokenSource> opened,
                          data::TokenSource::Open(env, options.data));
   std::shared_ptr<const data::TokenSource> source = std::move(opened);
   if (source->max_token() >= config.vocab_size()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        options.data, " holds token ", source->max_token(), ", outside the vocabulary of model ",
-        config.name(), " (", config.vocab_size(), " tokens)"));
+        "data file ", options.data, ": token id ", source->max_token(),
+        " (the largest in the file) is not below the model's vocab_size ", config.vocab_size(),
+        " (model ", config.name(), ")"));
   }
+  return source;
+}
+
+absl::StatusOr<std::unique_ptr<data::BatchLoader>> OpenTrainingData(
+    std::shared_ptr<const data::TokenSource> source, const TrainOptions& options, int rank,
+    int world) {
   data::BatchLoaderOptions lo;
   lo.batch_size = options.batch;
   lo.seq_len = options.seq;
   lo.rank = rank;
   lo.world = world;
   lo.shuffle_seed = options.shuffle_seed;
-  return data::BatchLoader::Create(source, lo);
+  return data::BatchLoader::Create(std::move(source), lo);
 }
 
 void FinishStepTiming(int64_t start_micros, int64_t now_micros, int64_t steps_done,
@@ -66,6 +72,10 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
   const int rank = groups.world->rank(), world = groups.world->size();
 
   ACCEL_ASSIGN_OR_RETURN(model::ModelConfig config, ModelConfigOf(env, options));
+  // The data's ids against the model's vocabulary as soon as both are known: before any model
+  // memory is allocated or weights are read.
+  ACCEL_ASSIGN_OR_RETURN(std::shared_ptr<const data::TokenSource> tokens,
+                         OpenTrainingTokens(env, options, config));
   ACCEL_ASSIGN_OR_RETURN(model::ModelLayout layout, model::ModelLayout::Create(config));
   t->layout_ = std::make_unique<model::ModelLayout>(std::move(layout));
 
@@ -113,7 +123,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
     t->sharded_->SkipFp32Copy(model::Bf16OnlyWeightRanges(*t->layout_));
   }
 
-  ACCEL_ASSIGN_OR_RETURN(t->loader_, OpenTrainingData(env, options, config, rank, world));
+  ACCEL_ASSIGN_OR_RETURN(t->loader_, OpenTrainingData(std::move(tokens), options, rank, world));
   t->inputs_.resize(options.batch * options.seq);
   t->targets_.resize(options.batch * options.seq);
   if (!options.resume_dir.empty()) ACCEL_RETURN_IF_ERROR(t->Resume(options.resume_dir));

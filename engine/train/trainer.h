@@ -58,10 +58,14 @@ struct CheckpointEvent {
   double seconds = 0;
 };
 
-// The batch loader of `rank` in a gang of `world` over options.data; InvalidArgument naming the
-// file when it holds a token outside config's vocabulary.
+// The tokens of options.data; a one-line InvalidArgument naming the file, its largest token id
+// and config's vocab_size when that id is not below vocab_size.
+[[nodiscard]] absl::StatusOr<std::shared_ptr<const data::TokenSource>> OpenTrainingTokens(
+    Env* env, const TrainOptions& options, const model::ModelConfig& config);
+// The batch loader of `rank` in a gang of `world` over `source` (from OpenTrainingTokens).
 [[nodiscard]] absl::StatusOr<std::unique_ptr<data::BatchLoader>> OpenTrainingData(
-    Env* env, const TrainOptions& options, const model::ModelConfig& config, int rank, int world);
+    std::shared_ptr<const data::TokenSource> source, const TrainOptions& options, int rank,
+    int world);
 
 // Fills m's step_seconds, tokens_per_s (from m->tokens), elapsed and ETA once `steps_done` of
 // `total_steps` are done; adds the step to *elapsed_seconds.

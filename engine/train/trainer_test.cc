@@ -3,10 +3,12 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "engine/checkpoint/safetensors.h"
+#include "engine/testing/token_shard.h"
 #include "engine/train/repetitive_text_test_fixture.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -150,6 +152,45 @@ TEST_F(TrainerTest, BadInputNamesTheCulprit) {
   auto mismatch = Trainer::Create(mini);
   ASSERT_FALSE(mismatch.ok());
   EXPECT_THAT(mismatch.status().message(), HasSubstr("wte.weight"));
+}
+
+TEST_F(TrainerTest, TokenIdOutsideTheVocabularyNamesTheFile) {
+  // gpt2-tiny has vocab_size 256. A GPT-2 shard with id 300 and a Llama 3 shard with id 128255
+  // are both refused in one line naming the file, the largest id and the vocab_size; before
+  // the weights are read (the init_weights file does not exist, and is not what is reported).
+  std::vector<uint32_t> ids(200, 7);
+  for (const auto& [name, magic, big] :
+       {std::tuple{"gpt2.bin", data::kTokenShardMagic, uint32_t{300}},
+        std::tuple{"llama3.bin", data::kTokenShard32Magic, uint32_t{128255}}}) {
+    ids[150] = big;
+    const std::string path = dir_ + "/" + name;
+    ASSERT_TRUE(
+        WriteFileAtomic(Env::Default(), path, accel::testing::TokenShardBytes(ids, magic)).ok());
+    TrainOptions o = Options();
+    o.data = path;
+    o.init_weights = dir_ + "/absent.safetensors";
+    auto t = Trainer::Create(o);
+    ASSERT_FALSE(t.ok());
+    EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(t.status().message(),
+              absl::StrCat("data file ", path, ": token id ", big,
+                           " (the largest in the file) is not below the model's vocab_size 256 "
+                           "(model gpt2-tiny)"));
+  }
+  // The largest id the model takes (255) in the wide form trains.
+  ids[150] = 255;
+  const std::string ok_path = dir_ + "/llama3_ok.bin";
+  ASSERT_TRUE(WriteFileAtomic(Env::Default(), ok_path,
+                              accel::testing::TokenShardBytes(ids, data::kTokenShard32Magic))
+                  .ok());
+  TrainOptions o = Options();
+  o.data = ok_path;
+  o.steps = 1;
+  auto t = Trainer::Create(o);
+  ASSERT_TRUE(t.ok()) << t.status();
+  auto m = (*t)->TrainStep();
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_TRUE(std::isfinite(m->loss));
 }
 
 }  // namespace

@@ -68,6 +68,19 @@ TEST_F(WorkerE2eTest, BadInputIsOneLineNamingTheCulpritAndExitOne) {
   ASSERT_TRUE(WriteFileAtomic(Env::Default(), dir_ + "/short.bin", shard).ok());
   expect_error({"--data", dir_ + "/short.bin"}, "short.bin");
 
+  // A Llama 3 shard (magic 20240801, version 7, uint32 ids) holding an id past gpt2-tiny's
+  // vocabulary: one line naming the file, the id and the vocab_size.
+  std::string llama(1024, '\0');
+  const int32_t llama_header[3] = {20240801, 7, 1000};
+  std::memcpy(llama.data(), llama_header, sizeof(llama_header));
+  std::vector<uint32_t> ids(1000, 65);
+  ids[500] = 128255;
+  llama.append(reinterpret_cast<const char*>(ids.data()), ids.size() * 4);
+  ASSERT_TRUE(WriteFileAtomic(Env::Default(), dir_ + "/llama3.bin", llama).ok());
+  expect_error({"--data", dir_ + "/llama3.bin"},
+               "llama3.bin: token id 128255 (the largest in the file) is not below the model's "
+               "vocab_size 256");
+
   std::string bad_magic(2048, '\0');
   bad_magic[0] = 1;
   bad_magic[1] = 2;
