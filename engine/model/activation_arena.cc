@@ -30,6 +30,12 @@ int64_t PlannedFloats(const std::vector<Allocation>& allocations) {
   return floats;
 }
 
+int64_t TotalBytes(const std::vector<Buffer>& storage) {
+  int64_t total = 0;
+  for (const Buffer& b : storage) total += static_cast<int64_t>(b.bytes());
+  return total;
+}
+
 absl::StatusOr<std::vector<Buffer>> Allocate(const std::vector<Allocation>& allocations,
                                              MemoryPool pool, MemoryLedger* ledger) {
   std::vector<Buffer> storage;

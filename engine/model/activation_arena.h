@@ -41,6 +41,8 @@ int64_t PlannedFloats(const std::vector<Allocation>& allocations);
 // Allocates each (charged as activations to `ledger`, in `pool`) and stores every part's address.
 [[nodiscard]] absl::StatusOr<std::vector<Buffer>> Allocate(
     const std::vector<Allocation>& allocations, MemoryPool pool, MemoryLedger* ledger);
+// The bytes of the buffers Allocate returned.
+int64_t TotalBytes(const std::vector<Buffer>& storage);
 // An allocation of its own for one part.
 inline void Own(std::vector<Allocation>& out, Part part) {
   out.push_back({{{std::move(part)}}});

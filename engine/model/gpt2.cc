@@ -6,12 +6,12 @@
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
 #include "engine/kernels/attention.h"
-#include "engine/kernels/cross_entropy.h"
 #include "engine/kernels/elementwise.h"
 #include "engine/kernels/embedding.h"
 #include "engine/kernels/layernorm.h"
 #include "engine/kernels/matmul.h"
 #include "engine/kernels/matmul_bf16.h"
+#include "engine/model/lm_head.h"
 #include "engine/model/token_check.h"
 #include "engine/tensor/dtype.h"
 
@@ -121,19 +121,12 @@ absl::StatusOr<float> Gpt2::Forward(ParamAccess& access, const int32_t* inputs,
   k::LayerNormForward(a.lnf_, a.lnf_mean_, a.lnf_rstd_, residual, root + ro.lnf_w, root + ro.lnf_b,
                       BT, C);
   // logits (BT, V) = lnf (BT, C) · wteᵀ
-  if (const uint16_t* root16 = Bf16Params(access, 0, a); root16 != nullptr) {
-    uint16_t* lnf16 = a.inp16_;
-    FloatToBf16(a.lnf_, lnf16, BT * C);
-    k::GemmBf16(false, true, BT, V, C, lnf16, C, root16 + ro.wte, C, 0.0f, a.logits_, V);
-  } else {
-    k::Gemm(false, true, BT, V, C, 1.0f, a.lnf_, C, root + ro.wte, C, 0.0f, a.logits_, V);
-  }
+  const uint16_t* root16 = Bf16Params(access, 0, a);
+  LmHeadForward(a.logits_, a.lnf_, root + ro.wte, root16 == nullptr ? nullptr : root16 + ro.wte,
+                a.inp16_, BT, C, V);
   ACCEL_RETURN_IF_ERROR(access.Release(0, Pass::kForward));
   if (targets == nullptr) return 0.0f;
-  k::SoftmaxCrossEntropyForward(a.losses_, a.logits_, targets, BT, V);
-  double sum = 0;
-  for (int64_t i = 0; i < BT; ++i) sum += a.losses_[i];
-  return static_cast<float>(sum / static_cast<double>(BT));
+  return LmHeadLoss(a.losses_, a.logits_, targets, BT, V);
 }
 
 absl::Status Gpt2::Backward(ParamAccess& access, const int32_t* inputs, const int32_t* targets,
@@ -145,23 +138,12 @@ absl::Status Gpt2::Backward(ParamAccess& access, const int32_t* inputs, const in
 
   ACCEL_ASSIGN_OR_RETURN(const float* root, access.Params(0, Pass::kBackward));
   ACCEL_ASSIGN_OR_RETURN(float* groot, access.Grads(0));
-  // dlogits overwrite the logits in place.
-  float* dlogits = a.logits_;
-  k::SoftmaxCrossEntropyBackward(dlogits, a.losses_, dlogits, targets, BT, V,
-                                 dloss / static_cast<float>(BT));
   // dlnf (BT, C) = dlogits (BT, V) · wte (V, C);  dwte (V, C) += dlogitsᵀ · lnf
   float* dln = a.dln_;
-  if (const uint16_t* root16 = Bf16Params(access, 0, a); root16 != nullptr) {
-    uint16_t* dlogits16 = a.dout16_;
-    uint16_t* lnf16 = a.inp16_;
-    FloatToBf16(dlogits, dlogits16, BT * V);
-    FloatToBf16(a.lnf_, lnf16, BT * C);
-    k::GemmBf16(false, false, BT, C, V, dlogits16, V, root16 + ro.wte, C, 0.0f, dln, C);
-    k::GemmBf16(true, false, V, C, BT, dlogits16, V, lnf16, C, 1.0f, groot + ro.wte, C);
-  } else {
-    k::Gemm(false, false, BT, C, V, 1.0f, dlogits, V, root + ro.wte, C, 0.0f, dln, C);
-    k::Gemm(true, false, V, C, BT, 1.0f, dlogits, V, a.lnf_, C, 1.0f, groot + ro.wte, C);
-  }
+  const uint16_t* root16 = Bf16Params(access, 0, a);
+  LmHeadBackward(dln, groot + ro.wte, a.logits_, a.losses_, targets, a.lnf_, root + ro.wte,
+                 root16 == nullptr ? nullptr : root16 + ro.wte, a.inp16_, a.dout16_, BT, C, V,
+                 dloss);
   // From here on the logits are dead: under checkpoint_blocks their memory becomes the blocks'
   // working set and the scratch below.
 

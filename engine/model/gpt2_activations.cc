@@ -103,11 +103,7 @@ absl::StatusOr<int64_t> Gpt2Activations::PlannedBytes(const Gpt2Config& c, int64
          static_cast<int64_t>(sizeof(float));
 }
 
-int64_t Gpt2Activations::bytes() const {
-  int64_t total = 0;
-  for (const Buffer& b : storage_) total += static_cast<int64_t>(b.bytes());
-  return total;
-}
+int64_t Gpt2Activations::bytes() const { return arena::TotalBytes(storage_); }
 
 BlockActivations Gpt2Activations::Block(int64_t l) const {
   if (!options_.checkpoint_blocks) return blocks_[l];

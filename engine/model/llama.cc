@@ -4,7 +4,6 @@
 #include <cstring>
 
 #include "engine/base/status_macros.h"
-#include "engine/kernels/cross_entropy.h"
 #include "engine/kernels/elementwise.h"
 #include "engine/kernels/gqa_attention.h"
 #include "engine/kernels/matmul.h"
@@ -12,6 +11,7 @@
 #include "engine/kernels/rmsnorm.h"
 #include "engine/kernels/rope.h"
 #include "engine/kernels/swiglu.h"
+#include "engine/model/lm_head.h"
 #include "engine/model/token_check.h"
 #include "engine/tensor/dtype.h"
 
@@ -154,18 +154,12 @@ absl::StatusOr<float> Llama::Forward(ParamAccess& access, const int32_t* inputs,
                     static_cast<float>(c.rms_norm_eps));
   // logits (BT, V) = norm (BT, C) · headᵀ
   const int64_t head = ro.lm_head >= 0 ? ro.lm_head : ro.embed;
-  if (const uint16_t* root16 = Bf16Params(access, 0, a); root16 != nullptr) {
-    FloatToBf16(a.norm_, a.inp16_, BT * C);
-    k::GemmBf16(false, true, BT, V, C, a.inp16_, C, root16 + head, C, 0.0f, a.logits_, V);
-  } else {
-    k::Gemm(false, true, BT, V, C, 1.0f, a.norm_, C, root + head, C, 0.0f, a.logits_, V);
-  }
+  const uint16_t* root16 = Bf16Params(access, 0, a);
+  LmHeadForward(a.logits_, a.norm_, root + head, root16 == nullptr ? nullptr : root16 + head,
+                a.inp16_, BT, C, V);
   ACCEL_RETURN_IF_ERROR(access.Release(0, Pass::kForward));
   if (targets == nullptr) return 0.0f;
-  k::SoftmaxCrossEntropyForward(a.losses_, a.logits_, targets, BT, V);
-  double sum = 0;
-  for (int64_t i = 0; i < BT; ++i) sum += a.losses_[i];
-  return static_cast<float>(sum / static_cast<double>(BT));
+  return LmHeadLoss(a.losses_, a.logits_, targets, BT, V);
 }
 
 absl::Status Llama::Backward(ParamAccess& access, const int32_t* inputs, const int32_t* targets,
@@ -177,20 +171,12 @@ absl::Status Llama::Backward(ParamAccess& access, const int32_t* inputs, const i
 
   ACCEL_ASSIGN_OR_RETURN(const float* root, access.Params(0, Pass::kBackward));
   ACCEL_ASSIGN_OR_RETURN(float* groot, access.Grads(0));
-  float* dlogits = a.logits_;  // in place
-  k::SoftmaxCrossEntropyBackward(dlogits, a.losses_, dlogits, targets, BT, V,
-                                 dloss / static_cast<float>(BT));
   // dnorm (BT, C) = dlogits (BT, V) · head (V, C);  dhead (V, C) += dlogitsᵀ · norm
   float* dln = a.dln_;
-  if (const uint16_t* root16 = Bf16Params(access, 0, a); root16 != nullptr) {
-    FloatToBf16(dlogits, a.dout16_, BT * V);
-    FloatToBf16(a.norm_, a.inp16_, BT * C);
-    k::GemmBf16(false, false, BT, C, V, a.dout16_, V, root16 + head, C, 0.0f, dln, C);
-    k::GemmBf16(true, false, V, C, BT, a.dout16_, V, a.inp16_, C, 1.0f, groot + head, C);
-  } else {
-    k::Gemm(false, false, BT, C, V, 1.0f, dlogits, V, root + head, C, 0.0f, dln, C);
-    k::Gemm(true, false, V, C, BT, 1.0f, dlogits, V, a.norm_, C, 1.0f, groot + head, C);
-  }
+  const uint16_t* root16 = Bf16Params(access, 0, a);
+  LmHeadBackward(dln, groot + head, a.logits_, a.losses_, targets, a.norm_, root + head,
+                 root16 == nullptr ? nullptr : root16 + head, a.inp16_, a.dout16_, BT, C, V,
+                 dloss);
   // From here on the logits are dead: under checkpoint_blocks their memory becomes the layers'
   // working set and the scratch.
   float* dres = a.dresidual_;

@@ -119,11 +119,7 @@ absl::StatusOr<int64_t> LlamaActivations::PlannedBytes(const LlamaConfig& c, int
          static_cast<int64_t>(sizeof(float));
 }
 
-int64_t LlamaActivations::bytes() const {
-  int64_t total = 0;
-  for (const Buffer& b : storage_) total += static_cast<int64_t>(b.bytes());
-  return total;
-}
+int64_t LlamaActivations::bytes() const { return arena::TotalBytes(storage_); }
 
 LlamaBlockActivations LlamaActivations::Block(int64_t l) const {
   if (!options_.checkpoint_blocks) return blocks_[l];
