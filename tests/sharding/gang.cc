@@ -148,6 +148,22 @@ absl::Status WriteGangInputs(const std::string& dir, const model::ModelConfig& c
   return WriteFileAtomic(Env::Default(), dir + "/config.json", model::ModelConfigToJson(config));
 }
 
+model::ModelConfig SmallModel(const std::string& arch, const std::string& name) {
+  if (arch == "gpt2") return model::Gpt2Config{name, 2, 4, 20, 256, 16};
+  model::LlamaConfig c;
+  c.name = name;
+  c.hidden_size = 20;
+  c.intermediate_size = 36;
+  c.num_attention_heads = 4;
+  c.num_key_value_heads = 2;
+  c.head_dim = 6;
+  c.num_hidden_layers = 2;
+  c.vocab_size = 256;
+  c.max_position_embeddings = 16;
+  c.attention_bias = true;
+  return c;
+}
+
 double ZeroModelStateBytes(shard::Strategy strategy, double psi, int world, double param_bytes,
                            double grad_bytes, double state_bytes) {
   const double n = world;

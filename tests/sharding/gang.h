@@ -45,6 +45,12 @@ absl::StatusOr<ResumeComparison> RunStraightAndResumed(const train::TrainOptions
 // config.json for `config`.
 absl::Status WriteGangInputs(const std::string& dir, const model::ModelConfig& config);
 
+// The sharding tests' small model of each architecture ("gpt2", "llama"), with odd sizes so that
+// units need padding at 3 and 4 ranks: GPT-2 L=2, NH=4, C=20, V=256, P=16; a Llama-family model
+// with grouped-query attention (4 heads over 2), head_dim 6 ≠ C/NH, q/k/v/o biases and an
+// untied head, C=20, I=36, V=256, P=16.
+model::ModelConfig SmallModel(const std::string& arch, const std::string& name);
+
 // The sharding tests' training run over the inputs in `dir`: 5 steps of AdamW (lr 1e-2, eps
 // 1e-6, decay 0.1), clipping at 1, seq 8, hybrid groups of 2, in `dtype` (params and
 // reduction; f32 masters).

@@ -30,21 +30,19 @@ namespace {
 
 using shard::Strategy;
 
-class MixedPrecisionTest : public ::testing::Test {
+// Every test for each architecture (SmallModel: GPT-2 and a Llama-family model).
+class MixedPrecisionTest : public ::testing::TestWithParam<std::string> {
  protected:
-  static void SetUpTestSuite() {
+  void SetUp() override {
     kernels::SetNumThreads(1);
-    dir_ = new std::string(::testing::TempDir() + "/mixed_" + std::to_string(::getpid()));
-    ASSERT_TRUE(WriteGangInputs(*dir_, model::Gpt2Config{"mixed", 2, 4, 20, 256, 16}).ok());
+    dir_ = ::testing::TempDir() + "/mixed_" + std::to_string(::getpid()) + "_" + GetParam();
+    ASSERT_TRUE(WriteGangInputs(dir_, SmallModel(GetParam(), "mixed")).ok());
   }
-  static void TearDownTestSuite() {
-    (void)Env::Default()->DeleteRecursively(*dir_);
-    delete dir_;
-  }
+  void TearDown() override { (void)Env::Default()->DeleteRecursively(dir_); }
 
-  static train::TrainOptions Options(Strategy s, int accum, int64_t batch,
-                                     DType dtype = DType::kBF16) {
-    return GangOptions(*dir_, s, accum, batch, dtype);
+  train::TrainOptions Options(Strategy s, int accum, int64_t batch,
+                              DType dtype = DType::kBF16) const {
+    return GangOptions(dir_, s, accum, batch, dtype);
   }
 
   // `got` (bf16, N ranks) against `want` (bf16, one rank) and `fp32` (fp32, one rank).
@@ -61,11 +59,10 @@ class MixedPrecisionTest : public ::testing::Test {
     EXPECT_LE(sharding, precision) << what;
   }
 
-  static std::string* dir_;
+  std::string dir_;
 };
-std::string* MixedPrecisionTest::dir_ = nullptr;
 
-TEST_F(MixedPrecisionTest, Bf16EveryStrategyMatchesOneRankAndNoShardBitForBit) {
+TEST_P(MixedPrecisionTest, Bf16EveryStrategyMatchesOneRankAndNoShardBitForBit) {
   for (int accum : {1, 4}) {
     for (int world : {1, 2, 3, 4}) {
       auto reference = RunGang(Options(Strategy::kNoShard, accum, 2 * world), 1);
@@ -86,7 +83,7 @@ TEST_F(MixedPrecisionTest, Bf16EveryStrategyMatchesOneRankAndNoShardBitForBit) {
   }
 }
 
-TEST_F(MixedPrecisionTest, Bf16IsInEffectAndCloseToFp32) {
+TEST_P(MixedPrecisionTest, Bf16IsInEffectAndCloseToFp32) {
   auto fp32 = RunGang(Options(Strategy::kFullShard, 1, 2, DType::kF32), 2);
   auto bf16 = RunGang(Options(Strategy::kFullShard, 1, 2, DType::kBF16), 2);
   ASSERT_TRUE(fp32.ok() && bf16.ok());
@@ -98,7 +95,7 @@ TEST_F(MixedPrecisionTest, Bf16IsInEffectAndCloseToFp32) {
   }
 }
 
-TEST_F(MixedPrecisionTest, HybridBf16MatchesOneRank) {
+TEST_P(MixedPrecisionTest, HybridBf16MatchesOneRank) {
   for (Strategy s : {Strategy::kHybridShard, Strategy::kHybridShardZero2}) {
     for (int accum : {1, 4}) {
       auto reference = RunGang(Options(Strategy::kNoShard, accum, 8), 1);
@@ -110,7 +107,7 @@ TEST_F(MixedPrecisionTest, HybridBf16MatchesOneRank) {
   }
 }
 
-TEST_F(MixedPrecisionTest, Fp16SkipsOverflowingStepsAndLowersTheScale) {
+TEST_P(MixedPrecisionTest, Fp16SkipsOverflowingStepsAndLowersTheScale) {
   train::TrainOptions o = Options(Strategy::kFullShard, 1, 2, DType::kF16);
   o.steps = 10;
   // 2^22 times this model's gradients overflows fp16 (max 65504): the first steps must be
@@ -151,7 +148,7 @@ TEST_F(MixedPrecisionTest, Fp16SkipsOverflowingStepsAndLowersTheScale) {
   EXPECT_EQ(no_shard->losses, run->losses);
 }
 
-TEST_F(MixedPrecisionTest, StepRecordsCarryEveryRanksMemoryDTypesAndTraffic) {
+TEST_P(MixedPrecisionTest, StepRecordsCarryEveryRanksMemoryDTypesAndTraffic) {
   train::TrainOptions o = Options(Strategy::kFullShard, 1, 2);
   o.steps = 3;
   o.rank_stats_every = 2;  // steps 2 and 3 (the last) carry records
@@ -186,7 +183,7 @@ TEST_F(MixedPrecisionTest, StepRecordsCarryEveryRanksMemoryDTypesAndTraffic) {
 
 // A checkpoint holds the fp32 masters and, under fp16, the loss scaler: resuming continues
 // bit-identically, the skipped-step schedule included.
-TEST_F(MixedPrecisionTest, Bf16AndFp16ResumeBitIdentically) {
+TEST_P(MixedPrecisionTest, Bf16AndFp16ResumeBitIdentically) {
   for (DType dtype : {DType::kBF16, DType::kF16}) {
     for (Strategy s : {Strategy::kShardGradOp, Strategy::kFullShard}) {
       const std::string name =
@@ -195,7 +192,7 @@ TEST_F(MixedPrecisionTest, Bf16AndFp16ResumeBitIdentically) {
       whole.steps = 6;
       whole.loss_scaling = {/*initial_scale_power=*/20, /*window=*/2, /*hysteresis=*/2,
                             /*min_scale=*/1};
-      auto runs = RunStraightAndResumed(whole, 2, 3, *dir_ + "/resume_" + name);
+      auto runs = RunStraightAndResumed(whole, 2, 3, dir_ + "/resume_" + name);
       ASSERT_TRUE(runs.ok()) << runs.status();
       const GangResult& uninterrupted = runs->uninterrupted;
       const GangResult& resumed = runs->resumed;
@@ -209,6 +206,9 @@ TEST_F(MixedPrecisionTest, Bf16AndFp16ResumeBitIdentically) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Architectures, MixedPrecisionTest, ::testing::Values("gpt2", "llama"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace accel::testing

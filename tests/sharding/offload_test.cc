@@ -17,9 +17,10 @@ namespace {
 
 using shard::Strategy;
 
-class OffloadTest : public GangTest {
+// Every test for each architecture (SmallModel: GPT-2 and a Llama-family model).
+class OffloadTest : public GangTest, public ::testing::WithParamInterface<std::string> {
  protected:
-  OffloadTest() : GangTest(model::Gpt2Config{"offload", 2, 4, 20, 256, 16}) {}
+  OffloadTest() : GangTest(SmallModel(GetParam(), "offload")) {}
   train::TrainOptions Options(Strategy s, DType dtype, bool offload) {
     train::TrainOptions o = GangOptions(dir_, s, /*accum=*/2, /*batch=*/2, dtype);
     o.shard.offload_optimizer = offload;
@@ -30,7 +31,7 @@ class OffloadTest : public GangTest {
 constexpr Strategy kStrategies[] = {Strategy::kNoShard, Strategy::kShardOptimizer,
                                     Strategy::kShardGradOp, Strategy::kFullShard};
 
-TEST_F(OffloadTest, SameBitsAsWithoutOffloadForEveryStrategyAndDtype) {
+TEST_P(OffloadTest, SameBitsAsWithoutOffloadForEveryStrategyAndDtype) {
   for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
     for (Strategy s : kStrategies) {
       const std::string what =
@@ -48,7 +49,7 @@ TEST_F(OffloadTest, SameBitsAsWithoutOffloadForEveryStrategyAndDtype) {
   EXPECT_EQ(plain->params, offloaded->params) << "hybrid_shard";
 }
 
-TEST_F(OffloadTest, MastersAndMomentsMoveToTheHostPool) {
+TEST_P(OffloadTest, MastersAndMomentsMoveToTheHostPool) {
   absl::StatusOr<model::ModelLayout> layout = model::ModelLayout::Create(config_);
   ASSERT_TRUE(layout.ok());
   const double psi = static_cast<double>(layout->num_params());
@@ -94,7 +95,7 @@ TEST_F(OffloadTest, MastersAndMomentsMoveToTheHostPool) {
   }
 }
 
-TEST_F(OffloadTest, CheckpointsResumeExactlyWithAndAcrossOffload) {
+TEST_P(OffloadTest, CheckpointsResumeExactlyWithAndAcrossOffload) {
   train::TrainOptions o = Options(Strategy::kFullShard, DType::kBF16, true);
   o.steps = 6;
   auto runs = RunStraightAndResumed(o, 2, 3, dir_ + "/ckpt");
@@ -111,7 +112,7 @@ TEST_F(OffloadTest, CheckpointsResumeExactlyWithAndAcrossOffload) {
   EXPECT_EQ(resumed->params, runs->uninterrupted.params);
 }
 
-TEST_F(OffloadTest, TheDeviceCodePathsAgree) {
+TEST_P(OffloadTest, TheDeviceCodePathsAgree) {
   for (DType dtype : {DType::kF32, DType::kBF16}) {
     for (Strategy s : {Strategy::kNoShard, Strategy::kFullShard}) {
       const std::string what =
@@ -134,7 +135,7 @@ TEST_F(OffloadTest, TheDeviceCodePathsAgree) {
   }
 }
 
-TEST_F(OffloadTest, ParameterOffloadKeepsTheShardsOnTheHostWithTheSameBits) {
+TEST_P(OffloadTest, ParameterOffloadKeepsTheShardsOnTheHostWithTheSameBits) {
   for (DType dtype : {DType::kF32, DType::kBF16}) {
     for (bool as_device : {false, true}) {
       const std::string what = absl::StrCat(std::string(DTypeName(dtype)),
@@ -171,7 +172,7 @@ TEST_F(OffloadTest, ParameterOffloadKeepsTheShardsOnTheHostWithTheSameBits) {
   EXPECT_EQ(plain->params, offloaded->params);
 }
 
-TEST_F(OffloadTest, ParameterOffloadNeedsShardedParametersAndTheOptimizer) {
+TEST_P(OffloadTest, ParameterOffloadNeedsShardedParametersAndTheOptimizer) {
   train::TrainOptions zero2 = Options(Strategy::kShardGradOp, DType::kBF16, true);
   zero2.shard.offload_params = true;
   auto r = RunGang(zero2, 1);
@@ -188,7 +189,7 @@ TEST_F(OffloadTest, ParameterOffloadNeedsShardedParametersAndTheOptimizer) {
       << r.status();
 }
 
-TEST_F(OffloadTest, NvmeOffloadKeepsTheStateInFilesWithTheSameBits) {
+TEST_P(OffloadTest, NvmeOffloadKeepsTheStateInFilesWithTheSameBits) {
   ASSERT_TRUE(Env::Default()->CreateDirs(dir_ + "/nvme").ok());
   for (bool params : {false, true}) {
     train::TrainOptions host = Options(Strategy::kFullShard, DType::kBF16, true);
@@ -229,7 +230,7 @@ TEST_F(OffloadTest, NvmeOffloadKeepsTheStateInFilesWithTheSameBits) {
 // The streamed update (shard::TileStream, with the parameters written from the master tiles
 // where they are offloaded too) gives the bits of the resident run for every strategy, hybrid
 // on 4 ranks, in fp32 and bf16, over tiles smaller than the units.
-TEST_F(OffloadTest, NvmeOffloadGivesTheResidentBitsForEveryStrategy) {
+TEST_P(OffloadTest, NvmeOffloadGivesTheResidentBitsForEveryStrategy) {
   ASSERT_TRUE(Env::Default()->CreateDirs(dir_ + "/nvme").ok());
   for (DType dtype : {DType::kF32, DType::kBF16}) {
     for (Strategy s : {Strategy::kNoShard, Strategy::kShardOptimizer, Strategy::kShardGradOp,
@@ -251,7 +252,7 @@ TEST_F(OffloadTest, NvmeOffloadGivesTheResidentBitsForEveryStrategy) {
   }
 }
 
-TEST_F(OffloadTest, LowPrecisionHasNoMastersToOffload) {
+TEST_P(OffloadTest, LowPrecisionHasNoMastersToOffload) {
   train::TrainOptions o = Options(Strategy::kFullShard, DType::kBF16, true);
   o.shard.master_dtype = DType::kBF16;
   auto r = RunGang(o, 1);
@@ -259,6 +260,9 @@ TEST_F(OffloadTest, LowPrecisionHasNoMastersToOffload) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(r.status().message().find("offload_optimizer"), std::string::npos) << r.status();
 }
+
+INSTANTIATE_TEST_SUITE_P(Architectures, OffloadTest, ::testing::Values("gpt2", "llama"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace accel::testing

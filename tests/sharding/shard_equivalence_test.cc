@@ -26,31 +26,13 @@ namespace {
 
 using shard::Strategy;
 
-// The same matrix for each architecture: a GPT-2 and a Llama-family model (grouped-query
-// attention, head_dim not hidden/heads, biases, an untied head), both with odd sizes so that
-// units need padding at 3 and 4 ranks.
-model::ModelConfig Model(const std::string& arch) {
-  if (arch == "gpt2") return model::Gpt2Config{"eq", 2, 4, 20, 256, 16};
-  model::LlamaConfig c;
-  c.name = "eq-llama";
-  c.hidden_size = 20;
-  c.intermediate_size = 36;
-  c.num_attention_heads = 4;
-  c.num_key_value_heads = 2;
-  c.head_dim = 6;
-  c.num_hidden_layers = 2;
-  c.vocab_size = 256;
-  c.max_position_embeddings = 16;
-  c.attention_bias = true;
-  return c;
-}
-
+// The same matrix for each architecture (SmallModel: a GPT-2 and a Llama-family model).
 class ShardEquivalenceTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     kernels::SetNumThreads(1);
     dir_ = ::testing::TempDir() + "/shard_eq_" + std::to_string(::getpid()) + "_" + GetParam();
-    ASSERT_TRUE(WriteGangInputs(dir_, Model(GetParam())).ok());
+    ASSERT_TRUE(WriteGangInputs(dir_, SmallModel(GetParam(), "eq")).ok());
   }
   void TearDown() override { (void)Env::Default()->DeleteRecursively(dir_); }
 
@@ -121,7 +103,7 @@ TEST_P(ShardEquivalenceTest, DeepSpeedPrefetchBucketLiveCapAndReuseAreBitIdentic
   train::TrainOptions plain = Options(Strategy::kFullShard, 1, 2);
   auto full = RunGang(plain, 2);
   ASSERT_TRUE(full.ok());
-  auto layout = model::ModelLayout::Create(Model(GetParam()));
+  auto layout = model::ModelLayout::Create(SmallModel(GetParam(), "eq"));
   ASSERT_TRUE(layout.ok());
   const int64_t block = layout->unit(1).numel;
   struct Knobs {
@@ -193,7 +175,7 @@ TEST_P(ShardEquivalenceTest, ModelStateBytesFollowTheZeroFormulas) {
 }
 
 TEST_P(ShardEquivalenceTest, BytesSentMatchRingTheory) {
-  auto layout = model::ModelLayout::Create(Model(GetParam()));
+  auto layout = model::ModelLayout::Create(SmallModel(GetParam(), "eq"));
   ASSERT_TRUE(layout.ok());
   for (DType dtype : {DType::kF32, DType::kBF16}) {
     for (int world : {2, 3, 4}) {
