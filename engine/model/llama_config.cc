@@ -134,6 +134,14 @@ absl::Status CheckImplemented(const Json& j, const LlamaConfig& c, const std::st
   if (j.contains("use_qk_norm") && j["use_qk_norm"] != false) {
     return Refuse(src, "use_qk_norm", j["use_qk_norm"], "false only");
   }
+  // Newer Hugging Face files list each layer's attention; only full attention is implemented.
+  if (j.contains("layer_types") && j["layer_types"].is_array()) {
+    for (const Json& t : j["layer_types"]) {
+      if (t != "full_attention") {
+        return Refuse(src, "layer_types", t, "full_attention only: sliding-window attention");
+      }
+    }
+  }
   // A sliding window at least as long as any sequence the model sees is full causal attention.
   const bool window_used = c.model_type != "qwen2" || j.value("use_sliding_window", false);
   if (window_used && j.contains("sliding_window") && !j["sliding_window"].is_null()) {

@@ -88,7 +88,8 @@ TEST(LlamaConfigTest, RefusesWhatItDoesNotImplementNamingTheKey) {
       {R"("rms_norm_eps": -1)", "rms_norm_eps"},
       {R"("rope_scaling": {"rope_type": "llama3", "factor": 8})",
        "original_max_position_embeddings"},
-      {R"("hidden_size": "big")", "hidden_size"}};
+      {R"("hidden_size": "big")", "hidden_size"},
+      {R"("layer_types": ["full_attention", "sliding_attention"])", "layer_types"}};
   for (const auto& [extra, key] : refused) {
     auto c = ModelConfigFromJson("{" + base + ", " + extra + "}", "m.json");
     ASSERT_FALSE(c.ok()) << extra;
