@@ -89,7 +89,14 @@ absl::StatusOr<config::LoweredJob> LowerJobSpec(const accel::v1::JobSpec& spec,
     }
   }
   in.check_files = check_files;
-  return config::Lower(in, env);
+  ACCEL_ASSIGN_OR_RETURN(config::LoweredJob job, config::Lower(in, env));
+  // The CUDA model is GPT-2's only (docs/models.md): refused here, not when the ranks start.
+  if (spec.resources().device() == "cuda" && job.model.gpt2() == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "resources.device: cuda trains GPT-2 models only so far; model ", job.model.name(),
+        " is ", job.model.model_type(), " (use device: cpu)"));
+  }
+  return job;
 }
 
 accel::v1::JobSpec ResolvedSpec(const accel::v1::JobSpec& spec, const config::LoweredJob& job) {

@@ -53,6 +53,18 @@ TEST(JobLoweringTest, NoConfigAndTheShippedConfigsLower) {
   EXPECT_TRUE(LowerJobSpec(spec).ok()) << LowerJobSpec(spec).status();
 }
 
+// The CUDA model is GPT-2's only: a Llama on cuda is refused at submit, on cpu it lowers.
+TEST(JobLoweringTest, ALlamaOnCudaIsRefusedAtSubmit) {
+  accel::v1::JobSpec spec = Spec(1);
+  spec.mutable_model()->set_preset("llama-tiny");
+  EXPECT_TRUE(LowerJobSpec(spec).ok()) << LowerJobSpec(spec).status();
+  spec.mutable_resources()->set_device("cuda");
+  EXPECT_THAT(Message(spec), AllOf(HasSubstr("resources.device"), HasSubstr("llama-tiny"),
+                                   HasSubstr("is llama")));
+  spec.mutable_model()->set_preset("gpt2-tiny");
+  EXPECT_TRUE(LowerJobSpec(spec).ok()) << LowerJobSpec(spec).status();
+}
+
 TEST(JobLoweringTest, IgnoreMemoryPlanReachesTheTrainOptions) {
   accel::v1::JobSpec spec = Spec(1);
   auto plain = LowerJobSpec(spec);
