@@ -15,6 +15,7 @@
 #include "engine/checkpoint/full_model_writer.h"
 #include "engine/checkpoint/hf_shards.h"
 #include "engine/checkpoint/hf_weights.h"
+#include "engine/checkpoint/inspect.h"
 #include "engine/checkpoint/safetensors.h"
 #include "engine/checkpoint/sharded_checkpoint.h"
 #include "engine/kernels/threading.h"
@@ -305,7 +306,11 @@ TEST_F(FullCheckpointTest, ShardedFullSaveVerifiesLoadsResumesAndConsolidates) {
   ASSERT_TRUE(checkpoint::LoadHfWeights(env, merged, *layout_, loaded.data()).ok());
   EXPECT_EQ(loaded, run->params);
 
-  // A flipped byte in a shard fails the step's verification, naming the file.
+  // `accelctl ckpt inspect` verifies every shard and the index; a flipped byte in a shard fails
+  // the step's verification, naming the file.
+  auto report = checkpoint::InspectCheckpoints(env, o.checkpoint_dir, /*verify=*/true);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(report->ok() && report->steps.at(0).verified) << report->steps.at(0).status;
   const std::string shard1 = step + "/" + checkpoint::HfShardFileName(1, n);
   std::string bytes = Read(shard1);
   bytes[bytes.size() - 3] ^= 1;
@@ -313,6 +318,10 @@ TEST_F(FullCheckpointTest, ShardedFullSaveVerifiesLoadsResumesAndConsolidates) {
   absl::Status verified = checkpoint::VerifyModelFile(env, step, meta->model_files[1]);
   EXPECT_EQ(verified.code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(std::string(verified.message()), HasSubstr(shard1));
+  report = checkpoint::InspectCheckpoints(env, o.checkpoint_dir, /*verify=*/true);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_FALSE(report->ok());
+  EXPECT_THAT(std::string(report->steps.at(0).status.message()), HasSubstr(shard1));
 }
 
 // A model-only step (no rank files; the trainer never writes one, another tool might) holds no
