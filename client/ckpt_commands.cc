@@ -3,6 +3,7 @@
 #include <ostream>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "engine/checkpoint/checkpoint_metadata.h"
 #include "engine/checkpoint/consolidate.h"
@@ -37,7 +38,9 @@ void AddCkptCommands(CLI::App& app, CkptCommand* c) {
   ckpt->require_subcommand(1);
 
   CLI::App* consolidate = ckpt->add_subcommand(
-      "consolidate", "write one Hugging Face model.safetensors (+ config.json) from a step");
+      "consolidate",
+      "write a Hugging Face model.safetensors (+ config.json) from a step; above 5 GB the "
+      "sharded form: model-0000k-of-0000n.safetensors + model.safetensors.index.json beside OUT");
   consolidate->add_option("step_dir", c->step_dir, "DIR/step_N (or DIR: its latest step)")
       ->required();
   consolidate->add_option("out", c->out_path, "output .safetensors file")->required();
@@ -84,7 +87,11 @@ int CkptConsolidate(const std::string& step_dir, const std::string& out_path,
   out << absl::StrFormat(
       "wrote %s: %d tensors, %d parameters, %s, %.1f MB, from step %d (world size %d) in %.2f s "
       "(%.0f MB/s); config.json beside it\n",
-      out_path, stats->tensors, stats->params, DTypeName(*parsed), stats->bytes_written / 1e6,
+      stats->files.size() > 1
+          ? absl::StrCat(stats->files.size() - 1, " shards and ", checkpoint::kHfIndexFileName,
+                         " in ", DirName(out_path))
+          : out_path,
+      stats->tensors, stats->params, DTypeName(*parsed), stats->bytes_written / 1e6,
       stats->step, stats->world_size, seconds,
       seconds > 0 ? stats->bytes_written / 1e6 / seconds : 0.0);
   return kOk;

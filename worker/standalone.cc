@@ -78,7 +78,9 @@ void AddStandaloneFlags(CLI::App& app, StandaloneFlags& f) {
   app.add_option("--threads", f.threads, "compute threads (0 = all cores)")->capture_default_str();
   app.add_option("--log-every", f.log_every, "print progress every N steps")->capture_default_str();
   app.add_option("--metrics-out", f.metrics_out, "write one JSON line per step to this file");
-  app.add_option("--save-final", f.save_final, "write the final weights (HF model.safetensors)");
+  app.add_option("--save-final", f.save_final,
+                 "write the final weights (HF model.safetensors; sharded with an index beside it "
+                 "above 5 GB)");
   app.add_option("--save-dtype", f.save_dtype, "dtype of --save-final: f32 | bf16 | f16")
       ->capture_default_str();
   app.add_option("--output", f.output, "text | json (JSON lines on stdout)")->capture_default_str();
@@ -152,7 +154,7 @@ void AddStandaloneFlags(CLI::App& app, StandaloneFlags& f) {
       {"full_state_dict", train::TrainOptions::StateDictType::kFull}};
   app.add_option("--state-dict-type", t.state_dict_type,
                  "checkpoint kind: sharded (rank files, exact resume) or full (rank 0 writes "
-                 "model.safetensors, gathered unit by unit)")
+                 "model.safetensors, gathered unit by unit; sharded with an index above 5 GB)")
       ->transform(CLI::CheckedTransformer(state_dict_types, CLI::ignore_case))
       ->option_text("sharded|full");
   app.add_flag("--save-16bit", t.save_16bit,

@@ -1,20 +1,22 @@
-// FullModelWriter: streams a whole GPT-2 model into one Hugging Face model.safetensors while the
-// values arrive unit by unit (FULL_STATE_DICT and zero3_save_16bit_model saves, SaveWeights), so
-// the writer never holds more than one unit's conversion buffer.
+// FullModelWriter: streams a whole model into Hugging Face model files while the values arrive
+// unit by unit (FULL_STATE_DICT and zero3_save_16bit_model saves, SaveWeights) or in any pieces
+// in layout order (consolidation), so the writer never holds more than one conversion chunk.
 //
-// The file is byte for byte what SaveHfWeights (hf_weights.h) and ConsolidateToSafetensors
-// (consolidate.h) write for the same parameters and dtype: GPT2Model names from the layout
-// table, Conv1D orientation as the layout stores it (no transposes), lm_head.weight omitted (it is
-// tied to wte.weight), metadata {"format": "pt", "producer": "accel"}. The header is computed up
-// front from the layout, so the data block is appended as it comes: the flat layout is unit by
-// unit and tensor by tensor in file order, so units 0, 1, ..., n-1 concatenated are the data
-// block.
+// The files are byte for byte what SaveHfWeights (hf_weights.h) writes for the same parameters,
+// dtype and max_shard_bytes: the layout table's Hugging Face names and orientations, layout
+// order, metadata {"format": "pt", "producer": "accel"}. With max_shard_bytes <= 0 (the default)
+// or a model whose data fits, that is one file at `path`; otherwise the sharded form of
+// hf_shards.h in path's directory (model-0000k-of-0000n.safetensors and
+// model.safetensors.index.json; nothing is written at `path` itself). Every shard's header is
+// computed up front from the layout, so the data is appended as it comes and cut into the shard
+// files at tensor boundaries — a unit may straddle two files.
 //
-// Crash safety: the data goes to PATH.tmp; Finish() fsyncs it, renames it to PATH, fsyncs the
-// directory and then writes config.json beside it (WriteFileAtomic). A writer destroyed before
-// Finish() succeeded deletes PATH.tmp (best effort), so PATH is only ever a complete file.
-// Errors: InvalidArgument for units out of order or a bad dtype; the Env's error otherwise,
-// annotated with the path. Not thread-safe.
+// Crash safety: each file goes to NAME.tmp; Finish() fsyncs and renames every one to NAME,
+// fsyncs the directory, then writes the index (sharded form) and config.json beside them
+// (WriteFileAtomic). A writer destroyed before Finish() succeeded deletes its .tmp files (best
+// effort), so a final name only ever holds a complete file.
+// Errors: InvalidArgument for units out of order, values past the end or a bad dtype; the Env's
+// error otherwise, annotated with the path. Not thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +27,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "engine/base/env.h"
+#include "engine/checkpoint/hf_shards.h"
 #include "engine/model/param_specs.h"
 #include "engine/tensor/dtype.h"
 
@@ -33,21 +36,25 @@ namespace accel::checkpoint {
 // What a finished model file is: recorded in a checkpoint's metadata.json (model_files).
 struct ModelFileInfo {
   std::string file;  // name inside its directory ("model.safetensors")
-  DType dtype = DType::kF32;
-  uint64_t bytes = 0;   // the whole safetensors file
+  DType dtype = DType::kF32;  // the weights' dtype (for the index: of the weights it maps)
+  uint64_t bytes = 0;   // the whole file
   uint32_t crc32c = 0;  // over the whole file
 };
 
-// The size of the file FullModelWriter writes for `layout` in `dtype` (header + data), known
-// before anything is gathered: every rank can compute what rank 0 will write.
+// The bytes of the safetensors file(s) FullModelWriter writes for `layout` in `dtype` (headers +
+// data, not the index), known before anything is gathered: every rank can compute what rank 0
+// will write.
 [[nodiscard]] absl::StatusOr<uint64_t> FullModelFileBytes(const model::ModelLayout& layout,
-                                                          DType dtype);
+                                                          DType dtype,
+                                                          int64_t max_shard_bytes = 0);
 
 class FullModelWriter {
  public:
-  // Opens PATH.tmp and writes the header. `layout` must outlive the writer.
+  // Opens the first file's .tmp and writes its header. `layout` must outlive the writer.
+  // max_shard_bytes: see above (0 = one file).
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<FullModelWriter>> Create(
-      Env* env, const std::string& path, const model::ModelLayout* layout, DType dtype);
+      Env* env, const std::string& path, const model::ModelLayout* layout, DType dtype,
+      int64_t max_shard_bytes = 0);
   ~FullModelWriter();
   FullModelWriter(const FullModelWriter&) = delete;
   FullModelWriter& operator=(const FullModelWriter&) = delete;
@@ -55,26 +62,41 @@ class FullModelWriter {
   // Appends unit u's fp32 values (layout.unit(u).numel floats), converted to the file dtype
   // (round to nearest even). Units must come in order 0, 1, ...; InvalidArgument otherwise.
   [[nodiscard]] absl::Status AppendUnit(int u, const float* values);
-  // After the last unit: fsync, rename PATH.tmp -> PATH, fsync the directory, and (when
-  // write_config) config.json beside PATH. FailedPrecondition if units are missing.
-  [[nodiscard]] absl::StatusOr<ModelFileInfo> Finish(bool write_config = true);
+  // Appends the next n fp32 values in layout order (any piece size). InvalidArgument past the
+  // end of the model.
+  [[nodiscard]] absl::Status AppendValues(const float* values, int64_t n);
+  // After the last value: fsync and rename every file, fsync the directory, write the index
+  // (sharded form) and, when write_config, config.json. FailedPrecondition if values are
+  // missing. Returns the files written in order: the safetensors file(s), then the index.
+  [[nodiscard]] absl::StatusOr<std::vector<ModelFileInfo>> Finish(bool write_config = true);
 
   const std::string& path() const { return path_; }
+  int num_files() const { return static_cast<int>(shards_.size()); }
+  size_t buffer_bytes() const { return converted_.size(); }
 
  private:
   FullModelWriter(Env* env, std::string path, const model::ModelLayout* layout, DType dtype)
       : env_(env), path_(std::move(path)), layout_(layout), dtype_(dtype) {}
+  // The final path of shard s.
+  std::string ShardPath(int s) const;
+  // Opens shard s's .tmp and writes its header.
+  [[nodiscard]] absl::Status OpenShard(int s);
+  // Completes the current shard (fsync, close) and opens the next while the current is full.
+  [[nodiscard]] absl::Status AdvanceFullShards();
   [[nodiscard]] absl::Status Append(const void* data, size_t n);
+  void DeleteTmpFiles();
 
   Env* env_;
   std::string path_;
   const model::ModelLayout* layout_;
   DType dtype_;
+  std::vector<HfShard> shards_;
+  std::vector<ModelFileInfo> infos_;  // per shard opened so far: name, bytes, crc
+  int current_ = -1;                  // the shard being written
   std::unique_ptr<WritableFile> file_;
   std::vector<char> converted_;  // one chunk in the file dtype
-  int next_unit_ = 0;
-  uint64_t bytes_ = 0;
-  uint32_t crc_ = 0;
+  int64_t pos_ = 0;              // flat elements appended
+  int next_unit_ = 0;            // the unit starting at or containing pos_
   bool finished_ = false;
 };
 

@@ -38,9 +38,10 @@ class FullModelWriterTest : public ::testing::Test {
       absl::Status s = (*w)->AppendUnit(u, values_.data() + layout_->unit(u).offset);
       if (!s.ok()) return s;
     }
-    auto info = (*w)->Finish();
-    if (!info.ok()) return info.status();
-    info_ = *info;
+    auto files = (*w)->Finish();
+    if (!files.ok()) return files.status();
+    if (files->size() != 1) return absl::InternalError("expected one file");
+    info_ = files->front();
     return absl::OkStatus();
   }
 

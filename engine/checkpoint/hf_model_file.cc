@@ -8,13 +8,13 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
+#include "engine/checkpoint/hf_shards.h"
 #include "nlohmann/json.hpp"
 
 namespace accel::checkpoint {
 namespace {
 
 constexpr char kGpt2Prefix[] = "transformer.";
-constexpr char kIndexName[] = "model.safetensors.index.json";
 constexpr char kSingleName[] = "model.safetensors";
 
 // Buffers some files carry that are not parameters.
@@ -43,12 +43,12 @@ std::string TiedHeadOf(const model::ModelConfig& config) {
 
 absl::StatusOr<std::string> ResolveHfWeightsPath(Env* env, const std::string& path) {
   if (absl::EndsWith(path, ".safetensors") || absl::EndsWith(path, ".json")) return path;
-  for (const char* name : {kIndexName, kSingleName}) {
+  for (const char* name : {kHfIndexFileName, kSingleName}) {
     if (env->FileExists(JoinPath(path, name))) return JoinPath(path, name);
   }
   if (env->FileExists(path)) return path;  // a safetensors file by another name
   return absl::NotFoundError(absl::StrCat(path, ": neither a weights file nor a directory with ",
-                                          kIndexName, " or ", kSingleName));
+                                          kHfIndexFileName, " or ", kSingleName));
 }
 
 absl::StatusOr<std::unique_ptr<HfModelFile>> HfModelFile::Open(Env* env, const std::string& path,

@@ -66,7 +66,10 @@ struct CheckpointMeta {
   // an fp32 model.safetensors (what the trainer writes for FULL_STATE_DICT); "sharded+16bit" =
   // rank files plus a 16-bit model.safetensors. "full" and "16bit" are model-file-only steps
   // (weights, no optimizer state), still read for resume. Model files sit in the step directory
-  // beside config.json.
+  // beside config.json. A model above the writer's max_shard_bytes is several files
+  // (model-0000k-of-0000n.safetensors) plus model.safetensors.index.json, all listed in
+  // model_files (the index last) so that commit keeps and verification checks every one; a
+  // loader opens the step directory (HfModelFile), which finds either form.
   std::string kind = "sharded";
   std::vector<ModelFileInfo> model_files;
 };

@@ -81,8 +81,8 @@ absl::StatusOr<const RankFileReader*> StepReader::File(int rank) {
 absl::Status StepReader::Read(Section section, int64_t flat_begin, int64_t flat_end, float* dst) {
   if (!KindHasRankFiles(metadata_.meta.kind)) {
     return absl::FailedPreconditionError(absl::StrCat(
-        step_dir_, " is a \"", metadata_.meta.kind, "\" checkpoint: it holds ", kModelFileName,
-        " (load it with --init-weights), not rank files"));
+        step_dir_, " is a \"", metadata_.meta.kind, "\" checkpoint: it holds Hugging Face model "
+        "files (load the step directory with --init-weights), not rank files"));
   }
   if (flat_begin < 0 || flat_end < flat_begin || flat_end > metadata_.num_params) {
     return absl::InvalidArgumentError(absl::StrCat(step_dir_, ": elements [", flat_begin, ", ",

@@ -53,10 +53,15 @@ struct TrainOptions {
   // What a checkpoint save writes (Accelerate's fsdp_state_dict_type / DeepSpeed's
   // zero3_save_16bit_model). Every rank always writes its own ranges (exact resume); kFull adds
   // DIR/step_N/model.safetensors in fp32, gathered unit by unit and written by rank 0;
-  // save_16bit adds a bf16 model.safetensors instead (f16 when training in fp16).
+  // save_16bit adds a bf16 model.safetensors instead (f16 when training in fp16). Either is
+  // sharded above max_shard_bytes.
   enum class StateDictType { kSharded, kFull };
   StateDictType state_dict_type = StateDictType::kSharded;
   bool save_16bit = false;
+  // Model files (full / 16-bit checkpoints, the final weights) larger than this many bytes of
+  // tensor data are written in Hugging Face's sharded form (engine/checkpoint/hf_shards.h);
+  // unset: checkpoint::kDefaultMaxShardBytes (5 GB, save_pretrained's default); <= 0: one file.
+  std::optional<int64_t> max_shard_bytes;
   // Efficient loading of init_weights. cpu_ram_efficient_loading (with sync_module_states): only
   // rank 0 reads the file, unit by unit, and the others receive what they hold. zero3_init:
   // every rank reads only the byte ranges it holds, no broadcast.

@@ -3,7 +3,8 @@
 //
 // A save runs in three phases so that no rank is ever left waiting on one that failed:
 //   1. write: every rank its rank file (sharded kinds); then, for a model file, every rank gathers
-//      unit by unit and rank 0 streams the unit into model.safetensors (FullModelWriter). A
+//      unit by unit and rank 0 streams the unit into model.safetensors, or its shards above
+//      MaxShardBytes (FullModelWriter). A
 //      local write error is remembered, not returned, so the collectives go on.
 //   2. agree: all-gather each rank's bytes written, or -1 for a failure → every rank learns
 //      rank_bytes and whether any rank failed (then all return an error; nothing is committed).
@@ -29,6 +30,10 @@ namespace accel::train {
 namespace {
 
 constexpr absl::Duration kTimeout = absl::Seconds(300);
+
+int64_t MaxShardBytes(const TrainOptions& o) {
+  return o.max_shard_bytes.value_or(checkpoint::kDefaultMaxShardBytes);
+}
 
 // int64 values travel as two f32 slots: all-gather and broadcast copy bytes, nothing is summed.
 absl::StatusOr<std::vector<int64_t>> AllGatherInt64(comm::Communicator* c, int64_t value) {
@@ -189,7 +194,7 @@ absl::StatusOr<CheckpointEvent> Trainer::SaveCheckpoint(const std::string& dir, 
       if (local.ok()) {
         auto w = checkpoint::FullModelWriter::Create(
             env_, JoinPath(tmp, checkpoint::kModelFileName), layout_.get(),
-            ModelFileDType(options_));
+            ModelFileDType(options_), MaxShardBytes(options_));
         local = w.status();
         if (w.ok()) writer = std::move(*w);
       }
@@ -199,13 +204,14 @@ absl::StatusOr<CheckpointEvent> Trainer::SaveCheckpoint(const std::string& dir, 
       return absl::OkStatus();
     })));
     if (writer != nullptr && local.ok()) {
-      absl::StatusOr<checkpoint::ModelFileInfo> info = writer->Finish(/*write_config=*/true);
-      local = info.status();
-      if (info.ok()) {
-        my_bytes += static_cast<int64_t>(info->bytes);
+      absl::StatusOr<std::vector<checkpoint::ModelFileInfo>> files =
+          writer->Finish(/*write_config=*/true);
+      local = files.status();
+      if (files.ok()) {
+        for (const checkpoint::ModelFileInfo& f : *files) my_bytes += static_cast<int64_t>(f.bytes);
         my_bytes += static_cast<int64_t>(
             env_->GetFileSize(JoinPath(tmp, "config.json")).value_or(0));
-        model_files.push_back(*info);
+        model_files = std::move(*files);
       }
     }
   }
@@ -290,8 +296,7 @@ absl::Status Trainer::Resume(const std::string& dir) {
     // so it cannot continue a run — it can start one.
     return absl::FailedPreconditionError(absl::StrCat(
         step_dir, " is a \"", meta.kind, "\" step (model file only, no optimizer state): it "
-        "cannot be resumed; start from its weights with --init-weights ",
-        JoinPath(step_dir, checkpoint::kModelFileName)));
+        "cannot be resumed; start from its weights with --init-weights ", step_dir));
   }
   std::vector<shard::OwnedRange> owned = sharded_->OwnedRanges();
   std::vector<checkpoint::LoadRange> ranges;
@@ -322,7 +327,8 @@ absl::Status Trainer::SaveWeights(const std::string& path, DType dtype) {
   if (rank() == 0) {
     local = env_->CreateDirs(DirName(path));
     if (local.ok()) {
-      auto w = checkpoint::FullModelWriter::Create(env_, path, layout_.get(), dtype);
+      auto w = checkpoint::FullModelWriter::Create(env_, path, layout_.get(), dtype,
+                                                   MaxShardBytes(options_));
       local = w.status();
       if (w.ok()) writer = std::move(*w);
     }

@@ -94,7 +94,8 @@ class Trainer {
   // options().state_dict_type / save_16bit ask for. Collective: every rank must call it; a rank
   // that calls it alone gets the communicator's DeadlineExceeded / Unavailable, annotated.
   // Sharded: every rank writes its own ranges. Full / 16-bit: gathered unit by unit, rank 0
-  // streams model.safetensors. Rank 0 commits; every rank returns the same outcome.
+  // streams model.safetensors (sharded above options().max_shard_bytes). Rank 0 commits; every
+  // rank returns the same outcome.
   [[nodiscard]] absl::StatusOr<CheckpointEvent> SaveCheckpoint(const std::string& dir,
                                                                int keep_last);
   // Loads DIR's latest checkpoint into this rank's ranges and continues from its step.
@@ -105,7 +106,9 @@ class Trainer {
   // Gathers the full parameters (layout order) on every rank. Collective.
   [[nodiscard]] absl::StatusOr<std::vector<float>> GatherParams();
   // Writes the parameters as a Hugging Face model.safetensors (+ config.json beside it) from
-  // rank 0. Collective: every rank must call it.
+  // rank 0; above options().max_shard_bytes, the sharded form in path's directory instead
+  // (model-0000k-of-0000n.safetensors + model.safetensors.index.json). Collective: every rank
+  // must call it.
   [[nodiscard]] absl::Status SaveWeights(const std::string& path, DType dtype = DType::kF32);
 
   const model::ModelLayout& layout() const { return *layout_; }

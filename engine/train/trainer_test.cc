@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "engine/checkpoint/hf_shards.h"
 #include "engine/checkpoint/safetensors.h"
 #include "engine/testing/token_shard.h"
 #include "engine/train/repetitive_text_test_fixture.h"
@@ -122,6 +123,41 @@ TEST_F(TrainerTest, SavedWeightsReloadExactly) {
   ASSERT_TRUE(reader.ok());
   ASSERT_NE((*reader)->Find("h.1.mlp.c_fc.weight"), nullptr);
   EXPECT_EQ((*reader)->Find("h.1.mlp.c_fc.weight")->shape, (std::vector<int64_t>{64, 256}));
+}
+
+// --save-final above max_shard_bytes: Hugging Face's sharded form, which the directory reloads.
+TEST_F(TrainerTest, SavedWeightsAboveTheShardSizeAreShardedAndReloadExactly) {
+  TrainOptions o = Options();
+  o.steps = 1;
+  auto config = config::ModelConfigOf(Env::Default(), o);
+  ASSERT_TRUE(config.ok()) << config.status();
+  auto layout = model::ModelLayout::Create(*config);
+  ASSERT_TRUE(layout.ok());
+  o.max_shard_bytes = layout->num_params() * 4 / 3;
+  const int shards =
+      static_cast<int>(checkpoint::HfShards(*layout, DType::kF32, *o.max_shard_bytes).size());
+  ASSERT_GE(shards, 3);
+  auto saver = Trainer::Create(o);
+  ASSERT_TRUE(saver.ok());
+  ASSERT_TRUE((*saver)->Train(nullptr).ok());
+  ASSERT_TRUE(Env::Default()->CreateDirs(dir_ + "/sharded").ok());
+  ASSERT_TRUE((*saver)->SaveWeights(dir_ + "/sharded/model.safetensors").ok());
+  EXPECT_FALSE(Env::Default()->FileExists(dir_ + "/sharded/model.safetensors"));
+  EXPECT_TRUE(Env::Default()->FileExists(dir_ + "/sharded/model.safetensors.index.json"));
+  for (int k = 0; k < shards; ++k) {
+    EXPECT_TRUE(Env::Default()->FileExists(dir_ + "/sharded/" +
+                                           checkpoint::HfShardFileName(k, shards)));
+  }
+
+  TrainOptions reload = Options();
+  reload.init_weights = dir_ + "/sharded";
+  reload.model_config = dir_ + "/sharded/config.json";
+  auto again = Trainer::Create(reload);
+  ASSERT_TRUE(again.ok()) << again.status();
+  auto saved = (*saver)->GatherParams();
+  auto loaded = (*again)->GatherParams();
+  ASSERT_TRUE(saved.ok() && loaded.ok());
+  EXPECT_EQ(*saved, *loaded);
 }
 
 TEST_F(TrainerTest, BadInputNamesTheCulprit) {

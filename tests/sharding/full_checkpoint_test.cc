@@ -13,7 +13,9 @@
 #include "engine/checkpoint/checkpoint_metadata.h"
 #include "engine/checkpoint/consolidate.h"
 #include "engine/checkpoint/full_model_writer.h"
+#include "engine/checkpoint/hf_shards.h"
 #include "engine/checkpoint/hf_weights.h"
+#include "engine/checkpoint/inspect.h"
 #include "engine/checkpoint/safetensors.h"
 #include "engine/checkpoint/sharded_checkpoint.h"
 #include "engine/kernels/threading.h"
@@ -97,6 +99,23 @@ class FullCheckpointTest : public ::testing::Test {
     auto s = ReadFileToString(Env::Default(), path);
     EXPECT_TRUE(s.ok()) << s.status();
     return s.value_or("");
+  }
+
+  // Starting from `weights` (--init-weights, another world size and strategy) and resuming
+  // `ckpt`'s step 2 (--resume: exact, through its rank files) both give `params`.
+  void ExpectInitWeightsAndResumeGive(const std::string& weights, const std::string& ckpt,
+                                      const std::vector<float>& params) {
+    train::TrainOptions init = Options(Strategy::kShardGradOp, 0);
+    init.init_weights = weights;
+    auto from_init = Run(init, 3);
+    ASSERT_TRUE(from_init.ok()) << from_init.status();
+    EXPECT_EQ(from_init->params, params);
+    train::TrainOptions resume = Options(Strategy::kFullShard, 2);
+    resume.resume_dir = ckpt;
+    auto resumed = Run(resume, 2);
+    ASSERT_TRUE(resumed.ok()) << resumed.status();
+    EXPECT_EQ(resumed->step, 2);
+    EXPECT_EQ(resumed->params, params);
   }
 
   std::string dir_;
@@ -225,19 +244,84 @@ TEST_F(FullCheckpointTest, FullFileLoadsBackThroughInitWeightsAndResume) {
       checkpoint::LoadHfWeights(Env::Default(), file, *layout_, loaded.data()).ok());
   EXPECT_EQ(loaded, run->params);
 
-  train::TrainOptions init = Options(Strategy::kShardGradOp, 0);
-  init.init_weights = file;
-  auto from_init = Run(init, 3);
-  ASSERT_TRUE(from_init.ok()) << from_init.status();
-  EXPECT_EQ(from_init->params, run->params);
+  ExpectInitWeightsAndResumeGive(file, o.checkpoint_dir, run->params);
+}
 
-  // --resume from a full step: exact, through its rank files.
-  train::TrainOptions resume = Options(Strategy::kFullShard, 2);
-  resume.resume_dir = o.checkpoint_dir;
-  auto resumed = Run(resume, 2);
-  ASSERT_TRUE(resumed.ok()) << resumed.status();
-  EXPECT_EQ(resumed->step, 2);
-  EXPECT_EQ(resumed->params, run->params);
+// Above max_shard_bytes the full save is Hugging Face's sharded form: every shard and the index
+// are listed in model_files and verified, the files are SaveHfWeights' for the same values and
+// shard size, the step directory loads through --init-weights, the rank files still resume,
+// and consolidating the step with the same shard size writes the same files.
+TEST_F(FullCheckpointTest, ShardedFullSaveVerifiesLoadsResumesAndConsolidates) {
+  Env* env = Env::Default();
+  const int64_t max = layout_->num_params() * 4 / 3;
+  const std::vector<checkpoint::HfShard> shards = checkpoint::HfShards(*layout_, DType::kF32, max);
+  ASSERT_GE(shards.size(), 3u);
+  const int n = static_cast<int>(shards.size());
+  train::TrainOptions o = Options(Strategy::kFullShard, 2);
+  o.checkpoint_dir = dir_ + "/sharded_full";
+  o.checkpoint_every = 2;
+  o.state_dict_type = StateDictType::kFull;
+  o.max_shard_bytes = max;
+  auto run = Run(o, 2);
+  ASSERT_TRUE(run.ok()) << run.status();
+  const std::string step = checkpoint::StepDir(o.checkpoint_dir, 2);
+  EXPECT_FALSE(env->FileExists(step + "/model.safetensors"));
+
+  auto meta = checkpoint::ReadMetadata(env, step);
+  ASSERT_TRUE(meta.ok()) << meta.status();
+  ASSERT_EQ(meta->model_files.size(), shards.size() + 1);
+  EXPECT_EQ(meta->model_files.back().file, checkpoint::kHfIndexFileName);
+  const std::string whole = dir_ + "/whole";
+  ASSERT_TRUE(env->CreateDirs(whole).ok());
+  ASSERT_TRUE(checkpoint::SaveHfWeights(env, whole + "/model.safetensors", *layout_,
+                                        run->params.data(), DType::kF32, max)
+                  .ok());
+  int64_t model_bytes = 0;
+  for (int i = 0; i <= n; ++i) {
+    const checkpoint::ModelFileInfo& f = meta->model_files[i];
+    EXPECT_EQ(f.file, i < n ? checkpoint::HfShardFileName(i, n)
+                            : std::string(checkpoint::kHfIndexFileName));
+    EXPECT_TRUE(checkpoint::VerifyModelFile(env, step, f).ok()) << f.file;
+    EXPECT_EQ(Read(step + "/" + f.file), Read(whole + "/" + f.file)) << f.file;
+    model_bytes += static_cast<int64_t>(f.bytes);
+  }
+  ASSERT_EQ(run->events.size(), 1u);
+  EXPECT_EQ(run->events[0].rank_bytes[0],
+            static_cast<int64_t>(Read(step + "/rank_0.bin").size() +
+                                 Read(step + "/config.json").size()) + model_bytes);
+
+  ExpectInitWeightsAndResumeGive(step, o.checkpoint_dir, run->params);
+
+  // `accelctl ckpt consolidate` of the same step, same shard size: the same files.
+  const std::string merged = dir_ + "/merged";
+  ASSERT_TRUE(env->CreateDirs(merged).ok());
+  auto stats = checkpoint::ConsolidateToSafetensors(env, step, merged + "/model.safetensors",
+                                                    {.max_shard_bytes = max});
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  ASSERT_EQ(stats->files.size(), shards.size() + 1);
+  for (const checkpoint::ModelFileInfo& f : meta->model_files) {
+    EXPECT_EQ(Read(merged + "/" + f.file), Read(step + "/" + f.file)) << f.file;
+  }
+  std::vector<float> loaded(layout_->num_params());
+  ASSERT_TRUE(checkpoint::LoadHfWeights(env, merged, *layout_, loaded.data()).ok());
+  EXPECT_EQ(loaded, run->params);
+
+  // `accelctl ckpt inspect` verifies every shard and the index; a flipped byte in a shard fails
+  // the step's verification, naming the file.
+  auto report = checkpoint::InspectCheckpoints(env, o.checkpoint_dir, /*verify=*/true);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(report->ok() && report->steps.at(0).verified) << report->steps.at(0).status;
+  const std::string shard1 = step + "/" + checkpoint::HfShardFileName(1, n);
+  std::string bytes = Read(shard1);
+  bytes[bytes.size() - 3] ^= 1;
+  ASSERT_TRUE(WriteFileAtomic(env, shard1, bytes).ok());
+  absl::Status verified = checkpoint::VerifyModelFile(env, step, meta->model_files[1]);
+  EXPECT_EQ(verified.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(std::string(verified.message()), HasSubstr(shard1));
+  report = checkpoint::InspectCheckpoints(env, o.checkpoint_dir, /*verify=*/true);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_FALSE(report->ok());
+  EXPECT_THAT(std::string(report->steps.at(0).status.message()), HasSubstr(shard1));
 }
 
 // A model-only step (no rank files; the trainer never writes one, another tool might) holds no
@@ -263,7 +347,7 @@ TEST_F(FullCheckpointTest, AModelOnlyStepIsRefusedOnResumeButLoadsAsInitWeights)
   meta.world_size = 1;
   meta.strategy = "no_shard";
   meta.kind = checkpoint::kKindFull;
-  meta.model_files = {*info};
+  meta.model_files = *info;
   ASSERT_TRUE(checkpoint::WriteMetadataAndCommit(env, ckpt, meta, *layout_, 0).ok());
 
   train::TrainOptions resume = Options(Strategy::kFullShard, 4);
@@ -272,10 +356,9 @@ TEST_F(FullCheckpointTest, AModelOnlyStepIsRefusedOnResumeButLoadsAsInitWeights)
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition) << refused.status();
   EXPECT_THAT(std::string(refused.status().message()),
-              ::testing::HasSubstr("--init-weights " + checkpoint::StepDir(ckpt, 2) +
-                                   "/model.safetensors"));
+              ::testing::HasSubstr("--init-weights " + checkpoint::StepDir(ckpt, 2)));
   train::TrainOptions init = Options(Strategy::kFullShard, 0);
-  init.init_weights = checkpoint::StepDir(ckpt, 2) + "/model.safetensors";
+  init.init_weights = checkpoint::StepDir(ckpt, 2);  // the directory: either form
   auto started = Run(init, 2);
   ASSERT_TRUE(started.ok()) << started.status();
   EXPECT_EQ(started->params, values);
