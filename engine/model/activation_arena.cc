@@ -1,5 +1,6 @@
 #include "engine/model/activation_arena.h"
 
+#include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
 
 namespace accel::model::arena {
@@ -23,6 +24,17 @@ int64_t AllocationFloats(const Allocation& a) {
 }
 
 }  // namespace
+
+absl::Status CheckShape(int64_t B, int64_t T, int64_t max_positions) {
+  if (B <= 0 || T <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("batch ", B, " x ", T, " must be positive"));
+  }
+  if (T > max_positions) {
+    return absl::InvalidArgumentError(absl::StrCat("sequence length ", T, " exceeds the model's ",
+                                                   max_positions, " positions"));
+  }
+  return absl::OkStatus();
+}
 
 int64_t PlannedFloats(const std::vector<Allocation>& allocations) {
   int64_t floats = 0;

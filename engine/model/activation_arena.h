@@ -36,6 +36,9 @@ inline Part At16(uint16_t** slot, int64_t elements) {
   return {[slot](float* p) { *slot = reinterpret_cast<uint16_t*>(p); }, (elements + 1) / 2};
 }
 
+// InvalidArgument unless B and T are positive and T is at most the model's positions.
+[[nodiscard]] absl::Status CheckShape(int64_t B, int64_t T, int64_t max_positions);
+
 // Floats all allocations take.
 int64_t PlannedFloats(const std::vector<Allocation>& allocations);
 // Allocates each (charged as activations to `ledger`, in `pool`) and stores every part's address.

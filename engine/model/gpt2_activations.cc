@@ -26,17 +26,6 @@ Overlay WorkingSet(BlockActivations& L, int64_t B, int64_t T, int64_t C, int64_t
           At(&L.ln2_rstd, BT),     At(&L.fch, BT * 4 * C),  At(&L.fch_gelu, BT * 4 * C)};
 }
 
-absl::Status CheckShape(const Gpt2Config& c, int64_t B, int64_t T) {
-  if (B <= 0 || T <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat("batch ", B, " x ", T, " must be positive"));
-  }
-  if (T > c.n_positions) {
-    return absl::InvalidArgumentError(absl::StrCat("sequence length ", T, " exceeds the model's ",
-                                                   c.n_positions, " positions"));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 struct ActivationLayout {
@@ -88,7 +77,7 @@ std::vector<Allocation> ActivationLayout::Of(const Gpt2Config& c, int64_t B, int
 absl::StatusOr<Gpt2Activations> Gpt2Activations::Create(const Gpt2Config& c, int64_t B, int64_t T,
                                                         MemoryPool pool, MemoryLedger* ledger,
                                                         ActivationOptions options) {
-  ACCEL_RETURN_IF_ERROR(CheckShape(c, B, T));
+  ACCEL_RETURN_IF_ERROR(arena::CheckShape(B, T, c.n_positions));
   Gpt2Activations a;
   ACCEL_ASSIGN_OR_RETURN(a.storage_,
                          arena::Allocate(ActivationLayout::Of(c, B, T, options, a), pool, ledger));
@@ -97,7 +86,7 @@ absl::StatusOr<Gpt2Activations> Gpt2Activations::Create(const Gpt2Config& c, int
 
 absl::StatusOr<int64_t> Gpt2Activations::PlannedBytes(const Gpt2Config& c, int64_t B, int64_t T,
                                                       ActivationOptions options) {
-  ACCEL_RETURN_IF_ERROR(CheckShape(c, B, T));
+  ACCEL_RETURN_IF_ERROR(arena::CheckShape(B, T, c.n_positions));
   Gpt2Activations unused;
   return arena::PlannedFloats(ActivationLayout::Of(c, B, T, options, unused)) *
          static_cast<int64_t>(sizeof(float));

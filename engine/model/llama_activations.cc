@@ -35,17 +35,6 @@ Overlay WorkingSet(LlamaBlockActivations& L, const LlamaConfig& c, int64_t B, in
           At(&L.swiglu, BT * I)};
 }
 
-absl::Status CheckShape(const LlamaConfig& c, int64_t B, int64_t T) {
-  if (B <= 0 || T <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat("batch ", B, " x ", T, " must be positive"));
-  }
-  if (T > c.max_position_embeddings) {
-    return absl::InvalidArgumentError(absl::StrCat("sequence length ", T, " exceeds the model's ",
-                                                   c.max_position_embeddings, " positions"));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 struct LlamaActivationLayout {
@@ -93,7 +82,7 @@ absl::StatusOr<LlamaActivations> LlamaActivations::Create(const LlamaConfig& c, 
                                                           int64_t T, MemoryPool pool,
                                                           MemoryLedger* ledger,
                                                           ActivationOptions options) {
-  ACCEL_RETURN_IF_ERROR(CheckShape(c, B, T));
+  ACCEL_RETURN_IF_ERROR(arena::CheckShape(B, T, c.max_position_embeddings));
   LlamaActivations a;
   ACCEL_ASSIGN_OR_RETURN(a.storage_,
                          arena::Allocate(LlamaActivationLayout::Of(c, B, T, options, a), pool,
@@ -113,7 +102,7 @@ absl::StatusOr<LlamaActivations> LlamaActivations::Create(const LlamaConfig& c, 
 
 absl::StatusOr<int64_t> LlamaActivations::PlannedBytes(const LlamaConfig& c, int64_t B,
                                                        int64_t T, ActivationOptions options) {
-  ACCEL_RETURN_IF_ERROR(CheckShape(c, B, T));
+  ACCEL_RETURN_IF_ERROR(arena::CheckShape(B, T, c.max_position_embeddings));
   LlamaActivations unused;
   return arena::PlannedFloats(LlamaActivationLayout::Of(c, B, T, options, unused)) *
          static_cast<int64_t>(sizeof(float));
