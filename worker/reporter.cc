@@ -47,15 +47,19 @@ v1::WorkerEvent MetricsEvent(const train::StepMetrics& s) {
   m->set_elapsed_seconds(s.elapsed_seconds);
   m->set_eta_seconds(s.eta_seconds);
   m->set_skipped(s.skipped);
-  int64_t sent = 0, cross = 0;
+  m->set_loss_scale(s.loss_scale);
+  int64_t sent = 0, cross = 0, received = 0;
   for (const train::RankStats& r : s.ranks) {
     sent += r.bytes_sent;
     cross += r.bytes_sent_cross_node;
+    received += r.bytes_received;
     m->add_rank_bytes_sent(r.bytes_sent);
     m->add_rank_bytes_sent_cross_node(r.bytes_sent_cross_node);
+    m->add_rank_bytes_received(r.bytes_received);
   }
   m->set_bytes_sent(sent);
   m->set_bytes_sent_cross_node(cross);
+  m->set_bytes_received(received);
   return e;
 }
 

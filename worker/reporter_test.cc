@@ -29,6 +29,9 @@ TEST(ReporterTest, MetricsEventSumsTheRanksTrafficAndKeepsEachRanksSplit) {
   s.ranks[0].bytes_sent = 100;
   s.ranks[1].bytes_sent = 300;
   s.ranks[1].bytes_sent_cross_node = 300;
+  s.ranks[0].bytes_received = 250;
+  s.ranks[1].bytes_received = 150;
+  s.loss_scale = 1024;
   const v1::WorkerEvent e = MetricsEvent(s);
   ASSERT_TRUE(e.has_metrics());
   EXPECT_EQ(e.metrics().bytes_sent(), 400);
@@ -36,6 +39,10 @@ TEST(ReporterTest, MetricsEventSumsTheRanksTrafficAndKeepsEachRanksSplit) {
   ASSERT_EQ(e.metrics().rank_bytes_sent_cross_node_size(), 2);
   EXPECT_EQ(e.metrics().rank_bytes_sent_cross_node(0), 0);
   EXPECT_EQ(e.metrics().rank_bytes_sent(1), 300);
+  EXPECT_EQ(e.metrics().bytes_received(), 400);
+  ASSERT_EQ(e.metrics().rank_bytes_received_size(), 2);
+  EXPECT_EQ(e.metrics().rank_bytes_received(0), 250);
+  EXPECT_EQ(e.metrics().loss_scale(), 1024);
   // A step without statistics reports no traffic rather than a made-up zero split per rank.
   EXPECT_EQ(MetricsEvent(train::StepMetrics{}).metrics().rank_bytes_sent_size(), 0);
 }
