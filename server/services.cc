@@ -38,6 +38,31 @@ const grpc::Status kNoToken(grpc::StatusCode::UNAUTHENTICATED,
                             "missing `authorization: Bearer <token>` metadata");
 const grpc::Status kBadToken(grpc::StatusCode::UNAUTHENTICATED, "wrong token");
 
+// The spec a SubmitJob asks for: `spec`, or the job file it names, parsed here.
+absl::StatusOr<accel::v1::JobSpec> RequestedSpec(const accel::v1::SubmitJobRequest& req) {
+  const bool from_file = !req.job_file().empty();
+  if (!from_file) {
+    if (!req.accelerate_config().empty() || !req.deepspeed_config().empty()) {
+      return absl::InvalidArgumentError(
+          "accelerate_config and deepspeed_config go with job_file (a spec carries its configs)");
+    }
+    return req.spec();
+  }
+  if (req.has_spec()) return absl::InvalidArgumentError("give spec or job_file, not both");
+  for (const auto& [key, path] : {std::pair{"job_file", &req.job_file()},
+                                  std::pair{"accelerate_config", &req.accelerate_config()},
+                                  std::pair{"deepspeed_config", &req.deepspeed_config()}}) {
+    if (!path->empty() && (*path)[0] != '/') {
+      return absl::InvalidArgumentError(
+          absl::StrCat(key, ": must be an absolute path (acceld reads it), got \"", *path, "\""));
+    }
+  }
+  absl::StatusOr<accel::v1::JobSpec> spec =
+      rpc::ParseJobFile(req.job_file(), req.accelerate_config(), req.deepspeed_config());
+  if (!spec.ok()) return absl::InvalidArgumentError(spec.status().message());
+  return spec;
+}
+
 }  // namespace
 
 // ---- client API -------------------------------------------------------------------------------
@@ -62,7 +87,9 @@ grpc::Status CoordinatorService::SubmitJob(grpc::ServerContext* ctx,
                                            const accel::v1::SubmitJobRequest* req,
                                            accel::v1::SubmitJobResponse* resp) {
   if (grpc::Status s = CheckClient(ctx); !s.ok()) return s;
-  accel::v1::JobSpec spec = req->spec();
+  absl::StatusOr<accel::v1::JobSpec> requested = RequestedSpec(*req);
+  if (!requested.ok()) return ToGrpc(requested.status());
+  accel::v1::JobSpec spec = *std::move(requested);
   // The stored spec says where the job runs, whatever acceld's default later becomes.
   if (spec.resources().launcher().empty()) {
     spec.mutable_resources()->set_launcher(d_.manager->default_launcher());

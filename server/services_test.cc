@@ -125,6 +125,44 @@ TEST_F(ServicesTest, TokensAreCheckedWithTheRightCodes) {
   EXPECT_EQ(workers_->Register(&ctx3, reg, &a).error_code(), grpc::StatusCode::UNAUTHENTICATED);
 }
 
+TEST_F(ServicesTest, AJobFileIsParsedByAcceldAsAccelctlWouldAndItsErrorsNameTheLine) {
+  auto submit_file = [&](const std::string& file, const std::string& config, v1::Job* job) {
+    grpc::ClientContext ctx;
+    rpc::Authorize(ctx, token_);
+    v1::SubmitJobRequest req;
+    req.set_job_file(file);
+    req.set_accelerate_config(config);
+    v1::SubmitJobResponse resp;
+    grpc::Status s = coord_->SubmitJob(&ctx, req, &resp);
+    if (job) *job = resp.job();
+    return s;
+  };
+  // Relative paths resolve against the job file's folder, as for accelctl.
+  std::ofstream(dir_ + "/job.yaml") << "name: from-file\ndata: {path: data.txt}\n"
+                                       "train: {steps: 3}\nresources: {num_processes: 1}\n";
+  v1::Job job;
+  grpc::Status s = submit_file(dir_ + "/job.yaml", "", &job);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(job.spec().name(), "from-file");
+  EXPECT_EQ(job.spec().data().path(), dir_ + "/data.txt");
+  EXPECT_EQ(job.spec().train().steps(), 3);
+
+  std::ofstream(dir_ + "/bad.yaml") << "name: bad\ndata: {path: data.txt}\ntrain: {steps: 0}\n";
+  s = submit_file(dir_ + "/bad.yaml", "", nullptr);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("bad.yaml:3"));
+  EXPECT_THAT(s.error_message(), HasSubstr("train.steps"));
+  s = submit_file("job.yaml", "", nullptr);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("job_file: must be an absolute path"));
+  s = submit_file(dir_ + "/missing.yaml", "", nullptr);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("missing.yaml"));
+  s = submit_file("", dir_ + "/accelerate.yaml", nullptr);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("go with job_file"));
+}
+
 TEST_F(ServicesTest, BadSpecsAreRejectedAtSubmitAndNothingIsQueued) {
   v1::JobSpec bad = Spec(1);
   bad.mutable_train()->set_steps(0);
