@@ -1,0 +1,192 @@
+"""accel_client against an in-process fake Coordinator: what the client sends (the token,
+absolute paths, deadlines, watch requests) and how it turns gRPC failures into AccelError.
+The real acceld is test_client_e2e.py's."""
+
+import concurrent.futures
+import os
+import tempfile
+import threading
+import unittest
+
+import grpc
+
+import accel_client
+from accel.v1 import coordinator_pb2, coordinator_pb2_grpc, job_pb2
+
+WAIT_S = 10  # every wait on the fake server's threads has this deadline
+
+
+class FakeCoordinator(coordinator_pb2_grpc.CoordinatorServicer):
+    """Records each request with its metadata and deadline; answers from canned replies."""
+
+    def __init__(self):
+        self.requests = {}
+        self.deadlines = {}
+        self.authorization = None
+        self.watch_cancelled = threading.Event()
+        self.endless_watch = False
+
+    def _record(self, name, request, context):
+        self.requests[name] = request
+        self.deadlines[name] = context.time_remaining()
+        self.authorization = dict(context.invocation_metadata()).get("authorization")
+
+    def SubmitJob(self, request, context):
+        self._record("SubmitJob", request, context)
+        return coordinator_pb2.SubmitJobResponse(job=job_pb2.Job(id="job-1", state=job_pb2.QUEUED))
+
+    def GetJob(self, request, context):
+        self._record("GetJob", request, context)
+        if request.job_id == "job-9":
+            context.abort(grpc.StatusCode.NOT_FOUND, "job-9: no such job")
+        state = job_pb2.RUNNING if request.job_id == "job-running" else job_pb2.SUCCEEDED
+        return job_pb2.Job(id=request.job_id, state=state, last_step=5)
+
+    def ListJobs(self, request, context):
+        self._record("ListJobs", request, context)
+        return coordinator_pb2.ListJobsResponse(jobs=[job_pb2.Job(id="job-2"), job_pb2.Job(id="job-1")])
+
+    def WatchJob(self, request, context):
+        self._record("WatchJob", request, context)
+        context.add_callback(self.watch_cancelled.set)
+        seq = request.from_seq
+        while True:
+            seq += 1
+            yield job_pb2.Event(job_id=request.job_id, seq=seq, rank=-1,
+                                metrics=job_pb2.MetricsEvent(step=seq - 1, loss=2.5))
+            if not self.endless_watch and seq >= request.from_seq + 3:
+                return
+            if self.watch_cancelled.wait(0.01):
+                return
+
+
+class FakeServerTest(unittest.TestCase):
+    def setUp(self):
+        self.fake = FakeCoordinator()
+        self.server = grpc.server(concurrent.futures.ThreadPoolExecutor(max_workers=4))
+        coordinator_pb2_grpc.add_CoordinatorServicer_to_server(self.fake, self.server)
+        port = self.server.add_insecure_port("127.0.0.1:0")
+        self.server.start()
+        self.addCleanup(self.server.stop, None)
+        self.target = f"127.0.0.1:{port}"
+        self.client = accel_client.Client(self.target, token="secret", timeout=7)
+        self.addCleanup(self.client.close)
+
+    def test_a_token_file_is_read_and_stripped_and_sent_as_bearer(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".token") as f:
+            f.write("  abc123\n")
+            f.flush()
+            with accel_client.Client(self.target, token_file=f.name) as client:
+                client.status("job-1")
+        self.assertEqual(self.fake.authorization, "Bearer abc123")
+
+    def test_every_unary_call_has_the_client_timeout_as_deadline(self):
+        self.client.status("job-1")
+        self.client.list()
+        for name in ("GetJob", "ListJobs"):
+            remaining = self.fake.deadlines[name]
+            self.assertIsNotNone(remaining, name)
+            self.assertLess(remaining, 8, name)  # 7 s, as the wire rounds it
+            self.assertGreater(remaining, 0, name)
+        self.assertEqual(self.fake.authorization, "Bearer secret")
+
+    def test_submit_sends_absolute_paths_and_returns_the_job_with_defaults(self):
+        job = self.client.submit("jobs/tiny.yaml", config="fsdp.yaml")
+        request = self.fake.requests["SubmitJob"]
+        self.assertEqual(request.job_file, os.path.abspath("jobs/tiny.yaml"))
+        self.assertEqual(request.accelerate_config, os.path.abspath("fsdp.yaml"))
+        self.assertEqual(request.deepspeed_config, "")
+        self.assertFalse(request.HasField("spec"))
+        self.assertEqual(job["id"], "job-1")
+        self.assertEqual(job["state"], "QUEUED")
+        self.assertEqual(job["attempt"], 0)  # a default value, present under its proto name
+        self.assertIn("restarts_used", job)
+
+    def test_list_sends_state_names_as_enum_values(self):
+        jobs = self.client.list(states=["RUNNING", "QUEUED"], limit=2)
+        request = self.fake.requests["ListJobs"]
+        self.assertEqual(list(request.states), [job_pb2.RUNNING, job_pb2.QUEUED])
+        self.assertEqual(request.limit, 2)
+        self.assertEqual([j["id"] for j in jobs], ["job-2", "job-1"])
+
+    def test_a_failed_call_raises_accel_error_naming_the_code(self):
+        with self.assertRaises(accel_client.AccelError) as caught:
+            self.client.status("job-9")
+        error = caught.exception
+        self.assertNotIsInstance(error, grpc.RpcError)
+        self.assertEqual(error.code, grpc.StatusCode.NOT_FOUND)
+        self.assertEqual(error.details, "job-9: no such job")
+        self.assertEqual(str(error), "NOT_FOUND: job-9: no such job")
+
+    def test_watch_follows_without_deadline_and_yields_event_dicts(self):
+        events = list(self.client.watch("job-1", from_seq=4))
+        request = self.fake.requests["WatchJob"]
+        self.assertTrue(request.follow)
+        self.assertEqual(request.from_seq, 4)
+        self.assertEqual(list(request.kinds), [])
+        self.assertGreater(self.fake.deadlines["WatchJob"], 1e9)  # gRPC's "none" is infinite
+        self.assertEqual([e["seq"] for e in events], ["5", "6", "7"])  # int64: proto3 JSON strings
+        self.assertEqual(events[0]["metrics"]["step"], "4")
+        self.assertEqual(events[0]["rank"], -1)
+
+    def test_closing_a_watch_cancels_its_stream(self):
+        self.fake.endless_watch = True
+        watch = self.client.watch("job-1")
+        self.assertEqual(next(watch)["seq"], "1")
+        self.assertEqual(next(watch)["seq"], "2")
+        watch.close()
+        self.assertTrue(self.fake.watch_cancelled.wait(WAIT_S), "the server saw no cancellation")
+
+    def test_wait_watches_state_events_and_returns_the_final_job(self):
+        job = self.client.wait("job-1")
+        self.assertEqual(job["state"], "SUCCEEDED")
+        self.assertEqual(list(self.fake.requests["WatchJob"].kinds), [coordinator_pb2.STATE])
+
+    def test_wait_past_its_timeout_raises_deadline_exceeded(self):
+        self.fake.endless_watch = True
+        with self.assertRaises(accel_client.AccelError) as caught:
+            self.client.wait("job-1", timeout=0.5)
+        self.assertEqual(caught.exception.code, grpc.StatusCode.DEADLINE_EXCEEDED)
+
+    def test_a_watch_that_ends_before_the_job_does_is_unavailable(self):
+        with self.assertRaises(accel_client.AccelError) as caught:
+            self.client.wait("job-running")
+        self.assertEqual(caught.exception.code, grpc.StatusCode.UNAVAILABLE)
+        self.assertIn("RUNNING", str(caught.exception))
+
+
+class ArgumentsTest(unittest.TestCase):
+    def test_neither_token_nor_token_file_is_a_value_error(self):
+        with self.assertRaisesRegex(ValueError, "token or token_file"):
+            accel_client.Client("127.0.0.1:1")
+
+    def test_both_token_and_token_file_is_a_value_error(self):
+        with self.assertRaisesRegex(ValueError, "not both"):
+            accel_client.Client("127.0.0.1:1", token="a", token_file="/nonexistent")
+
+    def test_an_empty_token_file_is_a_value_error_naming_it(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".token") as f:
+            f.write(" \n")
+            f.flush()
+            with self.assertRaisesRegex(ValueError, f"token_file {f.name} is empty"):
+                accel_client.Client("127.0.0.1:1", token_file=f.name)
+
+    def test_a_missing_token_file_names_it(self):
+        with self.assertRaisesRegex(FileNotFoundError, "/nonexistent/token"):
+            accel_client.Client("127.0.0.1:1", token_file="/nonexistent/token")
+
+    def test_a_bad_timeout_is_a_value_error(self):
+        with self.assertRaisesRegex(ValueError, "timeout"):
+            accel_client.Client("127.0.0.1:1", token="a", timeout=0)
+
+    def test_an_unreachable_acceld_is_unavailable_within_the_timeout(self):
+        # Port 1 on loopback: nothing listens, so the call fails fast or at its deadline.
+        with accel_client.Client("127.0.0.1:1", token="a", timeout=2) as client:
+            with self.assertRaises(accel_client.AccelError) as caught:
+                client.cluster()
+        self.assertIn(caught.exception.code,
+                      (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED))
+
+
+if __name__ == "__main__":
+    unittest.main()
