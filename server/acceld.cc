@@ -160,6 +160,9 @@ absl::StatusOr<std::unique_ptr<Acceld>> Acceld::Start(AcceldOptions o) {
   // gRPC sets SO_REUSEPORT by default: a second daemon on the same port would bind it too and
   // the kernel would split clients between them. A taken port must fail at start instead.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> timing;
+  timing.push_back(d->rpc_metrics_.InterceptorFactory());
+  builder.experimental().SetInterceptorCreators(std::move(timing));
 
   // The manager launches nothing before Start(); it learns the bound address before that.
   ManagerOptions mo;
@@ -183,7 +186,7 @@ absl::StatusOr<std::unique_ptr<Acceld>> Acceld::Start(AcceldOptions o) {
   deps.registry = d->registry_.get();
   deps.events = d->events_.get();
   deps.store = d->store_.get();
-  deps.version = "accel 0.1.0";
+  deps.version = kAcceldVersion;
   d->coordinator_ = std::make_unique<CoordinatorService>(deps);
   d->worker_service_ = std::make_unique<WorkerServiceImpl>(deps);
   builder.RegisterService(d->coordinator_.get());
@@ -217,7 +220,9 @@ absl::StatusOr<std::unique_ptr<Acceld>> Acceld::Start(AcceldOptions o) {
           j.error = why;
         }).status());
   }
+  ACCEL_RETURN_IF_ERROR(d->FollowTelemetry());
   ACCEL_RETURN_IF_ERROR(d->manager_->Recover());
+  ACCEL_RETURN_IF_ERROR(d->StartHttp());
   d->manager_->Start();
   d->server_->GetHealthCheckService()->SetServingStatus(true);
   if (!o.address_file.empty()) {
@@ -290,8 +295,9 @@ void Acceld::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
   if (server_) server_->GetHealthCheckService()->SetServingStatus(false);
-  // Workers first (they may still be reporting), then the server; open watches end after 2 s.
+  // Workers first (they may still be reporting), then the servers; open watches end after 2 s.
   if (manager_) manager_->Shutdown();
+  if (http_) http_->Stop();
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
 }
 

@@ -13,9 +13,12 @@
 
 #include "absl/status/statusor.h"
 #include "server/event_log.h"
+#include "server/http_server.h"
+#include "server/job_telemetry.h"
 #include "server/job_manager.h"
 #include "server/job_registry.h"
 #include "server/retention.h"
+#include "server/rpc_metrics.h"
 #include "server/services.h"
 #include "server/state_store.h"
 #include "server/kubernetes_launcher.h"
@@ -23,6 +26,8 @@
 #include "server/supervisor.h"
 
 namespace accel::server {
+
+inline constexpr char kAcceldVersion[] = "accel 0.1.0";
 
 struct AcceldOptions {
   std::string listen = "127.0.0.1:7070";  // host:port; port 0 picks a free one; "" = no TCP
@@ -53,6 +58,9 @@ struct AcceldOptions {
   std::string worker_tls_ca;
   SlurmOptions slurm;
   KubernetesOptions kubernetes;
+  // host:port of the HTTP side (/metrics, the dashboard, /healthz); "" = none. Port 0 picks one.
+  std::string http_listen;
+  std::string http_address_file;  // written with "host:port" of the HTTP side once serving
 };
 
 class Acceld {
@@ -68,6 +76,8 @@ class Acceld {
   // socket.
   const std::string& worker_address() const { return worker_address_; }
   const std::string& client_token() const { return token_; }
+  // "host:port" of the HTTP side as bound; "" without --http-listen.
+  std::string http_address() const { return http_ ? http_->address() : ""; }
   JobManager& manager() { return *manager_; }
   // Health NOT_SERVING, stop accepting calls, stop every gang (SIGTERM, grace, SIGKILL). Job
   // states stay, so the next start resumes them. Idempotent.
@@ -81,6 +91,11 @@ class Acceld {
   // their workers dial. InvalidArgument naming the flag.
   // `host`: --listen's host as local clients dial it (a wildcard read as 127.0.0.1).
   absl::Status AddClusterLaunchers(const AcceldOptions& o, const std::string& host, int tcp_port);
+  // With --http-listen: follows every job's events into telemetry_ (replaying those of
+  // unfinished jobs from the store first). Before the manager starts, so nothing is missed.
+  absl::Status FollowTelemetry();
+  // With --http-listen: serves /metrics and the dashboard (acceld_http.cc).
+  absl::Status StartHttp();
 
   AcceldOptions options_;
   std::string address_;
@@ -95,6 +110,9 @@ class Acceld {
   std::unique_ptr<CoordinatorService> coordinator_;
   std::unique_ptr<WorkerServiceImpl> worker_service_;
   std::unique_ptr<grpc::Server> server_;
+  RpcMetrics rpc_metrics_;
+  std::unique_ptr<JobTelemetry> telemetry_;
+  std::unique_ptr<HttpServer> http_;
   bool shut_down_ = false;
 };
 

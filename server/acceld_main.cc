@@ -108,6 +108,11 @@ int main(int argc, char** argv) {
                  "Always | IfNotPresent | Never");
   app.add_option("--kube-master-port", k.master_port, "MASTER_PORT on pod 0")
       ->capture_default_str();
+  app.add_option("--http-listen", o.http_listen,
+                 "serve /metrics (Prometheus), the web dashboard and /healthz on this host:port "
+                 "(e.g. 127.0.0.1:9090; the client token is required but for /healthz)");
+  app.add_option("--http-address-file", o.http_address_file,
+                 "write the HTTP side's host:port here once serving");
   app.add_option("--log-level", log_level, "trace | debug | info | warn | error")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);

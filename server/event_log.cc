@@ -10,22 +10,28 @@ namespace accel::server {
 
 Subscription::~Subscription() { log_->Unsubscribe(this); }
 
-void Subscription::Deliver(const std::vector<Event>& events) {
+int64_t Subscription::Deliver(const std::vector<Event>& events) {
   absl::MutexLock lock(&mu_);
+  int64_t dropped = 0;
   for (const Event& e : events) {
     published_ = std::max(published_, e.seq);
-    if (overflowed_ || e.seq <= cursor_) continue;
+    if (e.seq <= cursor_) continue;
     // Only a contiguous run is kept; anything else is read back from SQLite.
-    if (!queue_.empty() && e.seq != queue_.back().seq + 1) continue;
+    if (overflowed_ || (!queue_.empty() && e.seq != queue_.back().seq + 1)) {
+      ++dropped;
+      continue;
+    }
     if (queue_.size() >= capacity_) {
       // Fall behind: drop the buffer (memory stays bounded) and catch up from SQLite.
       overflowed_ = true;
+      dropped += static_cast<int64_t>(queue_.size()) + 1;
       queue_.clear();
       ++fallbacks_;
       continue;
     }
     queue_.push_back(e);
   }
+  return dropped;
 }
 
 absl::StatusOr<std::vector<Event>> Subscription::Next(absl::Duration timeout, size_t max_events) {
@@ -125,8 +131,9 @@ absl::Status EventLog::Append(std::vector<Event>& events, const JobRecord* job) 
   last_seq_[job_id] = seq;
   auto it = subs_.find(job_id);
   if (it != subs_.end()) {
-    for (Subscription* sub : it->second) sub->Deliver(events);
+    for (Subscription* sub : it->second) dropped_events_ += sub->Deliver(events);
   }
+  if (observer_) observer_(events);
   return absl::OkStatus();
 }
 
@@ -171,6 +178,16 @@ size_t EventLog::subscribers() const {
   size_t n = 0;
   for (const auto& [job, subs] : subs_) n += subs.size();
   return n;
+}
+
+int64_t EventLog::dropped_events() const {
+  absl::MutexLock lock(&mu_);
+  return dropped_events_;
+}
+
+void EventLog::SetObserver(Observer observer) {
+  absl::MutexLock lock(&mu_);
+  observer_ = std::move(observer);
 }
 
 }  // namespace accel::server

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -53,8 +54,9 @@ class Subscription {
   friend class EventLog;
   Subscription(EventLog* log, std::string job_id, int64_t from_seq, size_t capacity)
       : log_(log), job_id_(std::move(job_id)), cursor_(from_seq), capacity_(capacity) {}
-  // Called by EventLog under its lock, with events in sequence order.
-  void Deliver(const std::vector<Event>& events);
+  // Called by EventLog under its lock, with events in sequence order. Returns how many of them
+  // past the cursor it did not queue (dropped: the subscriber reads them back from SQLite).
+  int64_t Deliver(const std::vector<Event>& events);
 
   EventLog* const log_;
   const std::string job_id_;
@@ -87,6 +89,15 @@ class EventLog {
     return store_->ReadEvents(job_id, after_seq, limit);
   }
   size_t subscribers() const;
+  // Events subscribers' queues dropped since start (each re-read from SQLite by its subscriber:
+  // a measure of watchers falling behind, not of lost events).
+  int64_t dropped_events() const;
+
+  // Called with every appended batch (one job, ascending seq) once it is stored, under the
+  // log's lock so batches arrive in order; it must be quick and must not call the EventLog.
+  // Set once, before events are appended (acceld: the /metrics telemetry).
+  using Observer = std::function<void(const std::vector<Event>&)>;
+  void SetObserver(Observer observer);
   // Drops what is cached about a deleted job and wakes its subscribers (whose reads then find
   // nothing; WatchJob ends them with NotFound).
   void Forget(const std::string& job_id);
@@ -103,6 +114,8 @@ class EventLog {
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, int64_t> last_seq_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::set<Subscription*>> subs_ ABSL_GUARDED_BY(mu_);
+  int64_t dropped_events_ ABSL_GUARDED_BY(mu_) = 0;
+  Observer observer_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace accel::server

@@ -79,6 +79,8 @@ TEST_F(EventLogTest, SlowSubscriberFallsBackToSqliteAndMissesNothing) {
     EXPECT_LE((*sub)->queued(), 4u);  // memory stays bounded while it does not read
   }
   EXPECT_GT((*sub)->fallbacks(), 0);
+  // The 4 it held and the 96 after them were dropped from its queue, to be read back.
+  EXPECT_EQ(log.dropped_events(), 100);
   std::vector<int64_t> seqs;
   while (seqs.size() < 100) {
     auto batch = (*sub)->Next(absl::Seconds(1), 7);
@@ -87,6 +89,24 @@ TEST_F(EventLogTest, SlowSubscriberFallsBackToSqliteAndMissesNothing) {
     for (const Event& e : *batch) seqs.push_back(e.seq);
   }
   for (int i = 0; i < 100; ++i) ASSERT_EQ(seqs[i], i + 1);
+}
+
+TEST_F(EventLogTest, TheObserverSeesEachStoredBatchInOrderAndAReaderDropsNothing) {
+  EventLog log(store_.get(), &clock_, /*queue_capacity=*/4);
+  std::vector<int64_t> observed;
+  log.SetObserver([&](const std::vector<Event>& batch) {
+    for (const Event& e : batch) observed.push_back(e.seq);
+  });
+  auto sub = log.Subscribe("a", 0);
+  ASSERT_TRUE(sub.ok());
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(log.Append(Log("a", i)).ok());
+    auto got = (*sub)->Next(absl::Seconds(1));
+    ASSERT_TRUE(got.ok());
+    ASSERT_EQ(got->size(), 1u);
+  }
+  EXPECT_EQ(observed, (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
+  EXPECT_EQ(log.dropped_events(), 0);
 }
 
 TEST_F(EventLogTest, ConcurrentProducerAndSlowConsumersSeeEveryEventOnce) {

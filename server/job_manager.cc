@@ -235,8 +235,6 @@ std::vector<std::string> JobManager::RankEnv(const JobRecord& job, int attempt, 
       {"GROUP_RANK", "0"},
       {"WORLD_SIZE", std::to_string(job.slots)},
       {"LOCAL_WORLD_SIZE", std::to_string(job.slots)},
-      {"MASTER_ADDR", master_addr_},
-      {"MASTER_PORT", std::to_string(master_port_)},
       {"TORCHELASTIC_RUN_ID", job.id},
       {"TORCHELASTIC_RESTART_COUNT", std::to_string(job.restarts_used)},
       {"TORCHELASTIC_MAX_RESTARTS", std::to_string(job.max_restarts)},
@@ -246,6 +244,13 @@ std::vector<std::string> JobManager::RankEnv(const JobRecord& job, int attempt, 
       {"ACCEL_COORDINATOR", coordinator_address_},
       {"ACCEL_WORKER_TOKEN", token},
   };
+  // torchrun's MASTER_ADDR/MASTER_PORT name acceld's TCP port (the rendezvous goes through its
+  // store); an acceld on a unix socket alone has none, and a worker refuses MASTER_PORT=0, so
+  // they are left out (the worker's defaults stand in, unused under acceld).
+  if (master_port_ > 0) {
+    vars.emplace_back("MASTER_ADDR", master_addr_);
+    vars.emplace_back("MASTER_PORT", std::to_string(master_port_));
+  }
   // The rank sees only its own GPU, as device 0.
   if (!cuda_device.empty()) vars.emplace_back("CUDA_VISIBLE_DEVICES", cuda_device);
   std::vector<std::string> env;

@@ -57,6 +57,22 @@ TEST_F(JobManagerTest, HappyPathStartsOneWorkerPerRankWithTorchrunEnv) {
   EXPECT_EQ(attempts[0].outcome, "succeeded");
 }
 
+TEST_F(JobManagerTest, AnAcceldWithoutATcpPortGivesItsWorkersNoMasterPort) {
+  // acceld --listen "" (a unix socket only, as scripts/run-default.sh runs it): a worker refuses
+  // MASTER_PORT=0, so the variables are left out rather than set to it.
+  manager_->SetWorkerAddress("unix:/tmp/acceld.sock", "127.0.0.1", 0);
+  auto job = manager_->Submit(Job(1));
+  ASSERT_TRUE(job.ok());
+  manager_->Tick();
+  ASSERT_EQ(runner_->launches.size(), 1u);
+  const auto& env = runner_->launches[0].ranks[0].env;
+  EXPECT_THAT(env, Contains(std::string("ACCEL_COORDINATOR=unix:/tmp/acceld.sock")));
+  for (const std::string& kv : env) {
+    EXPECT_NE(kv.rfind("MASTER_PORT=", 0), 0u) << kv;
+    EXPECT_NE(kv.rfind("MASTER_ADDR=", 0), 0u) << kv;
+  }
+}
+
 TEST_F(JobManagerTest, ARankFailureStopsTheGangAndRestartsUntilMaxRestarts) {
   auto job = manager_->Submit(Job(2, /*max_restarts=*/1));
   ASSERT_TRUE(job.ok());

@@ -94,12 +94,16 @@ grpc::Status CoordinatorService::SubmitJob(grpc::ServerContext* ctx,
   if (spec.resources().launcher().empty()) {
     spec.mutable_resources()->set_launcher(d_.manager->default_launcher());
   }
+  // A job file's errors name it, as accelctl's do.
+  const std::string source = req->job_file().empty() ? "" : req->job_file() + ": ";
   if (absl::Status s = rpc::ValidateJobSpec(spec, /*check_files=*/true); !s.ok()) {
-    return ToGrpc(absl::InvalidArgumentError(s.message()));
+    return ToGrpc(absl::InvalidArgumentError(absl::StrCat(source, s.message())));
   }
   // The one lowering the workers will run on the same spec: what it refuses, they would.
   absl::StatusOr<config::LoweredJob> lowered = rpc::LowerJobSpec(spec, /*check_files=*/true);
-  if (!lowered.ok()) return ToGrpc(absl::InvalidArgumentError(lowered.status().message()));
+  if (!lowered.ok()) {
+    return ToGrpc(absl::InvalidArgumentError(absl::StrCat(source, lowered.status().message())));
+  }
   absl::StatusOr<JobRecord> record = JobRecordFromSpec(spec, *lowered);
   if (!record.ok()) return ToGrpc(record.status());
   const JobRecord& job = *record;

@@ -1,0 +1,65 @@
+// Acceld's HTTP side: the telemetry that /metrics renders, and the server that serves it with
+// the dashboard. Only with --http-listen; without it acceld follows no telemetry.
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "engine/base/status_macros.h"
+#include "httplib.h"
+#include "server/acceld.h"
+#include "server/metrics_page.h"
+
+namespace accel::server {
+
+absl::Status Acceld::FollowTelemetry() {
+  if (options_.http_listen.empty()) return absl::OkStatus();
+  telemetry_ = std::make_unique<JobTelemetry>();
+  JobTelemetry* telemetry = telemetry_.get();
+  // Observe first, then replay: nothing reports before the manager starts, so the replay and
+  // the live stream cannot overlap.
+  events_->SetObserver([telemetry](const std::vector<Event>& batch) { telemetry->Observe(batch); });
+  constexpr int64_t kBatch = 1000;
+  for (const JobRecord& job : registry_->List()) {
+    if (IsTerminal(job.state)) continue;
+    for (int64_t after = 0;;) {
+      ACCEL_ASSIGN_OR_RETURN(std::vector<Event> events, events_->Read(job.id, after, kBatch));
+      if (events.empty()) break;
+      telemetry->Observe(events);
+      after = events.back().seq;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Acceld::StartHttp() {
+  if (options_.http_listen.empty()) return absl::OkStatus();
+  MetricsSources sources;
+  sources.registry = registry_.get();
+  JobManager* manager = manager_.get();
+  sources.cluster = [manager] { return manager->Cluster(); };
+  sources.events = events_.get();
+  sources.telemetry = telemetry_.get();
+  sources.rpc = &rpc_metrics_;
+  sources.version = kAcceldVersion;
+  HttpOptions http;
+  http.listen = options_.http_listen;
+  http.token = token_;
+  ACCEL_ASSIGN_OR_RETURN(http_, HttpServer::Start(http, [sources](httplib::Server& server) {
+    server.Get("/metrics", [sources](const httplib::Request&, httplib::Response& res) {
+      res.set_content(RenderMetrics(sources), "text/plain; version=0.0.4; charset=utf-8");
+    });
+  }));
+  if (!options_.http_address_file.empty()) {
+    const std::string tmp = options_.http_address_file + ".tmp";
+    std::ofstream(tmp) << http_->address() << "\n";
+    std::error_code ec;
+    std::filesystem::rename(tmp, options_.http_address_file, ec);
+    if (ec) {
+      return absl::UnavailableError(absl::StrCat("--http-address-file: cannot write ",
+                                                 options_.http_address_file, ": ", ec.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace accel::server
