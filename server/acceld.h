@@ -69,6 +69,10 @@ class Acceld {
   const std::string& worker_address() const { return worker_address_; }
   const std::string& client_token() const { return token_; }
   JobManager& manager() { return *manager_; }
+  // The parts the HTTP side reads (server/dashboard.h).
+  JobRegistry& registry() const { return *registry_; }
+  EventLog& events() const { return *events_; }
+  StateStore& store() const { return *store_; }
   // Health NOT_SERVING, stop accepting calls, stop every gang (SIGTERM, grace, SIGKILL). Job
   // states stay, so the next start resumes them. Idempotent.
   void Shutdown();
