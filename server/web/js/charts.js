@@ -1,8 +1,10 @@
 // SVG charts drawn by hand: axes with round ticks, line, bar and stacked-area (memory) charts.
 // Every chart's container carries data-points="<points drawn>" (tests read it) and data-chart.
 
-const CHART_W = 560;
-const CHART_H = 230;
+// Nominal sizes (the SVG scales to its column): narrow for the four training charts in a row,
+// wide for memory and checkpoints, two in a row.
+const NARROW = {w: 400, h: 230};
+const WIDE = {w: 640, h: 230};
 const MARGIN = {left: 62, right: 14, top: 12, bottom: 34};
 const PALETTE = ['#2563eb', '#dc2626', '#059669', '#d97706', '#7c3aed', '#0891b2',
                  '#db2777', '#65a30d', '#4b5563', '#ea580c', '#0d9488', '#9333ea'];
@@ -20,6 +22,12 @@ function niceTicks(min, max, count = 5) {
   return ticks;
 }
 
+// Round ticks in the binary unit (KiB, MiB, ...) of the range's top, for byte axes.
+function byteTicks(min, max, count = 5) {
+  const unit = Math.pow(1024, Math.max(0, Math.floor(Math.log(Math.max(max, 1)) / Math.log(1024))));
+  return niceTicks(min / unit, max / unit, count).map((t) => t * unit);
+}
+
 // [lo, hi] of the values, widened a little so lines do not sit on the frame.
 function paddedRange(values, {zero = false} = {}) {
   let lo = Math.min(...values);
@@ -34,30 +42,32 @@ function paddedRange(values, {zero = false} = {}) {
 }
 
 // Scales and the frame (grid, tick labels, axis titles) for data ranges xr and yr.
-function chartFrame(xr, yr, {xLabel = '', yFormat = fmtNumber, xFormat = fmtNumber} = {}) {
-  const plotW = CHART_W - MARGIN.left - MARGIN.right;
-  const plotH = CHART_H - MARGIN.top - MARGIN.bottom;
+function chartFrame(xr, yr, {xLabel = '', yFormat = fmtNumber, xFormat = fmtNumber,
+                             size = NARROW, yTicks = niceTicks} = {}) {
+  const {w: width, h: height} = size;
+  const plotW = width - MARGIN.left - MARGIN.right;
+  const plotH = height - MARGIN.top - MARGIN.bottom;
   const sx = (x) => MARGIN.left + (xr[1] > xr[0] ? (x - xr[0]) / (xr[1] - xr[0]) : 0.5) * plotW;
   const sy = (y) => MARGIN.top + (1 - (y - yr[0]) / (yr[1] - yr[0])) * plotH;
-  const root = svg('svg', {viewBox: `0 0 ${CHART_W} ${CHART_H}`, class: 'chart-svg',
+  const root = svg('svg', {viewBox: `0 0 ${width} ${height}`, class: 'chart-svg',
                            preserveAspectRatio: 'xMidYMid meet'});
   const grid = svg('g', {class: 'grid'});
-  for (const t of niceTicks(yr[0], yr[1], 4)) {
-    grid.append(svg('line', {x1: MARGIN.left, x2: CHART_W - MARGIN.right, y1: sy(t), y2: sy(t)}));
+  for (const t of yTicks(yr[0], yr[1], 4)) {
+    grid.append(svg('line', {x1: MARGIN.left, x2: width - MARGIN.right, y1: sy(t), y2: sy(t)}));
     grid.append(svg('text', {x: MARGIN.left - 6, y: sy(t) + 4, class: 'tick y', text: yFormat(t)}));
   }
   for (const t of niceTicks(xr[0], xr[1], 6)) {
-    grid.append(svg('line', {x1: sx(t), x2: sx(t), y1: MARGIN.top, y2: CHART_H - MARGIN.bottom,
+    grid.append(svg('line', {x1: sx(t), x2: sx(t), y1: MARGIN.top, y2: height - MARGIN.bottom,
                              class: 'vertical'}));
-    grid.append(svg('text', {x: sx(t), y: CHART_H - MARGIN.bottom + 14, class: 'tick x',
+    grid.append(svg('text', {x: sx(t), y: height - MARGIN.bottom + 14, class: 'tick x',
                              text: xFormat(t)}));
   }
-  grid.append(svg('text', {x: CHART_W - MARGIN.right, y: CHART_H - 4, class: 'axis-title',
+  grid.append(svg('text', {x: width - MARGIN.right, y: height - 4, class: 'axis-title',
                            text: xLabel}));
   root.append(grid);
   root.append(svg('rect', {x: MARGIN.left, y: MARGIN.top, width: plotW, height: plotH,
                            class: 'frame'}));
-  return {root, sx, sy};
+  return {root, sx, sy, plotW};
 }
 
 function chartContainer(name, title, count, subtitle) {
@@ -96,7 +106,8 @@ function lineChart(name, title, points, {xLabel = 'step', yFormat = fmtNumber, c
 }
 
 // bars: [{x, y, label}] drawn as thin bars at x with height y.
-function barChart(name, title, bars, {xLabel = 'step', yFormat = fmtNumber, color = PALETTE[2]} = {}) {
+function barChart(name, title, bars, {xLabel = 'step', yFormat = fmtNumber, color = PALETTE[2],
+                                      size = WIDE} = {}) {
   const box = chartContainer(name, title, bars.length, bars.length ? `${bars.length} saved` : '');
   if (!bars.length) {
     box.append(emptyNote('no checkpoints yet'));
@@ -104,9 +115,8 @@ function barChart(name, title, bars, {xLabel = 'step', yFormat = fmtNumber, colo
   }
   const xs = bars.map((b) => b.x);
   const xr = paddedRange(xs);
-  const {root, sx, sy} = chartFrame(xr, paddedRange(bars.map((b) => b.y), {zero: true}),
-                                    {xLabel, yFormat});
-  const plotW = CHART_W - MARGIN.left - MARGIN.right;
+  const {root, sx, sy, plotW} = chartFrame(xr, paddedRange(bars.map((b) => b.y), {zero: true}),
+                                           {xLabel, yFormat, size});
   const width = Math.max(3, Math.min(24, plotW / (bars.length * 2)));
   for (const b of bars) {
     const top = sy(b.y);
@@ -196,7 +206,8 @@ function stackedChart(rank, records, keys, colors, t0) {
   const box = chartContainer(`memory-rank-${rank}`, `Memory, ${name}`, records.length,
                              `peak ${fmtBytes(peak)}`);
   const {root, sx, sy} = chartFrame(paddedRange(xs), paddedRange(totals.concat([0]), {zero: true}),
-                                    {xLabel: 'seconds', yFormat: fmtBytes});
+                                    {xLabel: 'seconds', yFormat: fmtBytes, size: WIDE,
+                                     yTicks: byteTicks});
   // Areas from the top of the stack down, each from the running sum to the sum below it.
   const below = records.map(() => 0);
   const layers = [];

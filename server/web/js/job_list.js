@@ -52,8 +52,9 @@ class JobListView {
                                           text: 'No jobs yet. Submit one with accelctl submit.'}));
       return;
     }
+    const numeric = new Set(['step', 'loss', 'tokens/s', 'age']);
     const head = el('tr', {}, ['id', 'name', 'state', 'progress', 'step', 'loss', 'tokens/s',
-                               'age'].map((h) => el('th', {text: h})));
+                               'age'].map((h) => el('th', {text: h, class: numeric.has(h) && 'num'})));
     const rows = jobs.map((job) => jobRow(job, metrics[job.id]));
     this.table.replaceChildren(el('table', {class: 'jobs', 'data-rows': jobs.length},
                                   el('thead', {}, head), el('tbody', {}, rows)));

@@ -15,7 +15,7 @@ class JobPageView {
     this.lastSeq = 0;
     this.timer = null;
     this.summary = el('section', {class: 'summary'});
-    this.charts = el('section', {class: 'chart-grid'});
+    this.charts = el('section', {class: 'chart-grid training'});
     this.memory = el('section', {});
     this.checkpoints = el('section', {});
     this.log = el('div', {class: 'event-log', 'data-events': 0});
@@ -110,7 +110,7 @@ class JobPageView {
       ['attempt', String(num(job.attempt))],
       ['submitted', fmtAge(job.submit_time_us)],
     ];
-    this.summary.replaceChildren(
+    fill(this.summary,
         el('h2', {}, `${(job.spec && job.spec.name) || job.id} `, el('span', {class: 'muted', text: job.id})),
         progressBar(fraction, job.state),
         el('dl', {class: 'facts'}, facts.map(([k, v]) => el('div', {}, el('dt', {text: k}), el('dd', {}, v)))),
@@ -129,12 +129,13 @@ class JobPageView {
         el('td', {text: c.kind || ''}),
         el('td', {class: 'path', text: c.path || ''})));
     const table = saved.length
-      ? el('table', {class: 'jobs'},
-           el('thead', {}, el('tr', {}, ['step', 'bytes', 'seconds', 'kind', 'path']
-                                           .map((h) => el('th', {text: h})))),
-           el('tbody', {}, rows))
+      ? el('div', {class: 'table-wrap'},
+           el('table', {class: 'jobs'},
+              el('thead', {}, el('tr', {}, ['step', 'bytes', 'seconds', 'kind', 'path']
+                                              .map((h) => el('th', {text: h})))),
+              el('tbody', {}, rows)))
       : null;
-    this.checkpoints.replaceChildren(
+    fill(this.checkpoints,
         el('div', {class: 'chart-grid'},
            barChart('checkpoints', 'Checkpoint save time (s)', bars,
                     {yFormat: (v) => fmtNumber(v, 3)})),

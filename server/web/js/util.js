@@ -52,6 +52,13 @@ function svg(tag, attrs = {}, ...children) {
   return node;
 }
 
+// Replaces node's children with `children`, skipping null, undefined and false.
+function fill(node, ...children) {
+  node.replaceChildren();
+  appendAll(node, children);
+  return node;
+}
+
 function setAttrs(node, attrs) {
   for (const [key, value] of Object.entries(attrs)) {
     if (value === undefined || value === null || value === false) continue;
