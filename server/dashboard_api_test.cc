@@ -1,7 +1,5 @@
 // The dashboard's JSON API and static files over HTTP, against an in-process acceld whose job
 // never runs (its "worker" only sleeps): the events are appended here, as workers would send.
-#include <sys/stat.h>
-
 #include <fstream>
 
 #include "accel/v1/coordinator.grpc.pb.h"
@@ -26,19 +24,9 @@ class DashboardApiTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const std::string dir = FreshTestDir();
-    const std::string worker = dir + "/fake-worker.sh";
-    std::ofstream(worker) << "#!/bin/sh\nexec sleep 30\n";
-    chmod(worker.c_str(), 0755);
     std::ofstream(dir + "/data.txt") << "hello world\n";
-    AcceldOptions o;
-    o.listen = "127.0.0.1:0";
-    o.state_dir = dir + "/state";
-    o.cpu_slots = 2;
-    o.worker_bin = worker;
-    o.stop_grace = absl::Milliseconds(500);
-    auto d = Acceld::Start(o);
-    ASSERT_TRUE(d.ok()) << d.status();
-    daemon_ = std::move(*d);
+    daemon_ = StartTestAcceld(dir, WriteIdleWorker(dir));
+    ASSERT_NE(daemon_, nullptr);
 
     v1::JobSpec spec = rpc::DefaultJobSpec();
     spec.set_name("dash");
@@ -54,9 +42,7 @@ class DashboardApiTest : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s.error_message();
     job_id_ = resp.job().id();
 
-    server_ = std::make_unique<DashboardTestServer>(DashboardDeps{
-        .registry = &daemon_->registry(), .events = &daemon_->events(),
-        .store = &daemon_->store(), .manager = &daemon_->manager(), .version = "accel test"});
+    server_ = std::make_unique<DashboardTestServer>(DepsOf(*daemon_));
     client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
   }
   void TearDown() override {
@@ -231,7 +217,7 @@ TEST_F(DashboardApiTest, ListsCheckpointsAndTheCluster) {
 
   auto [cluster_status, cluster] = Get("/api/v1/cluster");
   ASSERT_EQ(cluster_status, 200) << cluster;
-  EXPECT_EQ(cluster["version"], "accel test");
+  EXPECT_EQ(cluster["version"], "accel dashboard test");
   EXPECT_EQ(cluster["total_slots"], 2);
   EXPECT_EQ(cluster["pools"][0]["device"], "cpu");
 }

@@ -1,18 +1,52 @@
-// Test helper: the dashboard's routes on an httplib server of their own, on 127.0.0.1 and a
-// free port, served from a thread (no auth: acceld's HTTP server adds that in front).
+// Test helpers of the dashboard's tests: an in-process acceld, and the dashboard's routes on an
+// httplib server of their own, on 127.0.0.1 and a free port, served from a thread (no auth:
+// acceld's HTTP server adds that in front).
 #pragma once
 
 #include <httplib.h>
 
+#include <sys/stat.h>
+
 #include <chrono>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
 
 #include "gtest/gtest.h"
+#include "server/acceld.h"
 #include "server/dashboard.h"
 
 namespace accel::server {
+
+// An acceld on 127.0.0.1 (any port) with 2 CPU slots and its state under `dir`, starting
+// `worker_bin` for each rank; nullptr (with the failure recorded) when it does not start.
+inline std::unique_ptr<Acceld> StartTestAcceld(const std::string& dir, const std::string& worker_bin) {
+  AcceldOptions o;
+  o.listen = "127.0.0.1:0";
+  o.state_dir = dir + "/state";
+  o.cpu_slots = 2;
+  o.worker_bin = worker_bin;
+  o.stop_grace = absl::Seconds(1);
+  absl::StatusOr<std::unique_ptr<Acceld>> daemon = Acceld::Start(o);
+  EXPECT_TRUE(daemon.ok()) << daemon.status();
+  return daemon.ok() ? *std::move(daemon) : nullptr;
+}
+
+// A "worker" that only waits (it never registers, so its job stays STARTING): jobs whose events
+// a test appends itself. Returns its path, in `dir`.
+inline std::string WriteIdleWorker(const std::string& dir) {
+  const std::string path = dir + "/idle-worker.sh";
+  std::ofstream(path) << "#!/bin/sh\nexec sleep 30\n";
+  chmod(path.c_str(), 0755);
+  return path;
+}
+
+// The dashboard's routes over `d`.
+inline DashboardDeps DepsOf(Acceld& d) {
+  return DashboardDeps{.registry = &d.registry(), .events = &d.events(), .store = &d.store(),
+                       .manager = &d.manager(), .version = "accel dashboard test"};
+}
 
 class DashboardTestServer {
  public:

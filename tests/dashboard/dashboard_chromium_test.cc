@@ -73,18 +73,6 @@ class DashboardChromiumTest : public ::testing::Test {
     dir_ = FreshDir();
   }
 
-  std::unique_ptr<Acceld> StartDaemon(const std::string& worker_bin) {
-    AcceldOptions o;
-    o.listen = "127.0.0.1:0";
-    o.state_dir = dir_ + "/state";
-    o.cpu_slots = 2;
-    o.worker_bin = worker_bin;
-    o.stop_grace = absl::Seconds(3);
-    auto daemon = Acceld::Start(o);
-    EXPECT_TRUE(daemon.ok()) << daemon.status();
-    return daemon.ok() ? *std::move(daemon) : nullptr;
-  }
-
   // Submits the job file through gRPC, as accelctl would; returns the job's id ("" on error).
   static std::string Submit(Acceld& d, const std::string& job_file) {
     auto stub = v1::Coordinator::NewStub(*rpc::MakeChannel(d.address()));
@@ -96,11 +84,6 @@ class DashboardChromiumTest : public ::testing::Test {
     grpc::Status submitted = stub->SubmitJob(&ctx, req, &resp);
     EXPECT_TRUE(submitted.ok()) << submitted.error_message();
     return resp.job().id();
-  }
-
-  static DashboardDeps Deps(Acceld& d) {
-    return DashboardDeps{.registry = &d.registry(), .events = &d.events(), .store = &d.store(),
-                         .manager = &d.manager(), .version = "accel dashboard test"};
   }
 
   // Runs chromium with `args` then `url`; returns its stdout (empty on failure, with the reason
@@ -123,7 +106,7 @@ class DashboardChromiumTest : public ::testing::Test {
 };
 
 TEST_F(DashboardChromiumTest, ChartsEveryRecordOfATrainedJob) {
-  std::unique_ptr<Acceld> daemon = StartDaemon(ACCEL_WORKER_BIN);
+  std::unique_ptr<Acceld> daemon = StartTestAcceld(dir_, ACCEL_WORKER_BIN);
   ASSERT_NE(daemon, nullptr);
   Acceld& d = *daemon;
   const std::string job_file = dir_ + "/tiny.yaml";
@@ -159,7 +142,7 @@ TEST_F(DashboardChromiumTest, ChartsEveryRecordOfATrainedJob) {
   ASSERT_GT(memory, 2 * 2) << "memory records of both ranks, after setup and on the way";
   ASSERT_GE(checkpoints, 4) << "every 10 of 40 steps";
 
-  DashboardTestServer http(Deps(d));
+  DashboardTestServer http(DepsOf(d));
   const std::string page = http.url() + "/#job/" + id;
   const std::string dom = Chromium({"--dump-dom"}, page, "chromium-job-dom");
   ASSERT_FALSE(dom.empty());
@@ -204,10 +187,7 @@ TEST_F(DashboardChromiumTest, ChartsEveryRecordOfATrainedJob) {
 // Records as workers of either naming send them: the compute pool as "device" (rank 0) and as
 // "compute" (rank 1) read as one series; a non-finite loss is left out of the chart.
 TEST_F(DashboardChromiumTest, ReadsBothPoolNamesAndSkipsNonFiniteLosses) {
-  const std::string worker = dir_ + "/idle-worker.sh";
-  std::ofstream(worker) << "#!/bin/sh\nexec sleep 30\n";
-  fs::permissions(worker, fs::perms::owner_all);
-  std::unique_ptr<Acceld> daemon = StartDaemon(worker);
+  std::unique_ptr<Acceld> daemon = StartTestAcceld(dir_, WriteIdleWorker(dir_));
   ASSERT_NE(daemon, nullptr);
   Acceld& d = *daemon;
   const std::string job_file = dir_ + "/idle.yaml";
@@ -237,7 +217,7 @@ TEST_F(DashboardChromiumTest, ReadsBothPoolNamesAndSkipsNonFiniteLosses) {
   }
   ASSERT_TRUE(d.events().Append(events).ok());
 
-  DashboardTestServer http(Deps(d));
+  DashboardTestServer http(DepsOf(d));
   const std::string dom = Chromium({"--dump-dom"}, http.url() + "/#job/" + id, "chromium-dom");
   ASSERT_FALSE(dom.empty());
   EXPECT_EQ(AttrOf(dom, "data-chart", "loss", "data-points"), 5) << dom.substr(0, 4000);
