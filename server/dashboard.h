@@ -34,8 +34,10 @@ struct DashboardDeps {
   std::string version;
 };
 
-// Registers the GET routes above on `server`. Handlers are thread-safe (httplib runs them on
-// its thread pool).
+// Registers the GET routes above on `server`, and last a catch-all that answers any other GET
+// under /api/v1/ with a JSON 404: register other /api/v1/ routes before calling this (httplib
+// takes the first route that matches). Handlers are thread-safe (httplib runs them on its
+// thread pool).
 void RegisterDashboardRoutes(httplib::Server& server, const DashboardDeps& deps);
 
 }  // namespace accel::server
