@@ -79,6 +79,10 @@ class Acceld {
   // "host:port" of the HTTP side as bound; "" without --http-listen.
   std::string http_address() const { return http_ ? http_->address() : ""; }
   JobManager& manager() { return *manager_; }
+  // The parts the HTTP side reads (server/dashboard.h).
+  JobRegistry& registry() const { return *registry_; }
+  EventLog& events() const { return *events_; }
+  StateStore& store() const { return *store_; }
   // Health NOT_SERVING, stop accepting calls, stop every gang (SIGTERM, grace, SIGKILL). Job
   // states stay, so the next start resumes them. Idempotent.
   void Shutdown();

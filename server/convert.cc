@@ -100,6 +100,32 @@ accel::v1::Checkpoint CheckpointToProto(const CheckpointRecord& c) {
   return p;
 }
 
+accel::v1::Cluster ClusterToProto(const ClusterView& v, const std::string& version) {
+  accel::v1::Cluster p;
+  p.set_device(v.device);
+  p.set_total_slots(v.total_slots);
+  p.set_free_slots(v.free_slots);
+  for (const auto& [job, slots] : v.allocations) {
+    accel::v1::Allocation* a = p.add_allocations();
+    a->set_job_id(job);
+    for (int s : slots) a->add_slots(s);
+    if (auto it = v.allocation_device.find(job); it != v.allocation_device.end()) {
+      a->set_device(it->second);
+    }
+  }
+  for (const PoolView& pool_view : v.pools) {
+    accel::v1::DevicePool* pool = p.add_pools();
+    pool->set_device(pool_view.device);
+    pool->set_total_slots(pool_view.total_slots);
+    pool->set_free_slots(pool_view.free_slots);
+    for (const std::string& n : pool_view.names) pool->add_names(n);
+    for (int64_t m : pool_view.memory_bytes) pool->add_memory_bytes(m);
+  }
+  for (const std::string& id : v.queue) p.add_queue(id);
+  p.set_version(version);
+  return p;
+}
+
 absl::StatusOr<std::optional<WorkerReport>> ReportFromProto(const accel::v1::WorkerEvent& e) {
   WorkerReport r;
   switch (e.body_case()) {

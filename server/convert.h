@@ -23,6 +23,8 @@ accel::v1::Job JobToProto(const JobRecord& job, int64_t last_seq);
 // DataLoss when the stored body does not parse.
 [[nodiscard]] absl::StatusOr<accel::v1::Event> EventToProto(const Event& event);
 accel::v1::Checkpoint CheckpointToProto(const CheckpointRecord& c);
+// The scheduler's view as GetCluster answers it (also the dashboard's /api/v1/cluster).
+accel::v1::Cluster ClusterToProto(const ClusterView& v, const std::string& version);
 // A worker's event as a report; heartbeats give nullopt. InvalidArgument for an empty event.
 [[nodiscard]] absl::StatusOr<std::optional<WorkerReport>> ReportFromProto(
     const accel::v1::WorkerEvent& event);

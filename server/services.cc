@@ -243,26 +243,7 @@ grpc::Status CoordinatorService::GetCluster(grpc::ServerContext* ctx,
                                             const accel::v1::GetClusterRequest* req,
                                             accel::v1::Cluster* resp) {
   if (grpc::Status s = CheckClient(ctx); !s.ok()) return s;
-  ClusterView v = d_.manager->Cluster();
-  resp->set_device(v.device);
-  resp->set_total_slots(v.total_slots);
-  resp->set_free_slots(v.free_slots);
-  for (const auto& [job, slots] : v.allocations) {
-    accel::v1::Allocation* a = resp->add_allocations();
-    a->set_job_id(job);
-    for (int s : slots) a->add_slots(s);
-    a->set_device(v.allocation_device[job]);
-  }
-  for (const PoolView& p : v.pools) {
-    accel::v1::DevicePool* pool = resp->add_pools();
-    pool->set_device(p.device);
-    pool->set_total_slots(p.total_slots);
-    pool->set_free_slots(p.free_slots);
-    for (const std::string& n : p.names) pool->add_names(n);
-    for (int64_t m : p.memory_bytes) pool->add_memory_bytes(m);
-  }
-  for (const std::string& id : v.queue) resp->add_queue(id);
-  resp->set_version(d_.version);
+  *resp = ClusterToProto(d_.manager->Cluster(), d_.version);
   return grpc::Status::OK;
 }
 

@@ -318,6 +318,26 @@ absl::StatusOr<std::vector<JobRecord>> StateStore::LoadJobs() {
   return jobs;
 }
 
+namespace {
+// One row of `SELECT seq, time_us, attempt, rank, kind, body FROM events`.
+absl::StatusOr<Event> EventFromRow(Stmt& st, const std::string& job_id) {
+  Event e;
+  e.job_id = job_id;
+  e.seq = st.ColInt(0);
+  e.time_us = st.ColInt(1);
+  e.attempt = static_cast<int>(st.ColInt(2));
+  e.rank = static_cast<int>(st.ColInt(3));
+  absl::StatusOr<EventKind> kind = ParseEventKind(st.ColText(4));
+  if (!kind.ok()) {
+    return absl::DataLossError(absl::StrCat("state database: event ", job_id, "#", e.seq, ": ",
+                                            kind.status().message()));
+  }
+  e.kind = *kind;
+  e.body_json = st.ColText(5);
+  return e;
+}
+}  // namespace
+
 absl::StatusOr<std::vector<Event>> StateStore::ReadEvents(const std::string& job_id,
                                                           int64_t after_seq, int64_t limit) {
   absl::MutexLock lock(&mu_);
@@ -331,23 +351,28 @@ absl::StatusOr<std::vector<Event>> StateStore::ReadEvents(const std::string& job
   std::vector<Event> events;
   int rc;
   while ((rc = st.Step()) == SQLITE_ROW) {
-    Event e;
-    e.job_id = job_id;
-    e.seq = st.ColInt(0);
-    e.time_us = st.ColInt(1);
-    e.attempt = static_cast<int>(st.ColInt(2));
-    e.rank = static_cast<int>(st.ColInt(3));
-    absl::StatusOr<EventKind> kind = ParseEventKind(st.ColText(4));
-    if (!kind.ok()) {
-      return absl::DataLossError(absl::StrCat("state database: event ", job_id, "#", e.seq, ": ",
-                                              kind.status().message()));
-    }
-    e.kind = *kind;
-    e.body_json = st.ColText(5);
-    events.push_back(std::move(e));
+    absl::StatusOr<Event> e = EventFromRow(st, job_id);
+    if (!e.ok()) return e.status();
+    events.push_back(*std::move(e));
   }
   if (rc != SQLITE_DONE) return Error("read events");
   return events;
+}
+
+absl::StatusOr<std::optional<Event>> StateStore::LastEventOfKind(const std::string& job_id,
+                                                                 EventKind kind) {
+  absl::MutexLock lock(&mu_);
+  Stmt st(db_,
+          "SELECT seq, time_us, attempt, rank, kind, body FROM events "
+          "WHERE job_id = ? AND kind = ? ORDER BY seq DESC LIMIT 1");
+  if (!st.ok()) return Error("prepare read last event");
+  st.Text(1, job_id);
+  st.Text(2, EventKindName(kind));
+  const int rc = st.Step();
+  if (rc == SQLITE_DONE) return std::nullopt;
+  if (rc != SQLITE_ROW) return Error("read last event");
+  ACCEL_ASSIGN_OR_RETURN(Event e, EventFromRow(st, job_id));
+  return e;
 }
 
 absl::StatusOr<int64_t> StateStore::LastSeq(const std::string& job_id) {

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,9 @@ class StateStore {
   // Events of a job with seq > after_seq, ascending, at most `limit`.
   [[nodiscard]] absl::StatusOr<std::vector<Event>> ReadEvents(const std::string& job_id,
                                                               int64_t after_seq, int64_t limit);
+  // The job's newest event of `kind` (the dashboard's latest metrics), nullopt when it has none.
+  [[nodiscard]] absl::StatusOr<std::optional<Event>> LastEventOfKind(const std::string& job_id,
+                                                                     EventKind kind);
   // Highest seq of the job's events; 0 when it has none.
   [[nodiscard]] absl::StatusOr<int64_t> LastSeq(const std::string& job_id);
 

@@ -99,6 +99,27 @@ TEST(StateStoreTest, JobsEventsAttemptsAndCheckpointsSurviveReopen) {
   EXPECT_EQ((*ckpts)[0].bytes, 123);
 }
 
+TEST(StateStoreTest, FindsTheNewestEventOfAKind) {
+  auto store = StateStore::Open(FreshTestDir() + "/state.db");
+  ASSERT_TRUE(store.ok()) << store.status();
+  JobRecord job = SampleJob();
+  ASSERT_TRUE((*store)->Write(&job, {MakeEvent("job-7", 1, EventKind::kMetrics, R"({"step":"0"})"),
+                                     MakeEvent("job-7", 2, EventKind::kMetrics, R"({"step":"1"})"),
+                                     MakeEvent("job-7", 3, EventKind::kMemory, "{}")})
+                  .ok());
+  auto metrics = (*store)->LastEventOfKind("job-7", EventKind::kMetrics);
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  ASSERT_TRUE(metrics->has_value());
+  EXPECT_EQ((*metrics)->seq, 2);
+  EXPECT_EQ((*metrics)->body_json, R"({"step":"1"})");
+  auto none = (*store)->LastEventOfKind("job-7", EventKind::kCheckpoint);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_FALSE(none->has_value());
+  auto other_job = (*store)->LastEventOfKind("job-8", EventKind::kMetrics);
+  ASSERT_TRUE(other_job.ok());
+  EXPECT_FALSE(other_job->has_value());
+}
+
 TEST(StateStoreTest, AFailedWriteChangesNothing) {
   auto store = StateStore::Open(FreshTestDir() + "/state.db");
   ASSERT_TRUE(store.ok());
