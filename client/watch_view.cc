@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -36,6 +38,15 @@ std::string BlockProgressLine(const v1::MetricsEvent& m) {
                          m.total_steps() > 0 ? 100 * done / m.total_steps() : 0, m.loss(),
                          m.tokens_per_s(), Duration(EtaSeconds(m)),
                          m.skipped() ? " (skipped: non-finite)" : "");
+}
+
+bool LogLineOfInterest(const v1::Event& e) {
+  if (e.rank() <= 0) return true;
+  const std::string line = absl::AsciiStrToLower(e.log().line());
+  for (const char* word : {"error", "warn", "fatal", "abort", "exception", "traceback", "killed"}) {
+    if (absl::StrContains(line, word)) return true;
+  }
+  return false;
 }
 
 std::string FitWidth(std::string_view line, int width) {
@@ -126,6 +137,9 @@ void WatchView::OnEvent(const v1::Event& e, absl::Time now) {
         state_ = absl::StrCat("waiting for the first step (", StateName(e.state().state()), ")");
       }
       Permanent(EventLine(e), now);
+      return;
+    case v1::Event::kLog:
+      if (LogLineOfInterest(e)) Permanent(EventLine(e), now);
       return;
     default:
       Permanent(EventLine(e), now);

@@ -4,8 +4,9 @@
 //     (cursor up, erase line) at most every `min_redraw`:
 //       step 150/200 [###############.....]  75% | loss 2.2609 | 25119 tok/s | ETA 0:02
 //       memory peak: compute 1.9 MiB · host 96.0 KiB (2 ranks)
-//     State changes, checkpoints, acceld's notices and the workers' log lines are printed as
-//     permanent lines above it (EventLine). Metrics and memory records only update the block.
+//     State changes, checkpoints, acceld's notices and the workers' log lines of interest
+//     (LogLineOfInterest) are printed as permanent lines above it (EventLine). Metrics and memory
+//     records only update the block.
 //   plain (not a terminal: CI logs, pipes): a line per metrics record, state change, checkpoint
 //     and log line (EventLine), and one line per recorded step for the memory records of all
 //     ranks ("#44 memory peak at step 110: compute 22.1 MiB · host 3.0 MiB (2 ranks)") instead
@@ -49,6 +50,10 @@ struct WatchOptions {
 double EtaSeconds(const accel::v1::MetricsEvent& m);
 // "step 150/200 [###############.....]  75% | loss 2.2609 | 25119 tok/s | ETA 0:02"
 std::string BlockProgressLine(const accel::v1::MetricsEvent& m);
+// Block mode prints a worker's log line when it is rank 0's, acceld's (rank -1), or says something
+// went wrong (error, warning, fatal, abort, exception, traceback, killed; any case): the other
+// ranks mostly repeat rank 0 ("registered", "done"). `accelctl logs ID` has every line.
+bool LogLineOfInterest(const accel::v1::Event& e);
 // `line` cut to fewer than `width` terminal columns (UTF-8 aware), so it never wraps.
 std::string FitWidth(std::string_view line, int width);
 

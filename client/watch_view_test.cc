@@ -123,6 +123,33 @@ TEST(WatchViewTest, BlockIsRedrawnInPlaceWithPermanentLinesAboveIt) {
   EXPECT_THAT(out.str(), HasSubstr("step 10/20"));
 }
 
+v1::Event Log(int64_t seq, int rank, const std::string& line) {
+  v1::Event e;
+  e.set_seq(seq);
+  e.set_rank(rank);
+  e.mutable_log()->set_line(line);
+  return e;
+}
+
+TEST(WatchViewTest, BlockShowsRankZerosLogLinesAndTheOtherRanksTroubles) {
+  EXPECT_TRUE(LogLineOfInterest(Log(1, 0, "[info] registered")));
+  EXPECT_TRUE(LogLineOfInterest(Log(1, -1, "acceld is stopping")));
+  EXPECT_FALSE(LogLineOfInterest(Log(1, 1, "[info] registered")));
+  EXPECT_TRUE(LogLineOfInterest(Log(1, 3, "[ERROR] gloo: connection reset")));
+  EXPECT_TRUE(LogLineOfInterest(Log(1, 3, "[warning] slow step")));
+  std::ostringstream block;
+  WatchView view(block, {.mode = WatchMode::kBlock});
+  view.OnEvent(Log(1, 1, "[info] registered"), t0);
+  view.OnEvent(Log(2, 0, "[info] registered"), t0 + absl::Seconds(1));
+  view.Finish();
+  EXPECT_THAT(Screen(block.str()),
+              ElementsAre("#2 [rank 0] [info] registered", "waiting for the first step"));
+  std::ostringstream plain;  // CI logs keep every line
+  WatchView lines(plain, {.mode = WatchMode::kPlain});
+  lines.OnEvent(Log(1, 1, "[info] registered"), t0);
+  EXPECT_EQ(plain.str(), "#1 [rank 1] [info] registered\n");
+}
+
 TEST(WatchViewTest, RedrawsAreThrottledAndTickDrawsWhatWasHeldBack) {
   std::ostringstream out;
   WatchView view(out, {.mode = WatchMode::kBlock, .min_redraw = absl::Milliseconds(250)});
