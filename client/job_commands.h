@@ -9,7 +9,8 @@
 //                                   on a terminal one block redrawn in place (watch_view.h)
 //     logs ID [-f] [--rank R]       the workers' output
 //     checkpoints ID | cluster
-//   Every command takes --output text|json (json: one object per line).
+//   Every command takes --output text|json (json: one object per line). watch and submit --wait
+//   draw a live block when stdout is a terminal (ACCEL_FORCE_TTY=1/0 overrides; watch_view.h).
 // --server defaults to $ACCEL_SERVER, else 127.0.0.1:7070; --token-file to $ACCEL_TOKEN_FILE,
 // else ~/.local/state/accel/token (what acceld writes on its first start).
 //
