@@ -171,7 +171,7 @@ TEST(AccelctlConfigTest, ExplainModelPrintsTheMemoryPlan) {
   EXPECT_EQ(m["world"], 2);
   EXPECT_EQ(m["batch"], 8);
   EXPECT_EQ(m["seq"], 1024);
-  const nlohmann::json& device = m["rank"]["device"];
+  const nlohmann::json& device = m["rank"]["compute"];
   // AdamW's two fp32 moments of this rank's half of the real elements (13 units, so at most 13
   // elements of padding decide which rank holds the odd ones).
   const int64_t moments = device["optimizer_state"];
@@ -214,7 +214,7 @@ TEST(AccelctlConfigTest, ExplainModelConfigAndBadModels) {
   ASSERT_EQ(r.code, kExitOk) << r.err;
   const nlohmann::json m = nlohmann::json::parse(r.out)["memory_plan"];
   EXPECT_EQ(m["num_params"], small.NumParams());
-  EXPECT_EQ(m["rank"]["device"]["optimizer_state"], 8 * small.NumParams());
+  EXPECT_EQ(m["rank"]["compute"]["optimizer_state"], 8 * small.NumParams());
 
   r = Accelctl({"config", "explain", Src("configs/fsdp_full_shard.yaml"), "--model", "gpt9"});
   EXPECT_EQ(r.code, kExitInvalid);

@@ -3,6 +3,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <ctime>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -72,7 +73,7 @@ std::string EventLine(const v1::Event& e) {
       const v1::MemoryEvent& m = e.memory();
       return absl::StrCat("#", e.seq(), " memory ", who,
                           m.step() < 0 ? " after setup" : absl::StrCat(" at step ", m.step() + 1),
-                          ": device ", Bytes(m.device_current()), " (peak ",
+                          ": compute ", Bytes(m.device_current()), " (peak ",
                           Bytes(m.device_peak()), "), host ", Bytes(m.host_current()), " (peak ",
                           Bytes(m.host_peak()), ")",
                           m.device_driver_total() > 0
@@ -91,6 +92,54 @@ std::string EventLine(const v1::Event& e) {
       break;
   }
   return absl::StrCat("#", e.seq(), " (unknown event)");
+}
+
+// What the job runs, as acceld lowered it at submit (JobPlan); older jobs show their spec.
+std::string PlanText(const v1::Job& j) {
+  std::ostringstream out;
+  if (!j.has_plan()) {
+    out << "  ranks " << j.spec().resources().num_processes() << " "
+         << j.spec().resources().device() << ", model " << j.spec().model().preset() << ", "
+         << j.spec().sharding().strategy() << "\n";
+    return out.str();
+  }
+  const v1::JobPlan& p = j.plan();
+  std::string strategy = p.strategy();
+  if (p.hybrid_group_size() > 0) {
+    absl::StrAppend(&strategy, " (groups of ", p.hybrid_group_size(), ")");
+  }
+  out << "  plan " << strategy << " on " << p.world_size() << " " << p.device() << " rank"
+       << (p.world_size() == 1 ? "" : "s") << ", " << p.precision() << " (params "
+       << p.params_dtype() << ", grads " << p.grads_dtype() << ", master " << p.master_dtype()
+       << ")";
+  if (p.optimizer_device() != "compute") {
+    out << ", optimizer on " << p.optimizer_device();
+    if (p.params_device() != "compute") out << " with the parameters";
+  }
+  out << "\n";
+  out << "  batch " << p.micro_batch() << " x accum " << p.grad_accum() << " x "
+       << p.world_size() << " ranks = " << p.global_batch() << " sequences of " << p.seq_len()
+       << " tokens per step, clip " << p.grad_clip() << ", checkpoints " << p.state_dict_type()
+       << (p.save_16bit() ? " + 16-bit model" : "") << "\n";
+  const v1::ModelSummary& m = p.model();
+  // Summaries from an acceld older than the architecture field are GPT-2's.
+  const std::string arch = m.architecture().empty() ? "gpt2" : m.architecture();
+  std::string heads = absl::StrCat(m.n_head(), " heads");
+  if (m.n_kv_head() != 0 && m.n_kv_head() != m.n_head()) {
+    absl::StrAppend(&heads, " (", m.n_kv_head(), " key/value)");
+  }
+  out << absl::StrFormat("  model %s: %s, %d layers, %s, width %d, vocabulary %d, "
+                          "context %d, %.2fM parameters\n",
+                          m.name(), arch, m.n_layer(), heads, m.n_embd(), m.vocab_size(),
+                          m.n_positions(), m.num_params() / 1e6);
+  if (arch != "gpt2") {
+    out << absl::StrFormat("    head_dim %d, mlp %d (SwiGLU), %s lm_head, block %s\n",
+                            m.head_dim(), m.intermediate_size(),
+                            m.tied_embeddings() ? "tied" : "untied", m.block_class());
+  }
+  if (!p.config().empty()) out << "  config " << p.config() << "\n";
+  for (const std::string& note : p.notes()) out << "  note: " << note << "\n";
+  return out.str();
 }
 
 }  // namespace accel::client

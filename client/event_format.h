@@ -1,5 +1,7 @@
 // accelctl's text forms: job states, durations, byte counts, times, progress bars and one line
-// per job event (metrics, memory, checkpoints, logs, states); protobuf messages as JSON.
+// per job event (metrics, memory, checkpoints, logs, states); a job's plan; protobuf messages as
+// JSON. Memory lines name the ledger's pools: compute (the kernels' memory: RAM on a cpu rank, the
+// GPU's on a cuda rank), host.
 #pragma once
 
 #include <cstdint>
@@ -19,5 +21,7 @@ std::string Time(int64_t us);                   // local time of Unix microsecon
 std::string ProgressBar(int64_t done, int64_t total, int width = 20);  // "[####......]"
 // "#12 step 30/100 [######..............]  30% | loss ..." and the like.
 std::string EventLine(const accel::v1::Event& e);
+// The job's plan as `accelctl status` and `submit` show it: indented lines, each ending in "\n".
+std::string PlanText(const accel::v1::Job& j);
 
 }  // namespace accel::client

@@ -54,7 +54,7 @@ TEST(EventFormatTest, MemoryLineAddsTheGpuOnlyWhenTheDriverReportedIt) {
   m->set_device_current(2 << 20);
   m->set_device_peak(4 << 20);
   const std::string cpu = EventLine(e);
-  EXPECT_THAT(cpu, HasSubstr("memory rank 1 after setup: device 2.0 MiB (peak 4.0 MiB)"));
+  EXPECT_THAT(cpu, HasSubstr("memory rank 1 after setup: compute 2.0 MiB (peak 4.0 MiB)"));
   EXPECT_THAT(cpu, Not(HasSubstr("GPU")));
   m->set_device_driver_used(int64_t{10} << 30);
   m->set_device_driver_total(int64_t{140} << 30);

@@ -37,6 +37,8 @@ void AddJobCommands(CLI::App& app, JobCommand* c) {
   submit->add_option("--deepspeed-config", c->deepspeed_config,
                      "DeepSpeed JSON (overrides the job file's deepspeed_config)");
   submit->add_flag("--wait", c->wait, "watch the job to its end; exit 0 only if it SUCCEEDED");
+  submit->add_flag("--verbose", c->verbose,
+                   "with --wait: every event as a line (memory: one per rank), no live block");
   output(submit);
   chosen(submit, "submit");
   struct Simple {
@@ -65,6 +67,8 @@ void AddJobCommands(CLI::App& app, JobCommand* c) {
   CLI::App* watch = app.add_subcommand("watch", "follow a job's progress, memory, checkpoints");
   watch->add_option("job_id", c->job_id, "job id")->required();
   watch->add_option("--from-seq", c->from_seq, "start after this event sequence number");
+  watch->add_flag("--verbose", c->verbose,
+                  "every event as a line (memory: one per rank), no live block on a terminal");
   output(watch);
   chosen(watch, "watch");
   CLI::App* logs = app.add_subcommand("logs", "the workers' output");

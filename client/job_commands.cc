@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <optional>
 #include <ostream>
 #include <thread>
 
@@ -14,6 +15,7 @@
 #include "absl/time/time.h"
 #include "accel/v1/coordinator.grpc.pb.h"
 #include "client/event_format.h"
+#include "client/watch_view.h"
 #include "rpc/channel.h"
 #include "rpc/job_file.h"
 #include "rpc/status.h"
@@ -106,6 +108,16 @@ class Session {
                                  const std::vector<v1::EventKind>& kinds, bool raw_logs) {
     int64_t last = from_seq;
     absl::Time reconnect_until = absl::InfiniteFuture();
+    std::optional<LiveWatch> view;  // text output of watch and submit --wait (watch_view.h)
+    if (!json() && !raw_logs) {
+      view.emplace(out_, WatchOptions{.mode = c_.verbose    ? WatchMode::kVerbose
+                                              : c_.terminal ? WatchMode::kBlock
+                                                            : WatchMode::kPlain,
+                                      .width = c_.terminal_width});
+      if (absl::StatusOr<v1::Job> job = GetJob(id); job.ok()) {
+        view->set_world_size(job->spec().resources().num_processes());
+      }
+    }
     while (true) {
       grpc::ClientContext ctx;
       Prepare(ctx, absl::ZeroDuration());
@@ -120,6 +132,10 @@ class Session {
       while (reader->Read(&e)) {
         reconnect_until = absl::InfiniteFuture();
         last = e.seq();
+        if (view) {
+          view->OnEvent(e);
+          continue;
+        }
         if (json()) {
           out_ << Json(e) << "\n";
         } else if (raw_logs && e.has_log()) {
@@ -131,15 +147,27 @@ class Session {
         out_.flush();
       }
       grpc::Status s = reader->Finish();
-      if (s.ok()) return last;
-      if (!follow || s.error_code() != grpc::StatusCode::UNAVAILABLE) return rpc::FromGrpc(s);
+      if (s.ok() || !follow || s.error_code() != grpc::StatusCode::UNAVAILABLE) {
+        if (view) view->Finish();
+        if (s.ok()) return last;
+        return rpc::FromGrpc(s);
+      }
       // acceld went away (restart?): try again from the last event seen.
       if (reconnect_until == absl::InfiniteFuture()) {
         reconnect_until = absl::Now() + absl::Seconds(c_.reconnect_s);
-        err_ << "accelctl: lost acceld (" << s.error_message() << "); reconnecting from event "
-             << last << "\n";
+        const std::string note = absl::StrCat("accelctl: lost acceld (", s.error_message(),
+                                              "); reconnecting from event ", last);
+        // On a terminal the note goes above the block: a line on stderr would break its redraw.
+        if (view && c_.terminal && !c_.verbose) {
+          view->Note(note);
+        } else {
+          err_ << note << "\n";
+        }
       }
-      if (absl::Now() > reconnect_until) return rpc::FromGrpc(s);
+      if (absl::Now() > reconnect_until) {
+        if (view) view->Finish();
+        return rpc::FromGrpc(s);
+      }
       absl::SleepFor(absl::Milliseconds(500));
     }
   }
@@ -182,51 +210,7 @@ class Session {
     return job->state() == v1::SUCCEEDED ? kOk : kFailure;
   }
 
-  // What the job runs, as acceld lowered it at submit (JobPlan); older jobs show their spec.
-  void PrintPlan(const v1::Job& j) {
-    if (!j.has_plan()) {
-      out_ << "  ranks " << j.spec().resources().num_processes() << " "
-           << j.spec().resources().device() << ", model " << j.spec().model().preset() << ", "
-           << j.spec().sharding().strategy() << "\n";
-      return;
-    }
-    const v1::JobPlan& p = j.plan();
-    std::string strategy = p.strategy();
-    if (p.hybrid_group_size() > 0) {
-      absl::StrAppend(&strategy, " (groups of ", p.hybrid_group_size(), ")");
-    }
-    out_ << "  plan " << strategy << " on " << p.world_size() << " " << p.device() << " rank"
-         << (p.world_size() == 1 ? "" : "s") << ", " << p.precision() << " (params "
-         << p.params_dtype() << ", grads " << p.grads_dtype() << ", master " << p.master_dtype()
-         << ")";
-    if (p.optimizer_device() != "compute") {
-      out_ << ", optimizer on " << p.optimizer_device();
-      if (p.params_device() != "compute") out_ << " with the parameters";
-    }
-    out_ << "\n";
-    out_ << "  batch " << p.micro_batch() << " x accum " << p.grad_accum() << " x "
-         << p.world_size() << " ranks = " << p.global_batch() << " sequences of " << p.seq_len()
-         << " tokens per step, clip " << p.grad_clip() << ", checkpoints " << p.state_dict_type()
-         << (p.save_16bit() ? " + 16-bit model" : "") << "\n";
-    const v1::ModelSummary& m = p.model();
-    // Summaries from an acceld older than the architecture field are GPT-2's.
-    const std::string arch = m.architecture().empty() ? "gpt2" : m.architecture();
-    std::string heads = absl::StrCat(m.n_head(), " heads");
-    if (m.n_kv_head() != 0 && m.n_kv_head() != m.n_head()) {
-      absl::StrAppend(&heads, " (", m.n_kv_head(), " key/value)");
-    }
-    out_ << absl::StrFormat("  model %s: %s, %d layers, %s, width %d, vocabulary %d, "
-                            "context %d, %.2fM parameters\n",
-                            m.name(), arch, m.n_layer(), heads, m.n_embd(), m.vocab_size(),
-                            m.n_positions(), m.num_params() / 1e6);
-    if (arch != "gpt2") {
-      out_ << absl::StrFormat("    head_dim %d, mlp %d (SwiGLU), %s lm_head, block %s\n",
-                              m.head_dim(), m.intermediate_size(),
-                              m.tied_embeddings() ? "tied" : "untied", m.block_class());
-    }
-    if (!p.config().empty()) out_ << "  config " << p.config() << "\n";
-    for (const std::string& note : p.notes()) out_ << "  note: " << note << "\n";
-  }
+  void PrintPlan(const v1::Job& j) { out_ << PlanText(j); }
 
   int Status() {
     absl::StatusOr<v1::Job> job = GetJob(c_.job_id);
@@ -380,6 +364,7 @@ class Session {
 }  // namespace
 
 int RunParsedJobCommand(JobCommand& c, std::ostream& out, std::ostream& err) {
+  c.terminal = IsTerminal(out, &c.terminal_width);
   Session session(c, out, err);
   if (c.chosen == "submit") return session.Submit();  // connects after checking the file
   // delete names its jobs in job_ids, checked below.

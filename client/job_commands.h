@@ -1,14 +1,16 @@
 // accelctl's job commands, talking to acceld over gRPC (accel.v1.Coordinator):
 //
 //   accelctl [--server ADDR] [--token-file F] [--tls-ca PEM] COMMAND ...
-//     submit JOB.yaml [--config accelerate.yaml] [--wait]   queue a job (--wait: watch it to the
-//                                                           end; exit 0 only if it SUCCEEDED)
+//     submit JOB.yaml [--config accelerate.yaml] [--wait [--verbose]]   queue a job (--wait:
+//                                   watch it to the end; exit 0 only if it SUCCEEDED)
 //     status ID | list [--state S]... [--limit N] | cancel ID
 //     delete ID...                  forget ended jobs (record, events, logs; not checkpoints)
-//     watch ID [--from-seq N]       live progress lines, memory, checkpoints, state changes
+//     watch ID [--from-seq N] [--verbose]   live progress, memory, checkpoints, state changes:
+//                                   on a terminal one block redrawn in place (watch_view.h)
 //     logs ID [-f] [--rank R]       the workers' output
 //     checkpoints ID | cluster
-//   Every command takes --output text|json (json: one object per line).
+//   Every command takes --output text|json (json: one object per line). watch and submit --wait
+//   draw a live block when stdout is a terminal (ACCEL_FORCE_TTY=1/0 overrides; watch_view.h).
 // --server defaults to $ACCEL_SERVER, else 127.0.0.1:7070; --token-file to $ACCEL_TOKEN_FILE,
 // else ~/.local/state/accel/token (what acceld writes on its first start).
 //
@@ -46,6 +48,10 @@ struct JobCommand {
   int rank = -1;
   std::vector<std::string> states;
   int limit = 0;
+  bool verbose = false;  // watch, submit --wait: every event as a line (no block, no summaries)
+  // Set by RunParsedJobCommand (IsTerminal): whether `out` is a terminal, and its columns.
+  bool terminal = false;
+  int terminal_width = 100;
   // How long watch / logs -f keep trying to reconnect to a restarting acceld.
   double reconnect_s = 120;
 };

@@ -3,10 +3,11 @@
 # fresh temporary directory, private unix socket), the default job submitted to it — a small
 # byte-level GPT-2 (gpt2-mini) trained on the bundled King James text (data/kjv.txt) by 2 CPU
 # ranks with FSDP FULL_SHARD (configs/jobs/job_default.yaml) — and its progress streamed to the
-# terminal until it ends. Exits 0 when the job SUCCEEDED. Extra arguments go to `accelctl submit`.
+# terminal until it ends (on a terminal one live block: accelctl watch's; --verbose: every event as
+# a line). Exits 0 when the job SUCCEEDED. Extra arguments go to `accelctl submit`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/build.sh >/dev/null
+bash scripts/build-progress.sh   # build.sh, showing its progress compactly (log in build/build.log)
 state=$(mktemp -d /tmp/accel-default.XXXXXX)
 rm -rf /tmp/accel-ckpt/gpt2-mini-kjv   # the default job's checkpoint directory
 build/server/acceld --listen "" --unix-socket "$state/acceld.sock" --state-dir "$state" \

@@ -15,7 +15,7 @@
 // slack). A suggested change, on the other hand, must fit with 64 MiB to spare for those, so
 // that following the advice does not end in the OOM killer.
 //
-// What is compared is RAM: on a CPU rank its compute ("device") and host pools, on a GPU rank
+// What is compared is RAM: on a CPU rank its compute and host pools, on a GPU rank
 // the host pool only (the GPU's own memory is the CUDA allocator's business). NVMe-offloaded
 // state lives in files and is not counted.
 #pragma once

@@ -6,11 +6,19 @@ namespace accel {
 
 std::string_view MemoryPoolName(MemoryPool pool) {
   switch (pool) {
-    case MemoryPool::kDevice: return "device";
+    case MemoryPool::kDevice: return "compute";
     case MemoryPool::kHost: return "host";
     case MemoryPool::kNvme: return "nvme";
   }
   return "unknown";
+}
+
+std::optional<MemoryPool> LedgerPoolKey(std::string_view key) {
+  if (key == "device") return MemoryPool::kDevice;  // the compute pool's name until issue 17
+  for (int p = 0; p < kNumMemoryPools; ++p) {
+    if (key == MemoryPoolName(static_cast<MemoryPool>(p))) return static_cast<MemoryPool>(p);
+  }
+  return std::nullopt;
 }
 
 std::string_view MemoryCategoryName(MemoryCategory category) {

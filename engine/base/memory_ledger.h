@@ -2,13 +2,17 @@
 // they are for), current and peak. Every Buffer (engine/tensor/buffer.h) charges one ledger for
 // its lifetime, so memory statistics are exact, not sampled.
 //
-// On a machine without a GPU the "device" pool is still accounted apart from "host", so offload
-// shows up in the statistics. Thread-safe; all counters are atomics.
+// Pools: "compute" (MemoryPool::kDevice: where the kernels read and write — the GPU's memory on a
+// cuda rank, RAM on a cpu rank), "host" and "nvme". On a machine without a GPU the compute pool is
+// still accounted apart from "host", so offload shows up in the statistics. Until issue 17 the
+// compute pool was named "device"; readers of stored ledger JSON accept both keys
+// (LedgerPoolKey). Thread-safe; all counters are atomics.
 #pragma once
 
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -27,7 +31,10 @@ enum class MemoryCategory : int {
 };
 inline constexpr int kNumMemoryCategories = 6;
 
-std::string_view MemoryPoolName(MemoryPool pool);
+std::string_view MemoryPoolName(MemoryPool pool);  // "compute" | "host" | "nvme"
+// The pool a ledger JSON key names: MemoryPoolName's names and the old "device" (the compute
+// pool in records written before it was renamed); nullopt for any other key.
+std::optional<MemoryPool> LedgerPoolKey(std::string_view key);
 std::string_view MemoryCategoryName(MemoryCategory category);
 
 struct MemoryCounts {
@@ -49,7 +56,7 @@ class MemoryLedger {
   MemoryCounts PoolTotal(MemoryPool pool) const;
   // Forgets peaks (sets them to the current values), e.g. after model setup.
   void ResetPeaks();
-  // One JSON object: {"device":{"params":{"current":..,"peak":..},...,"total":{..}},...}.
+  // One JSON object: {"compute":{"params":{"current":..,"peak":..},...,"total":{..}},...}.
   std::string ToJson() const;
 
   // The process's default ledger; ranks run as threads in tests get their own.

@@ -85,11 +85,11 @@ TEST(MemoryLedgerTest, ToJsonParsesAndHasTheNumbers) {
   ASSERT_FALSE(j.is_discarded()) << ledger.ToJson();
   ASSERT_TRUE(j.is_object());
   EXPECT_EQ(j.size(), size_t{kNumMemoryPools});
-  EXPECT_EQ(j["device"]["params"]["current"].get<int64_t>(), 4096);
-  EXPECT_EQ(j["device"]["activations"]["current"].get<int64_t>(), 0);
-  EXPECT_EQ(j["device"]["activations"]["peak"].get<int64_t>(), 1 << 20);
-  EXPECT_EQ(j["device"]["total"]["current"].get<int64_t>(), 4096);
-  EXPECT_EQ(j["device"]["total"]["peak"].get<int64_t>(), 4096 + (1 << 20));
+  EXPECT_EQ(j["compute"]["params"]["current"].get<int64_t>(), 4096);
+  EXPECT_EQ(j["compute"]["activations"]["current"].get<int64_t>(), 0);
+  EXPECT_EQ(j["compute"]["activations"]["peak"].get<int64_t>(), 1 << 20);
+  EXPECT_EQ(j["compute"]["total"]["current"].get<int64_t>(), 4096);
+  EXPECT_EQ(j["compute"]["total"]["peak"].get<int64_t>(), 4096 + (1 << 20));
   EXPECT_EQ(j["nvme"]["optimizer_state"]["current"].get<int64_t>(), int64_t{3} << 40);
   EXPECT_EQ(j["host"]["total"]["peak"].get<int64_t>(), 0);
   for (int p = 0; p < kNumMemoryPools; ++p) {
@@ -102,11 +102,21 @@ TEST(MemoryLedgerTest, ToJsonParsesAndHasTheNumbers) {
 }
 
 TEST(MemoryLedgerTest, NamesAreDistinct) {
-  EXPECT_EQ(MemoryPoolName(kDevice), "device");
+  EXPECT_EQ(MemoryPoolName(kDevice), "compute");
   EXPECT_EQ(MemoryPoolName(kHost), "host");
   EXPECT_EQ(MemoryPoolName(MemoryPool::kNvme), "nvme");
   EXPECT_EQ(MemoryCategoryName(kOptim), "optimizer_state");
   EXPECT_EQ(MemoryCategoryName(MemoryCategory::kCommunication), "communication");
+}
+
+TEST(MemoryLedgerTest, LedgerKeysReadTheOldDeviceNameAsTheComputePool) {
+  for (int p = 0; p < kNumMemoryPools; ++p) {
+    const auto pool = static_cast<MemoryPool>(p);
+    EXPECT_EQ(LedgerPoolKey(MemoryPoolName(pool)), pool);
+  }
+  EXPECT_EQ(LedgerPoolKey("device"), kDevice);  // records stored before the rename
+  EXPECT_EQ(LedgerPoolKey("gpu"), std::nullopt);
+  EXPECT_EQ(LedgerPoolKey("total"), std::nullopt);
 }
 
 TEST(MemoryLedgerTest, ConcurrentChargesSumExactly) {

@@ -193,7 +193,7 @@ std::string MemoryPlanTable(const MemoryPlan& m) {
     absl::StrAppend(&out, absl::StrFormat("  %-7s %-16s %14d %12s\n", pool, "total (peak)",
                                           m.pool_peak[p], FormatBytes(m.pool_peak[p])));
   }
-  absl::StrAppend(&out, absl::StrFormat("rank total (device + host): %s\n",
+  absl::StrAppend(&out, absl::StrFormat("rank total (compute + host): %s\n",
                                         FormatBytes(m.RankRamBytes())));
   absl::StrAppend(&out, absl::StrFormat("machine total (%d rank%s here): %s",
                                         m.ranks_on_machine, m.ranks_on_machine == 1 ? "" : "s",

@@ -59,7 +59,7 @@ struct MemoryPlan {
   int64_t Peak(MemoryPool pool, MemoryCategory category) const {
     return peak[static_cast<int>(pool)][static_cast<int>(category)];
   }
-  // What the rank holds in RAM on a CPU machine: its device (compute) and host pools.
+  // What the rank holds in RAM on a CPU machine: its compute and host pools.
   int64_t RankRamBytes() const;
   int64_t MachineRamBytes() const;
 };
@@ -70,8 +70,8 @@ struct MemoryPlan {
                                                     const config::TrainOptions& options,
                                                     const MemoryPlanOptions& plan_options);
 
-// {"model":..,"rank":{"device":{"params":..,...,"total":..},...,"total":..},
-//  "machine":{"ranks":..,"device":..,"host":..,"nvme":..,"ram":..},"deepspeed_estimator":{..}}
+// {"model":..,"rank":{"compute":{"params":..,...,"total":..},...,"total":..},
+//  "machine":{"ranks":..,"compute":..,"host":..,"nvme":..,"ram":..},"deepspeed_estimator":{..}}
 std::string MemoryPlanJson(const MemoryPlan& plan);
 // The human table: one row per pool and category with bytes, pool totals, the rank's and the
 // machine's totals, and DeepSpeed's estimator.

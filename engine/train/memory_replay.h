@@ -11,8 +11,8 @@
 // peaks; tests/sharding/memory_plan_test.cc checks them against real runs, so a change in the
 // engine's buffers shows up there.
 //
-// Scope: the host DeviceOps (a CPU rank; its compute pool is the ledger's device pool). A CUDA
-// rank's caching allocator and its model's activations are not modelled.
+// Scope: the host DeviceOps (a CPU rank; its compute pool is the ledger's MemoryPool::kDevice,
+// named "compute"). A CUDA rank's caching allocator and its model's activations are not modelled.
 #pragma once
 
 #include <cstdint>

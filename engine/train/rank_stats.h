@@ -37,7 +37,7 @@ struct RankStats {
 
   // The ledger's counts and the process's memory (ReadProcessMemory) now.
   static RankStats FromLedger(int rank, const MemoryLedger& ledger);
-  // {"rank":0,"memory":{"device":{"params":{"current":..,"peak":..},...,"total":{..}},...},
+  // {"rank":0,"memory":{"compute":{"params":{"current":..,"peak":..},...,"total":{..}},...},
   //  "process":{"peak_rss":..[,"cgroup_usage":..,"cgroup_limit":..]},
   //  "bytes_sent":..,"bytes_sent_within_node":..,"bytes_sent_cross_node":..,
   //  "bytes_received":..,"comm_wait_seconds":..}; pools with no bytes at all

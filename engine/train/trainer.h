@@ -7,8 +7,8 @@
 // (k·accum + m)·world + r), agrees on the mean loss and the global gradient norm across ranks,
 // skips the update on every rank when either is not finite, clips, updates the owned ranges and
 // lets the sharded model re-gather what it keeps full.
-// Memory: parameters, gradients and optimizer state are charged to the "device" pool (the compute
-// pool; host memory on a CPU-only build), activations likewise.
+// Memory: parameters, gradients and optimizer state are charged to the "compute" pool
+// (MemoryPool::kDevice; RAM on a CPU-only build), activations likewise.
 // Where it computes is the ComputeBackend's choice (model_runner.h): the CPU by default, or a
 // device whose DeviceOps hold the sharded model and the optimizer and whose ModelRunner runs
 // the model (engine/train/cuda/device_trainer.h builds one for a CUDA GPU). Everything else —

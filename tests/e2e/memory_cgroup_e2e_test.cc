@@ -64,7 +64,7 @@ TEST_F(MemoryCgroupTest, RefusesAtStartWhatCannotFitAndRunsWhatCan) {
   // B=16: about 245 MiB of planned buffers, beside what the process holds of its own.
   Outcome refused = RunInCgroup({"--batch", "16", "--steps", "1"}, "refused");
   EXPECT_EQ(refused.code, 1) << refused.err;
-  EXPECT_THAT(refused.err, HasSubstr("memory plan does not fit: the device pool needs "));
+  EXPECT_THAT(refused.err, HasSubstr("memory plan does not fit: the compute pool needs "));
   EXPECT_THAT(refused.err, HasSubstr("activations 228.3 MiB"));
   EXPECT_THAT(refused.err, HasSubstr(" of RAM, available "));
   EXPECT_THAT(refused.err, HasSubstr("memory cgroup limit 300.0 MiB in " + cgroup_->path() +

@@ -179,8 +179,8 @@ TEST_F(WorkerE2eTest, Bf16MixedPrecisionRecordsEveryRanksMemoryAndTraffic) {
       EXPECT_EQ(rank["rank"], r);
       EXPECT_GT(rank["bytes_sent"].get<int64_t>(), 0);
       // Half the parameter bytes of the fp32 run: bf16 shards.
-      const int64_t bf16_params = rank["memory"]["device"]["params"]["current"];
-      const int64_t fp32_params = fp32[s]["ranks"][r]["memory"]["device"]["params"]["current"];
+      const int64_t bf16_params = rank["memory"]["compute"]["params"]["current"];
+      const int64_t fp32_params = fp32[s]["ranks"][r]["memory"]["compute"]["params"]["current"];
       EXPECT_EQ(2 * bf16_params, fp32_params) << "step " << s << " rank " << r;
     }
   }
@@ -212,8 +212,8 @@ TEST_F(WorkerE2eTest, TheFsdpOffloadConfigKeepsParametersAndOptimizerOnTheHost) 
     ASSERT_EQ(offload[s]["ranks"].size(), 2u);
     for (int r = 0; r < 2; ++r) {
       const nlohmann::json& memory = offload[s]["ranks"][r]["memory"];
-      EXPECT_EQ(memory["device"]["params"]["current"].get<int64_t>(), 0) << memory.dump();
-      EXPECT_EQ(memory["device"]["optimizer_state"]["current"].get<int64_t>(), 0);
+      EXPECT_EQ(memory["compute"]["params"]["current"].get<int64_t>(), 0) << memory.dump();
+      EXPECT_EQ(memory["compute"]["optimizer_state"]["current"].get<int64_t>(), 0);
       EXPECT_GT(memory["host"]["params"]["current"].get<int64_t>(), 0) << memory.dump();
       EXPECT_GT(memory["host"]["optimizer_state"]["current"].get<int64_t>(), 0);
     }

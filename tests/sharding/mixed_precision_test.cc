@@ -172,7 +172,7 @@ TEST_P(MixedPrecisionTest, StepRecordsCarryEveryRanksMemoryDTypesAndTraffic) {
       EXPECT_GT(s.bytes_received, 0);
     }
     const std::string json = train::StepMetricsToJson(m);
-    EXPECT_NE(json.find("\"ranks\":[{\"rank\":0,\"memory\":{\"device\""), std::string::npos)
+    EXPECT_NE(json.find("\"ranks\":[{\"rank\":0,\"memory\":{\"compute\""), std::string::npos)
         << json;
   }
   // The second record covers one step, the first two: bytes follow.
