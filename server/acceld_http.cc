@@ -7,6 +7,7 @@
 #include "engine/base/status_macros.h"
 #include "httplib.h"
 #include "server/acceld.h"
+#include "server/dashboard.h"
 #include "server/metrics_page.h"
 
 namespace accel::server {
@@ -44,10 +45,17 @@ absl::Status Acceld::StartHttp() {
   HttpOptions http;
   http.listen = options_.http_listen;
   http.token = token_;
-  ACCEL_ASSIGN_OR_RETURN(http_, HttpServer::Start(http, [sources](httplib::Server& server) {
+  DashboardDeps dashboard;
+  dashboard.registry = registry_.get();
+  dashboard.events = events_.get();
+  dashboard.store = store_.get();
+  dashboard.manager = manager_.get();
+  dashboard.version = kAcceldVersion;
+  ACCEL_ASSIGN_OR_RETURN(http_, HttpServer::Start(http, [&](httplib::Server& server) {
     server.Get("/metrics", [sources](const httplib::Request&, httplib::Response& res) {
       res.set_content(RenderMetrics(sources), "text/plain; version=0.0.4; charset=utf-8");
     });
+    RegisterDashboardRoutes(server, dashboard);
   }));
   if (!options_.http_address_file.empty()) {
     const std::string tmp = options_.http_address_file + ".tmp";

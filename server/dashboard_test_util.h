@@ -20,9 +20,12 @@
 namespace accel::server {
 
 // An acceld on 127.0.0.1 (any port) with 2 CPU slots and its state under `dir`, starting
-// `worker_bin` for each rank; nullptr (with the failure recorded) when it does not start.
-inline std::unique_ptr<Acceld> StartTestAcceld(const std::string& dir, const std::string& worker_bin) {
+// `worker_bin` for each rank, and with `http` its HTTP side on a free port too; nullptr (with
+// the failure recorded) when it does not start.
+inline std::unique_ptr<Acceld> StartTestAcceld(const std::string& dir, const std::string& worker_bin,
+                                               bool http = false) {
   AcceldOptions o;
+  if (http) o.http_listen = "127.0.0.1:0";
   o.listen = "127.0.0.1:0";
   o.state_dir = dir + "/state";
   o.cpu_slots = 2;

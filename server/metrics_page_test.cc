@@ -5,7 +5,9 @@
 
 #include <sys/stat.h>
 
+#include <chrono>
 #include <fstream>
+#include <thread>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -134,7 +136,15 @@ TEST(AcceldHttpTest, ServesMetricsWithTheTokenAndCountsRealRpcs) {
   auto denied = http.Get("/metrics");
   ASSERT_TRUE(denied);
   EXPECT_EQ(denied->status, 401);
-  auto metrics = http.Get("/metrics", {{"Authorization", "Bearer " + (*daemon)->client_token()}});
+  // The control loop starts the job within a tick or two; its series come with that.
+  const httplib::Headers auth = {{"Authorization", "Bearer " + (*daemon)->client_token()}};
+  httplib::Result metrics = http.Get("/metrics", auth);
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (metrics && metrics->body.find("accel_jobs{state=\"starting\"} 1\n") == std::string::npos &&
+         std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    metrics = http.Get("/metrics", auth);
+  }
   ASSERT_TRUE(metrics);
   ASSERT_EQ(metrics->status, 200);
   EXPECT_THAT(metrics->get_header_value("Content-Type"), HasSubstr("text/plain; version=0.0.4"));

@@ -237,5 +237,23 @@ stop_grace_s: 20
   EXPECT_TRUE(d.Workers(id).empty());
 }
 
+// scripts/run-default.sh's acceld: a unix socket and no TCP port. Its workers once got
+// MASTER_PORT=0, which every rank refused, and the README's first command failed.
+TEST(ControlPlaneE2E, AnAcceldOnAUnixSocketAloneTrainsAJob) {
+  Daemon d(FreshDir());
+  const std::string socket = d.dir() + "/s.sock";
+  d.Start(2, 0, {"--listen", "", "--unix-socket", socket});  // the last --listen wins
+  ASSERT_EQ(d.address(), "unix:" + socket);
+  const std::string job = WriteJob(d.dir(), "unix", R"(
+model: {preset: gpt2-tiny}
+train: {steps: 6, micro_batch: 2, seq_len: 32, log_every: 3}
+resources: {num_processes: 2}
+)");
+  std::string out, err;
+  ASSERT_EQ(d.Accelctl({"submit", job, "--wait"}, &out, &err), 0)
+      << out << err << testing::ReadAll(d.child().stderr_path);
+  EXPECT_THAT(out, HasSubstr("SUCCEEDED"));
+}
+
 }  // namespace
 }  // namespace accel

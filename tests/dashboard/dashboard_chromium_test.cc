@@ -1,6 +1,6 @@
 // The dashboard in a real browser: an in-process acceld trains a tiny GPT-2 with two real
-// accel-worker ranks, the dashboard's routes serve its record (server/dashboard.h), and headless
-// Chromium loads the pages, runs their scripts and hands back the DOM, in which every chart says
+// accel-worker ranks, its HTTP side (--http-listen: the token login, then server/dashboard.h's
+// routes) serves the record, and headless Chromium loads the pages, runs their scripts and hands back the DOM, in which every chart says
 // how many points it drew. Also writes a screenshot of the job's page (docs/images/dashboard.png
 // is one of these).
 #include <unistd.h>
@@ -106,7 +106,7 @@ class DashboardChromiumTest : public ::testing::Test {
 };
 
 TEST_F(DashboardChromiumTest, ChartsEveryRecordOfATrainedJob) {
-  std::unique_ptr<Acceld> daemon = StartTestAcceld(dir_, ACCEL_WORKER_BIN);
+  std::unique_ptr<Acceld> daemon = StartTestAcceld(dir_, ACCEL_WORKER_BIN, /*http=*/true);
   ASSERT_NE(daemon, nullptr);
   Acceld& d = *daemon;
   const std::string job_file = dir_ + "/tiny.yaml";
@@ -142,8 +142,11 @@ TEST_F(DashboardChromiumTest, ChartsEveryRecordOfATrainedJob) {
   ASSERT_GT(memory, 2 * 2) << "memory records of both ranks, after setup and on the way";
   ASSERT_GE(checkpoints, 4) << "every 10 of 40 steps";
 
-  DashboardTestServer http(DepsOf(d));
-  const std::string page = http.url() + "/#job/" + id;
+  // acceld's own HTTP side, as a user opens it: once with the token in the address (acceld
+  // sets the login cookie and redirects to the page, which keeps the fragment), then the page's
+  // requests carry the cookie.
+  const std::string home = "http://" + d.http_address() + "/?token=" + d.client_token();
+  const std::string page = home + "#job/" + id;
   const std::string dom = Chromium({"--dump-dom"}, page, "chromium-job-dom");
   ASSERT_FALSE(dom.empty());
   EXPECT_EQ(AttrOf(dom, "data-chart", "loss", "data-points"), metrics) << dom.substr(0, 4000);
@@ -160,7 +163,7 @@ TEST_F(DashboardChromiumTest, ChartsEveryRecordOfATrainedJob) {
   EXPECT_THAT(dom, ::testing::HasSubstr("SUCCEEDED"));
 
   // The list: one row for the job, linking to its page.
-  const std::string list = Chromium({"--dump-dom"}, http.url() + "/", "chromium-list-dom");
+  const std::string list = Chromium({"--dump-dom"}, home, "chromium-list-dom");
   EXPECT_EQ(AttrOf(list, "class", "jobs", "data-rows"), 1) << list.substr(0, 4000);
   EXPECT_THAT(list, ::testing::HasSubstr("href=\"#job/" + id + "\""));
   EXPECT_THAT(list, ::testing::HasSubstr(std::to_string(kSteps) + " / " + std::to_string(kSteps)));
@@ -181,7 +184,7 @@ TEST_F(DashboardChromiumTest, ChartsEveryRecordOfATrainedJob) {
   Chromium({"--screenshot=" + (out_dir / "dashboard-full.png").string(), "--window-size=1400,2600",
             "--hide-scrollbars"}, page, "chromium-screenshot-full");
   Chromium({"--screenshot=" + (out_dir / "dashboard-list.png").string(), "--window-size=1400,600",
-            "--hide-scrollbars"}, http.url() + "/", "chromium-screenshot-list");
+            "--hide-scrollbars"}, home, "chromium-screenshot-list");
 }
 
 // Records as workers of either naming send them: the compute pool as "device" (rank 0) and as
