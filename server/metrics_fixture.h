@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "accel/v1/job.pb.h"
 #include "engine/base/env.h"
+#include "rpc/job_file.h"
 #include "server/convert.h"
 #include "server/event_log.h"
 #include "server/job_registry.h"
@@ -39,7 +40,7 @@ class MetricsFixture {
   std::string AddQueued(const std::string& name, int slots) {
     JobRecord j;
     j.name = name;
-    j.spec_json = "{}";
+    j.spec_json = spec_json_;  // a real spec's size: the registry copies it per listing
     j.slots = slots;
     auto created = registry_->Create(j);
     if (!Check(created.status())) return "";
@@ -128,6 +129,7 @@ class MetricsFixture {
   }
 
   std::string error_;
+  const std::string spec_json_ = rpc::JobSpecToJson(rpc::DefaultJobSpec());
   std::unique_ptr<StateStore> store_;
   std::unique_ptr<EventLog> events_;
   JobTelemetry telemetry_;
