@@ -147,7 +147,11 @@ class Session {
         out_.flush();
       }
       grpc::Status s = reader->Finish();
-      if (s.ok() || !follow || s.error_code() != grpc::StatusCode::UNAVAILABLE) {
+      // A stopping acceld drops the connection (UNAVAILABLE) or, once its shutdown deadline
+      // passes, cancels the calls still open (CANCELLED): this client never cancels its own.
+      const bool acceld_went_away = s.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                                    s.error_code() == grpc::StatusCode::CANCELLED;
+      if (s.ok() || !follow || !acceld_went_away) {
         if (view) view->Finish();
         if (s.ok()) return last;
         return rpc::FromGrpc(s);
