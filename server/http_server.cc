@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "engine/base/logging.h"
 #include "httplib.h"
+#include "server/same_secret.h"
 
 namespace accel::server {
 namespace {
@@ -19,14 +20,6 @@ constexpr char kCookie[] = "accel_token";
 constexpr char kHowToAuthenticate[] =
     "401 Unauthorized: send `Authorization: Bearer <token>` (acceld's client token file), or "
     "open /?token=<token> once in a browser\n";
-
-// Compares without an early exit, so timing does not reveal a prefix.
-bool SameSecret(const std::string& a, const std::string& b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
-}
 
 httplib::Server::HandlerResponse Authenticate(const std::string& token,
                                               const httplib::Request& req,

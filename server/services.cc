@@ -10,6 +10,7 @@
 #include "rpc/job_lowering.h"
 #include "rpc/status.h"
 #include "server/convert.h"
+#include "server/same_secret.h"
 
 namespace accel::server {
 namespace {
@@ -24,14 +25,6 @@ std::string BearerToken(const grpc::ServerContext& ctx) {
   std::string value(it->second.data(), it->second.size());
   if (!absl::StartsWithIgnoreCase(value, "bearer ")) return "";
   return value.substr(7);
-}
-
-// Compares without an early exit, so timing does not reveal a prefix.
-bool SameSecret(const std::string& a, const std::string& b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
 }
 
 const grpc::Status kNoToken(grpc::StatusCode::UNAUTHENTICATED,
