@@ -38,8 +38,10 @@ if(ACCEL_SANITIZE)
     # __SANITIZE_THREAD__ or THREAD_SANITIZER), so a message with a map field (ResourceSpec) has
     # another layout in instrumented code than in the uninstrumented generated code (proto/),
     # and reading a field past the map read garbage (a SEGV in ValidatePlacement). The
-    # uninstrumented directories get THREAD_SANITIZER so every object agrees on the layout.
-    add_compile_definitions("$<$<NOT:${_accel_instrumented}>:THREAD_SANITIZER>")
+    # generated code gets THREAD_SANITIZER so every object agrees on the layout (the engine's
+    # uninstrumented directories do not use protobuf).
+    add_compile_definitions(
+        "$<$<STREQUAL:$<TARGET_PROPERTY:SOURCE_DIR>,${PROJECT_SOURCE_DIR}/proto>:THREAD_SANITIZER>")
   endif()
   # Tests read ACCEL_SANITIZE_BUILD to leave out what cannot hold under a sanitizer
   # (docs/reliability.md "Sanitizers").
