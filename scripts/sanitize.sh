@@ -48,10 +48,13 @@ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release "-DACCEL_SANITIZE=$SA
   "-DACCEL_SANITIZE_SKIP_DIRS=$SKIP_DIRS" >/dev/null
 
 # TSan covers the multi-threaded, multi-process parts: the communicators and stores, the RPC
-# glue, acceld's core and services, the worker, and the control plane end to end.
+# glue, acceld's core and services, its HTTP side (httplib's thread pool over the registry and
+# telemetry) with the dashboard in Chromium, the worker, the control plane end to end, and the
+# Python client driving acceld (its stubs are a custom target).
 TSAN_TARGETS=(accel_comm_test accel_rpc_test accel_server_core_test accel_server_test acceld
               accel-worker accel_worker_daemon_test accel_worker_e2e_test
-              accel_controlplane_e2e_test accelctl)
+              accel_controlplane_e2e_test accelctl accel_server_http_test accel_dashboard_api_test
+              accel_dashboard_chromium_test accel_python_client)
 # The TSan set first in every mode (so its tests can start early); then, for asan and ubsan,
 # every other executable except the benchmarks, which no test runs.
 [ "$MODE" = tsan ] && TSAN_TARGETS+=(accel_tsan_absl_mutex)
@@ -59,9 +62,7 @@ cmake --build "$BUILD" -j"$JOBS" --target "${TSAN_TARGETS[@]}"
 if [ "$MODE" != tsan ]; then
   mapfile -t REST < <(ninja -C "$BUILD" -t targets all |
     sed -n 's/: \(CXX\|CUDA\)_EXECUTABLE_LINKER.*//p' | grep -v -e '^bench/' -e '_tests.cmake$' -e '^/')
-  # The Python client's generated stubs (a custom target, not an executable): its end-to-end
-  # test drives the instrumented acceld from Python.
-  cmake --build "$BUILD" -j"$JOBS" --target "${REST[@]}" accel_python_client
+  cmake --build "$BUILD" -j"$JOBS" --target "${REST[@]}"
 fi
 
 rm -rf "$LOGS" && mkdir -p "$LOGS"
