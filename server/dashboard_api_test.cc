@@ -1,6 +1,8 @@
 // The dashboard's JSON API and static files over HTTP, against an in-process acceld whose job
 // never runs (its "worker" only sleeps): the events are appended here, as workers would send.
+#include <chrono>
 #include <fstream>
+#include <thread>
 
 #include "accel/v1/coordinator.grpc.pb.h"
 #include "gmock/gmock.h"
@@ -41,6 +43,18 @@ class DashboardApiTest : public ::testing::Test {
     grpc::Status s = stub->SubmitJob(&ctx, req, &resp);
     ASSERT_TRUE(s.ok()) << s.error_message();
     job_id_ = resp.job().id();
+    // The control loop starts the job (a STARTING state event) on its own thread; the tests
+    // count events, so they begin once it has. The idle workers never register, so nothing
+    // else comes after it.
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    absl::StatusOr<JobRecord> job = daemon_->registry().Get(job_id_);
+    while (job.ok() && job->state == JobState::kQueued &&
+           std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      job = daemon_->registry().Get(job_id_);
+    }
+    ASSERT_TRUE(job.ok()) << job.status();
+    ASSERT_EQ(job->state, JobState::kStarting);
 
     server_ = std::make_unique<DashboardTestServer>(DepsOf(*daemon_));
     client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
