@@ -92,6 +92,16 @@ absl::Status ClearUnixSocket(const std::string& path) {
   return absl::OkStatus();
 }
 
+// Writes "<address>\n" to `path` through a rename, so a reader waiting for the file never sees
+// half of it (--address-file, --http-address-file).
+std::error_code WriteAddressFile(const std::string& path, const std::string& address) {
+  const std::string tmp = path + ".tmp";
+  std::ofstream(tmp) << address << "\n";
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  return ec;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Acceld>> Acceld::Start(AcceldOptions o) {
@@ -225,10 +235,12 @@ absl::StatusOr<std::unique_ptr<Acceld>> Acceld::Start(AcceldOptions o) {
   ACCEL_RETURN_IF_ERROR(d->StartHttp());
   d->manager_->Start();
   d->server_->GetHealthCheckService()->SetServingStatus(true);
-  if (!o.address_file.empty()) {
-    const std::string tmp = o.address_file + ".tmp";
-    std::ofstream(tmp) << d->address_ << "\n";
-    std::filesystem::rename(tmp, o.address_file, ec);
+  if (!o.address_file.empty()) WriteAddressFile(o.address_file, d->address_);
+  if (!o.http_address_file.empty() && d->http_ != nullptr) {
+    if (std::error_code failed = WriteAddressFile(o.http_address_file, d->http_->address())) {
+      return absl::UnavailableError(absl::StrCat("--http-address-file: cannot write ",
+                                                 o.http_address_file, ": ", failed.message()));
+    }
   }
   ACCEL_LOG(info, "acceld serving on {}{} with {} cpu slots and {} GPUs, state in {}",
             d->address_,

@@ -1,9 +1,5 @@
 // Acceld's HTTP side: the telemetry that /metrics renders, and the server that serves it with
 // the dashboard. Only with --http-listen; without it acceld follows no telemetry.
-#include <filesystem>
-#include <fstream>
-
-#include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
 #include "httplib.h"
 #include "server/acceld.h"
@@ -57,16 +53,6 @@ absl::Status Acceld::StartHttp() {
     });
     RegisterDashboardRoutes(server, dashboard);
   }));
-  if (!options_.http_address_file.empty()) {
-    const std::string tmp = options_.http_address_file + ".tmp";
-    std::ofstream(tmp) << http_->address() << "\n";
-    std::error_code ec;
-    std::filesystem::rename(tmp, options_.http_address_file, ec);
-    if (ec) {
-      return absl::UnavailableError(absl::StrCat("--http-address-file: cannot write ",
-                                                 options_.http_address_file, ": ", ec.message()));
-    }
-  }
   return absl::OkStatus();
 }
 

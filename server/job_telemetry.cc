@@ -1,21 +1,24 @@
 #include "server/job_telemetry.h"
 
+#include <optional>
+
 #include "nlohmann/json.hpp"
 #include "server/convert.h"
 
 namespace accel::server {
 
-std::map<std::string, std::map<std::string, MemoryPair>> ParseLedgerJson(const std::string& json) {
-  std::map<std::string, std::map<std::string, MemoryPair>> out;
+std::map<std::string, std::map<std::string, MemoryCounts>> ParseLedgerJson(const std::string& json) {
+  std::map<std::string, std::map<std::string, MemoryCounts>> out;
   const nlohmann::json j = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return out;
   for (const auto& [pool, categories] : j.items()) {
     if (!categories.is_object()) continue;
-    // Events stored before the compute pool had its name called it "device".
-    auto& by_category = out[pool == "device" ? "compute" : pool];
+    // The pool's name today, also for events stored when the compute pool was "device".
+    const std::optional<MemoryPool> known = LedgerPoolKey(pool);
+    auto& by_category = out[known ? std::string(MemoryPoolName(*known)) : pool];
     for (const auto& [category, counts] : categories.items()) {
       if (!counts.is_object()) continue;
-      MemoryPair& p = by_category[category];
+      MemoryCounts& p = by_category[category];
       p.current = counts.value("current", int64_t{0});
       p.peak = counts.value("peak", int64_t{0});
     }

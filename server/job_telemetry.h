@@ -15,19 +15,15 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "engine/base/memory_ledger.h"
 #include "server/types.h"
 
 namespace accel::server {
 
-struct MemoryPair {
-  int64_t current = 0;
-  int64_t peak = 0;
-};
-
 struct RankTelemetry {
   // pool ("compute", "host", "nvme") -> category ("params", ..., "total") -> bytes. Old events
-  // that call the compute pool "device" are read as "compute".
-  std::map<std::string, std::map<std::string, MemoryPair>> memory;
+  // that call the compute pool "device" are read as "compute" (LedgerPoolKey).
+  std::map<std::string, std::map<std::string, MemoryCounts>> memory;
   int64_t memory_step = -1;          // the step of that memory record (-1: after setup)
   int64_t step_bytes_sent = -1;      // during the newest step with rank statistics; -1: none
   int64_t step_bytes_received = -1;
@@ -65,6 +61,6 @@ class JobTelemetry {
 };
 
 // MemoryLedger::ToJson's object -> pool -> category -> bytes; empty when it does not parse.
-std::map<std::string, std::map<std::string, MemoryPair>> ParseLedgerJson(const std::string& json);
+std::map<std::string, std::map<std::string, MemoryCounts>> ParseLedgerJson(const std::string& json);
 
 }  // namespace accel::server
