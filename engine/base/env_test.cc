@@ -2,6 +2,8 @@
 // path helpers. MemEnv's power-loss model and FaultEnv are in env_fault_test.cc.
 #include "engine/base/env.h"
 
+#include <sys/stat.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
@@ -293,3 +295,20 @@ TEST(EnvPathsTest, JoinPathAndDirName) {
 
 }  // namespace
 }  // namespace accel
+
+// A FIFO would block open() and read() forever and a device such as /dev/zero never ends: the
+// POSIX Env refuses both before reading a byte, naming the path and what it is.
+TEST(PosixEnvTest, FifosAndDevicesAreRefusedWithoutBlocking) {
+  const std::string dir = ::testing::TempDir() + "/posix_env_fifo";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string fifo = dir + "/pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  absl::Status s = Env::Default()->NewRandomAccessFile(fifo).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr(fifo + " is a FIFO, not a regular file"));
+  s = ReadFileToString(Env::Default(), "/dev/zero").status();
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("/dev/zero is a device, not a regular file"));
+  std::filesystem::remove_all(dir);
+}

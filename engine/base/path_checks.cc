@@ -13,16 +13,18 @@
 namespace accel {
 namespace {
 
-const char* KindOf(const struct stat& st) {
-  if (S_ISREG(st.st_mode)) return "a file";
-  if (S_ISDIR(st.st_mode)) return "a directory";
-  if (S_ISFIFO(st.st_mode)) return "a FIFO";
-  if (S_ISSOCK(st.st_mode)) return "a socket";
-  if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) return "a device";
-  return "not a regular file";
-}
+const char* KindOf(const struct stat& st) { return DescribeFileKind(st.st_mode); }
 
 }  // namespace
+
+const char* DescribeFileKind(mode_t mode) {
+  if (S_ISREG(mode)) return "a file";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  return "not a regular file";
+}
 
 absl::Status CheckReadableFile(const std::string& path) {
   struct stat st;

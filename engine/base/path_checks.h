@@ -5,11 +5,17 @@
 // this machine be able to open it", which only the machine knows.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 
 #include "absl/status/status.h"
 
 namespace accel {
+
+// What a stat mode is, in words for an error: "a file", "a directory", "a FIFO", "a socket",
+// "a device", or "not a regular file".
+const char* DescribeFileKind(mode_t mode);
 
 // OK for a readable regular file (symlinks followed). InvalidArgument naming the path and what
 // it is instead ("a directory", "a FIFO", "missing", "not readable").

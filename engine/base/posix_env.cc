@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/base/env.h"
+#include "engine/base/path_checks.h"
 #include "engine/base/status_macros.h"
 
 namespace accel {
@@ -106,7 +107,10 @@ class PosixEnv final : public Env {
   }
   absl::StatusOr<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
       const std::string& path) override {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever; a
+    // regular file ignores the flag. Anything but a regular file (a FIFO, a device such as
+    // /dev/zero that never ends, a socket, a directory) is refused before a byte is read.
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) return PosixError("open", path, errno);
     struct stat st;
     if (::fstat(fd, &st) != 0) {
@@ -114,9 +118,13 @@ class PosixEnv final : public Env {
       ::close(fd);
       return PosixError("stat", path, err);
     }
-    if (S_ISDIR(st.st_mode)) {
+    if (!S_ISREG(st.st_mode)) {
       ::close(fd);
-      return absl::InvalidArgumentError(absl::StrCat(path, " is a directory, not a file"));
+      if (S_ISDIR(st.st_mode)) {
+        return absl::InvalidArgumentError(absl::StrCat(path, " is a directory, not a file"));
+      }
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, " is ", DescribeFileKind(st.st_mode), ", not a regular file"));
     }
     return std::make_unique<PosixRandomAccessFile>(path, fd, static_cast<uint64_t>(st.st_size));
   }
