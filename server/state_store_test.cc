@@ -337,6 +337,16 @@ JobRecord NumberedJob(int n, JobState state) {
   return j;
 }
 
+// A new database at `path` holding job-1 and job-2, both SUCCEEDED.
+void StoreTwoEndedJobs(const std::string& path) {
+  auto store = StateStore::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  for (int n = 1; n <= 2; ++n) {
+    JobRecord job = NumberedJob(n, JobState::kSucceeded);
+    ASSERT_TRUE((*store)->PutJob(job).ok());
+  }
+}
+
 const JobRecord* Find(const std::vector<JobRecord>& jobs, const std::string& id) {
   for (const JobRecord& j : jobs) {
     if (j.id == id) return &j;
@@ -419,9 +429,13 @@ TEST(StateStoreTest, DamagedRowsAreQuarantinedAndTheRestLoad) {
       EXPECT_THAT(q.row_sql, ::testing::StartsWith("X'FF00',6,"));
       EXPECT_THAT(q.reason, ::testing::HasSubstr("column id holds a blob, not text"));
     }
-    if (q.job_id == "job-2") EXPECT_THAT(q.row_sql, ::testing::HasSubstr(bad_spec));
-    if (q.job_id == "job-3") EXPECT_THAT(q.row_sql, ::testing::HasSubstr(",'many',"));
-    if (q.job_id == "job-4") EXPECT_THAT(q.row_sql, ::testing::StartsWith("'job-4',4,NULL,"));
+    if (q.job_id == "job-2") {
+      EXPECT_THAT(q.row_sql, ::testing::HasSubstr(bad_spec));
+    } else if (q.job_id == "job-3") {
+      EXPECT_THAT(q.row_sql, ::testing::HasSubstr(",'many',"));
+    } else if (q.job_id == "job-4") {
+      EXPECT_THAT(q.row_sql, ::testing::StartsWith("'job-4',4,NULL,"));
+    }
   }
   EXPECT_EQ(unnamed, 1);
 
@@ -440,14 +454,7 @@ TEST(StateStoreTest, DamagedRowsAreQuarantinedAndTheRestLoad) {
 // showed "step 2/0". The CRC-32C beside the spec catches it; the job is quarantined as above.
 TEST(StateStoreTest, ABitFlipInAStoredSpecIsCaughtByItsChecksum) {
   const std::string path = FreshTestDir() + "/state.db";
-  {
-    auto store = StateStore::Open(path);
-    ASSERT_TRUE(store.ok()) << store.status();
-    for (int n = 1; n <= 2; ++n) {
-      JobRecord job = NumberedJob(n, JobState::kSucceeded);
-      ASSERT_TRUE((*store)->PutJob(job).ok());
-    }
-  }
+  StoreTwoEndedJobs(path);
   // '2' (0x32) → '0' (0x30): one bit.
   RunSql(path, R"(UPDATE jobs SET spec_json = replace(spec_json, '"steps":2', '"steps":0')
                   WHERE id = 'job-1';)");
@@ -475,14 +482,7 @@ TEST(StateStoreTest, ABitFlipInAStoredSpecIsCaughtByItsChecksum) {
 // later flip is caught there too.
 TEST(StateStoreTest, MigratesAVersionFourDatabaseComputingSpecChecksums) {
   const std::string path = FreshTestDir() + "/state.db";
-  {
-    auto store = StateStore::Open(path);
-    ASSERT_TRUE(store.ok()) << store.status();
-    for (int n = 1; n <= 2; ++n) {
-      JobRecord job = NumberedJob(n, JobState::kSucceeded);
-      ASSERT_TRUE((*store)->PutJob(job).ok());
-    }
-  }
+  StoreTwoEndedJobs(path);
   RunSql(path,
          "ALTER TABLE jobs DROP COLUMN spec_crc32c; DROP TABLE quarantine; "
          "PRAGMA user_version=4;");
