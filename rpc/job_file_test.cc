@@ -111,6 +111,23 @@ TEST(JobFileTest, DuplicateKeysAreRefusedNamingBothLines) {
   EXPECT_THAT(Msg(nested.status()), HasSubstr("train.lr: duplicate key (first given on line 3)"));
 }
 
+// Issue 28: micro_batch or grad_accum 2e9 were accepted at submit and the worker's memory
+// planner spun on them for minutes. Both are bounded at 2^20, naming the key.
+TEST(JobFileTest, MicroBatchAndAccumulationAreBoundedAtSubmit) {
+  auto validate = [](const std::string& train) {
+    auto spec = ParseJobYaml("data: {path: /d}\nmodel: gpt2-tiny\ntrain: {" + train + "}\n",
+                             "job.yaml", "/");
+    EXPECT_TRUE(spec.ok()) << spec.status();
+    return spec.ok() ? Msg(ValidateJobSpec(*spec, /*check_files=*/false)) : "";
+  };
+  EXPECT_EQ(validate("micro_batch: 2000000000"),
+            "train.micro_batch: must be at most 1048576 (2^20), got 2000000000");
+  EXPECT_EQ(validate("grad_accum: 2000000000"),
+            "train.grad_accum: must be at most 1048576 (2^20), got 2000000000");
+  EXPECT_EQ(validate("micro_batch: 1048576, grad_accum: 1048576"), "");
+  EXPECT_THAT(validate("grad_accum: 1048577"), HasSubstr("train.grad_accum: must be at most"));
+}
+
 TEST(JobFileTest, ValidationNamesTheKey) {
   auto check = [](const std::function<void(accel::v1::JobSpec&)>& edit) {
     accel::v1::JobSpec s = DefaultJobSpec();

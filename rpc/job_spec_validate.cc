@@ -5,12 +5,14 @@
 #include <cmath>
 #include <filesystem>
 #include <string>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/base/path_checks.h"
 #include "engine/base/status_macros.h"
 #include "rpc/job_placement.h"
+#include "engine/config/batch_bounds.h"
 #include "engine/config/train_plan.h"
 #include "engine/model/model_config.h"
 #include "engine/optim/lr_schedule.h"
@@ -127,6 +129,15 @@ absl::Status ValidateJobSpec(const JobSpec& s, bool check_files) {
   ACCEL_RETURN_IF_ERROR(at_least("train.steps", t.steps(), 1));
   ACCEL_RETURN_IF_ERROR(at_least("train.micro_batch", t.micro_batch(), 1));
   ACCEL_RETURN_IF_ERROR(at_least("train.grad_accum", t.grad_accum(), 1));
+  // The memory planner and the trainer are never handed 2e9 (issue 28): config/train_options.h.
+  for (const auto& [key, v, max] :
+       {std::tuple<const char*, int64_t, int64_t>{"train.micro_batch", t.micro_batch(),
+                                                  config::kMaxMicroBatch},
+        {"train.grad_accum", t.grad_accum(), config::kMaxGradAccum}}) {
+    if (v > max) {
+      return Invalid(key, absl::StrCat("must be at most ", max, " (2^20), got ", v));
+    }
+  }
   ACCEL_RETURN_IF_ERROR(at_least("train.seq_len", t.seq_len(), 1));
   ACCEL_RETURN_IF_ERROR(at_least("train.warmup", t.warmup(), 0));
   ACCEL_RETURN_IF_ERROR(at_least("train.log_every", t.log_every(), 1));

@@ -218,13 +218,17 @@ absl::StatusOr<std::unique_ptr<Acceld>> Acceld::Start(AcceldOptions o) {
   ACCEL_RETURN_IF_ERROR(d->AddClusterLaunchers(o, host, tcp_port));
   d->options_ = o;
 
-  // A job whose stored spec no longer parses would be relaunched until its restarts ran out,
-  // each worker failing on the same bytes: it fails once, here, saying why.
+  // A job whose stored spec no longer parses as a JobSpec would be relaunched until its restarts
+  // ran out, each worker failing on the same bytes: it fails once, here, saying why. (Rows the
+  // store itself finds damaged — types, checksums, JSON — come back FAILED already.)
   for (const JobRecord& job : d->registry_->List()) {
     if (IsTerminal(job.state)) continue;
     absl::StatusOr<accel::v1::JobSpec> spec = rpc::JobSpecFromJson(job.spec_json);
     if (spec.ok()) continue;
-    const std::string why = absl::StrCat("acceld restarted and ", spec.status().message());
+    const std::string why =
+        absl::StrCat("stored record damaged: ", o.state_dir, "/state.db, table jobs (", job.id,
+                     "): acceld restarted and ", spec.status().message());
+    ACCEL_LOG(error, "{}", why);
     ACCEL_RETURN_IF_ERROR(
         d->registry_->Transition(job.id, JobState::kFailed, why, [&](JobRecord& j) {
           j.error = why;

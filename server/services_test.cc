@@ -2,6 +2,8 @@
 // reports, WatchJob replay/follow, cancel, many watchers, the unix socket, recovery of a corrupt
 // stored spec. Workers are shell scripts, so no training runs here (tests/controlplane does
 // that); services_submit_test.cc has auth and submit.
+#include <sqlite3.h>
+
 #include "server/services_test_fixture.h"
 
 namespace accel::server {
@@ -288,6 +290,55 @@ TEST(AcceldRecoveryTest, ARunningJobWithACorruptStoredSpecFailsOnceSayingWhy) {
   EXPECT_EQ(job.state(), v1::FAILED);
   EXPECT_EQ(job.restarts_used(), 0);
   EXPECT_THAT(job.error(), HasSubstr("stored job spec is not readable"));
+}
+
+// Issue 28: one job row with a state no acceld wrote ('RUNNNING') made the store refuse to load
+// and acceld refuse to start. It starts: the sound job is there as it was, the damaged one is
+// FAILED saying which file, table, row and job.
+TEST(AcceldRecoveryTest, ADamagedJobRowIsQuarantinedAndAcceldStarts) {
+  const std::string dir = FreshTestDir();
+  std::filesystem::create_directories(dir + "/state");
+  const std::string db_path = dir + "/state/state.db";
+  {
+    auto store = StateStore::Open(db_path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    for (int n = 1; n <= 2; ++n) {
+      JobRecord job;
+      job.id = "job-" + std::to_string(n);
+      job.number = n;
+      job.name = "ended";
+      job.spec_json = rpc::JobSpecToJson(rpc::DefaultJobSpec());
+      job.state = JobState::kSucceeded;
+      job.end_us = 5;
+      ASSERT_TRUE((*store)->PutJob(job).ok());
+    }
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(db_path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE jobs SET state = 'RUNNNING' WHERE id = 'job-1'", nullptr,
+                         nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  auto d = Acceld::Start(UnixSocketOptions(dir));
+  ASSERT_TRUE(d.ok()) << d.status();
+  auto stub = v1::Coordinator::NewStub(*rpc::MakeChannel((*d)->address()));
+  auto get = [&](const std::string& id) {
+    grpc::ClientContext ctx;
+    rpc::Authorize(ctx, (*d)->client_token());
+    v1::GetJobRequest req;
+    req.set_job_id(id);
+    v1::Job job;
+    EXPECT_TRUE(stub->GetJob(&ctx, req, &job).ok()) << id;
+    return job;
+  };
+  const v1::Job damaged = get("job-1");
+  EXPECT_EQ(damaged.state(), v1::FAILED);
+  EXPECT_THAT(damaged.error(),
+              HasSubstr(absl::StrCat("stored record damaged: ", db_path,
+                                     ", table jobs, row 1 (job-1): column state: ")));
+  const v1::Job sound = get("job-2");
+  EXPECT_EQ(sound.state(), v1::SUCCEEDED);
+  EXPECT_EQ(sound.error(), "");
 }
 
 }  // namespace

@@ -7,6 +7,15 @@
 //
 // The schema is versioned with PRAGMA user_version (kSchemaVersion); a database written by a
 // newer acceld is refused (FailedPrecondition) rather than misread.
+//
+// Damage (issue 28): a database whose structure is damaged (pages, indexes: PRAGMA quick_check)
+// is refused at open, naming the file. A damaged job row is not: LoadJobs loads every sound row
+// and quarantines each damaged one (a NULL or a value of the wrong type in a column, an unknown
+// state or device, a spec that is not a JSON object or no longer matches the CRC-32C stored
+// beside it): the row as it was goes to the `quarantine` table, the job comes back FAILED with
+// the error "stored record damaged: FILE, table jobs, row N (job-K): WHAT" (stored, with a state
+// event), and acceld's log says the same. A row too damaged to name its job (id or number) is
+// moved to the quarantine table and named by its row id. docs/rpc.md §State has the schema.
 // Thread-safe: one connection behind a mutex.
 #pragma once
 
@@ -15,6 +24,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -27,7 +38,10 @@ struct sqlite3;
 
 namespace accel::server {
 
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = 5;
+
+// The checksum stored beside each job's spec_json (column spec_crc32c): CRC-32C of its bytes.
+uint32_t SpecChecksum(std::string_view spec_json);
 
 class StateStore {
  public:
@@ -44,8 +58,18 @@ class StateStore {
   // already carry their sequence numbers; a duplicate (job_id, seq) is Internal.
   [[nodiscard]] absl::Status Write(const JobRecord* job, const std::vector<Event>& events);
   [[nodiscard]] absl::Status PutJob(const JobRecord& job) { return Write(&job, {}); }
-  // Every job, in submission order.
+  // Every job, in submission order; damaged rows quarantined as the header says (they come back
+  // FAILED, or not at all when they cannot name their job).
   [[nodiscard]] absl::StatusOr<std::vector<JobRecord>> LoadJobs();
+  // The quarantine table: rows LoadJobs set aside, oldest first.
+  struct QuarantinedRow {
+    std::string table;
+    int64_t row_id = 0;
+    std::string job_id;  // "" when the row could not name it
+    std::string reason;
+    std::string row_sql;  // the row's values as SQL literals, in the table's column order
+  };
+  [[nodiscard]] absl::StatusOr<std::vector<QuarantinedRow>> ListQuarantined();
   // Events of a job with seq > after_seq, ascending, at most `limit`.
   [[nodiscard]] absl::StatusOr<std::vector<Event>> ReadEvents(const std::string& job_id,
                                                               int64_t after_seq, int64_t limit);
@@ -68,7 +92,14 @@ class StateStore {
       const std::string& job_id);
 
  private:
-  explicit StateStore(sqlite3* db) : db_(db) {}
+  StateStore(sqlite3* db, std::string path) : path_(std::move(path)), db_(db) {}
+  // The job row's INSERT OR REPLACE (with the spec's checksum), inside a caller's transaction.
+  [[nodiscard]] absl::Status WriteJobRow(const JobRecord& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves rowid `row_id` of jobs into the quarantine table; `keep`: rewritten as FAILED with a
+  // state event, otherwise deleted. One transaction.
+  [[nodiscard]] absl::Status Quarantine(int64_t row_id, const JobRecord* keep,
+                                        const std::string& reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   [[nodiscard]] absl::Status Exec(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Runs `body` inside BEGIN IMMEDIATE ... COMMIT; rolls back when it fails.
   [[nodiscard]] absl::Status InTransaction(const std::function<absl::Status()>& body)
@@ -78,6 +109,7 @@ class StateStore {
   [[nodiscard]] absl::Status QuickCheck(const std::string& path) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Error(const char* what) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  const std::string path_;
   absl::Mutex mu_;
   sqlite3* db_ ABSL_GUARDED_BY(mu_);
 };

@@ -71,12 +71,15 @@ std::vector<std::string> WhatWouldFit(const model::ModelConfig& config,
                                       const config::TrainOptions& options, const MemoryCheckInput& in,
                                       int64_t available) {
   std::vector<std::string> fits;
-  auto try_option = [&](const std::string& name, int world,
-                        const std::function<void(config::TrainOptions&)>& change) {
+  auto fits_with = [&](int world, const std::function<void(config::TrainOptions&)>& change) {
     config::TrainOptions o = options;
     change(o);
     absl::StatusOr<Need> need = NeedOf(config, o, world, in.rank % world, in.local_ranks, in.on_gpu);
-    const bool fit = need.ok() && need->bytes + kSuggestionSlack <= available;
+    return need.ok() && need->bytes + kSuggestionSlack <= available;
+  };
+  auto try_option = [&](const std::string& name, int world,
+                        const std::function<void(config::TrainOptions&)>& change) {
+    const bool fit = fits_with(world, change);
     if (fit) fits.push_back(name);
     return fit;
   };
@@ -116,12 +119,20 @@ std::vector<std::string> WhatWouldFit(const model::ModelConfig& config,
       }
     }
   }
-  for (int64_t b = options.batch - 1; b >= 1; --b) {
-    if (try_option(absl::StrCat("micro-batch ", b), in.world,
-                   [b](config::TrainOptions& o) { o.batch = b; })) {
-      break;
+  // The largest smaller micro-batch that fits. Only the activations depend on it and they grow
+  // with it, so a binary search plans log2(batch) times (counting down planned once per value:
+  // micro_batch 2^20 kept a worker here for hours, issue 28).
+  int64_t lo = 1, hi = options.batch - 1, largest = 0;
+  while (lo <= hi) {
+    const int64_t b = lo + (hi - lo) / 2;
+    if (fits_with(in.world, [b](config::TrainOptions& o) { o.batch = b; })) {
+      largest = b;
+      lo = b + 1;
+    } else {
+      hi = b - 1;
     }
   }
+  if (largest > 0) fits.push_back(absl::StrCat("micro-batch ", largest));
   return fits;
 }
 

@@ -2,6 +2,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "engine/config/accelerate_yaml.h"
+#include "engine/config/batch_bounds.h"
 #include "engine/config/values.h"
 
 namespace accel::config {
@@ -178,7 +179,7 @@ void ReadDeepSpeedSection(Reader& r, DeepSpeedSection* out) {
   out->offload_param_nvme_path = r.String(Ds("offload_param_nvme_path"));
   // "auto" is what the plugin holds when nothing was set; read it as absent.
   if (!r.IsAuto(Ds("gradient_accumulation_steps"))) {
-    out->gradient_accumulation_steps = r.Int(Ds("gradient_accumulation_steps"), 1, 1 << 20);
+    out->gradient_accumulation_steps = r.Int(Ds("gradient_accumulation_steps"), 1, kMaxGradAccum);
   }
   if (!r.IsAuto(Ds("gradient_clipping"))) {
     out->gradient_clipping = r.Number(Ds("gradient_clipping"), 0.0);

@@ -3,6 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "engine/config/batch_bounds.h"
 #include "engine/config/values.h"
 
 namespace accel::config {
@@ -283,8 +284,8 @@ DeepSpeedJson ReadDeepSpeedJson(const Document& doc, Diagnostics* diag) {
   diag->DuplicateKeys(doc);
   r.CheckKeys({}, TopLevelKeys());
   out.train_batch_size = AutoInt(r, "train_batch_size", int64_t{1} << 40);
-  out.train_micro_batch_size_per_gpu = AutoInt(r, "train_micro_batch_size_per_gpu", 1 << 24);
-  out.gradient_accumulation_steps = AutoInt(r, "gradient_accumulation_steps", 1 << 20);
+  out.train_micro_batch_size_per_gpu = AutoInt(r, "train_micro_batch_size_per_gpu", kMaxMicroBatch);
+  out.gradient_accumulation_steps = AutoInt(r, "gradient_accumulation_steps", kMaxGradAccum);
   out.gradient_clipping = ReadAutoable<double>(
       r.IsAuto({"gradient_clipping"}), r.Has({"gradient_clipping"}),
       [&] { return r.Number({"gradient_clipping"}, 0.0); });

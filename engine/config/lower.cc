@@ -10,6 +10,7 @@
 #include "engine/config/document.h"
 #include "engine/config/resolve.h"
 #include "engine/io/block_file.h"
+#include "engine/model/architecture.h"
 #include "engine/model/param_specs.h"
 
 namespace accel::config {
@@ -136,6 +137,11 @@ absl::Status CheckEngine(const LoweringInputs& in, const LoweredJob& job) {
         job.model.gpt2() != nullptr ? "n_positions " : "max_position_embeddings ",
         job.model.max_positions(), " in ", o.model_config.empty() ? o.model : o.model_config, ")"));
   }
+  // The micro-batch's activations must be countable (issue 28); whether they fit the machine is
+  // the rank's memory plan's to say, where the machine is known.
+  absl::StatusOr<int64_t> activations = model::PlannedActivationBytes(
+      job.model, o.batch, o.seq, {.checkpoint_blocks = o.activation_checkpointing});
+  if (!activations.ok()) return Prefixed("train.micro_batch", activations.status());
   ACCEL_ASSIGN_OR_RETURN(model::ModelLayout layout, model::ModelLayout::Create(job.model));
   absl::StatusOr<shard::ShardPlan> plan = shard::ShardPlan::Create(layout, job.world_size, 0,
                                                                    o.shard);

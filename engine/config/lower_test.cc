@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "engine/config/batch_bounds.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -164,6 +165,51 @@ TEST(LowerTest, EngineChecksNameTheJobValue) {
   lowered = Lower(in);
   ASSERT_FALSE(lowered.ok());
   EXPECT_THAT(std::string(lowered.status().message()), HasSubstr("model"));
+}
+
+// Issue 28: a micro-batch or accumulation of 2e9 reached the memory planner and the trainer. The
+// lowering refuses it whether the job or a DeepSpeed file asks for it, naming where it came from.
+TEST(LowerTest, MicroBatchAndAccumulationAboveTheirBoundsAreRefused) {
+  LoweringInputs in;
+  in.job = Job();
+  in.job.batch = 2000000000;
+  auto lowered = Lower(in);
+  EXPECT_THAT(std::string(lowered.status().message()),
+              HasSubstr("--batch (job key train.micro_batch) must be at most 1048576"));
+  in.job = Job();
+  in.job.grad_accum = 2000000000;
+  lowered = Lower(in);
+  EXPECT_THAT(std::string(lowered.status().message()),
+              HasSubstr("--grad-accum (job key train.grad_accum) must be at most 1048576"));
+  // A DeepSpeed file's micro-batch, given or derived from train_batch_size.
+  auto deepspeed = [](const std::string& batch) {
+    return Lower(Inputs(kDeepSpeed, R"({"zero_optimization": {"stage": 1}, )" + batch + "}"));
+  };
+  lowered = deepspeed(R"("train_micro_batch_size_per_gpu": 2000000000)");
+  EXPECT_THAT(std::string(lowered.status().message()),
+              AllOf(HasSubstr("train_micro_batch_size_per_gpu"), HasSubstr("1048576")));
+  lowered = deepspeed(R"("train_batch_size": 4000000000)");
+  EXPECT_THAT(std::string(lowered.status().message()),
+              AllOf(HasSubstr("train_batch_size: gives a micro batch of 2000000000; at most "
+                              "1048576")));
+  lowered = deepspeed(R"("train_batch_size": 8)");
+  EXPECT_TRUE(lowered.ok()) << lowered.status();
+  // Within the bound, but the model's activations for it are beyond counting (2^55 bytes per
+  // sequence of 2^20 tokens): refused at submit, not left to overflow in the rank's plan.
+  const std::string config = ::testing::TempDir() + "/huge_gpt2_config.json";
+  FILE* f = std::fopen(config.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs(R"({"model_type": "gpt2", "n_layer": 4096, "n_head": 1, "n_embd": 131072,)"
+             R"( "vocab_size": 50257, "n_positions": 1048576})", f);
+  std::fclose(f);
+  in.job = Job();
+  in.job.model_config = config;
+  in.job.seq = 1 << 20;
+  in.job.batch = kMaxMicroBatch;
+  lowered = Lower(in);
+  EXPECT_THAT(std::string(lowered.status().message()),
+              AllOf(HasSubstr("train.micro_batch: micro-batch 1048576 x sequence 1048576"),
+                    HasSubstr("more than 2^62 bytes")));
 }
 
 TEST(LowerTest, ASequenceLongerThanTheModelsContextIsRefused) {

@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "engine/base/status_macros.h"
 #include "engine/config/resolve_internal.h"
+#include "engine/config/batch_bounds.h"
 
 namespace accel::config {
 namespace internal {
@@ -94,8 +95,8 @@ void ValidateJob(Context& c) {
       v.reset();
     }
   };
-  check_int(job.micro_batch_size, "micro_batch_size", 1, 1 << 24);
-  check_int(job.gradient_accumulation_steps, "gradient_accumulation_steps", 1, 1 << 20);
+  check_int(job.micro_batch_size, "micro_batch_size", 1, kMaxMicroBatch);
+  check_int(job.gradient_accumulation_steps, "gradient_accumulation_steps", 1, kMaxGradAccum);
   check_int(job.warmup_steps, "warmup_steps", 0, int64_t{1} << 40);
   check_int(job.steps, "steps", 1, int64_t{1} << 40);
   check_int(job.hidden_size, "hidden_size", 1, 1 << 24);

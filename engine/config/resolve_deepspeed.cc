@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/config/resolve_internal.h"
+#include "engine/config/batch_bounds.h"
 
 namespace accel::config::internal {
 namespace {
@@ -270,7 +271,7 @@ void ResolveDeepSpeed(Context& c, const DeepSpeedJson* json) {
         "ACCELERATE_DEEPSPEED_ZERO3_SAVE_16BIT_MODEL", false, false);
     // Accelerate sets a missing gradient_accumulation_steps to 1; "auto" comes from the
     // plugin (environment) or the job (the Accelerator's argument).
-    const auto env_ga = EnvInt(c, "ACCELERATE_GRADIENT_ACCUMULATION_STEPS", 1, 1 << 20);
+    const auto env_ga = EnvInt(c, "ACCELERATE_GRADIENT_ACCUMULATION_STEPS", 1, kMaxGradAccum);
     p.gradient_accumulation_steps = FromJson<int64_t>(
         c, src, {"gradient_accumulation_steps"}, json->gradient_accumulation_steps, env_ga,
         "ACCELERATE_GRADIENT_ACCUMULATION_STEPS",
@@ -297,7 +298,7 @@ void ResolveDeepSpeed(Context& c, const DeepSpeedJson* json) {
         c.env.String({"ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_NVME_PATH"}).value_or("none"));
     p.save_16bit_model = y.zero3_save_16bit_model.value_or(EnvSave16(c).value_or(false));
     auto ga = y.gradient_accumulation_steps;
-    if (!ga) ga = EnvInt(c, "ACCELERATE_GRADIENT_ACCUMULATION_STEPS", 1, 1 << 20);
+    if (!ga) ga = EnvInt(c, "ACCELERATE_GRADIENT_ACCUMULATION_STEPS", 1, kMaxGradAccum);
     p.gradient_accumulation_steps = ga.value_or(job.gradient_accumulation_steps.value_or(1));
     auto clip = y.gradient_clipping;
     if (!clip) clip = c.env.Number({"ACCELERATE_GRADIENT_CLIPPING"}, 0.0);

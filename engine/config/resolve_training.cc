@@ -3,12 +3,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/config/resolve_internal.h"
+#include "engine/config/batch_bounds.h"
 
 namespace accel::config::internal {
 
 void ResolveTorchTraining(Context& c) {
   // Accelerator reads ACCELERATE_GRADIENT_ACCUMULATION_STEPS over its own argument (the job).
-  const auto env_ga = c.env.Int({"ACCELERATE_GRADIENT_ACCUMULATION_STEPS"}, 1, 1 << 20);
+  const auto env_ga = c.env.Int({"ACCELERATE_GRADIENT_ACCUMULATION_STEPS"}, 1, kMaxGradAccum);
   if (env_ga && c.job().gradient_accumulation_steps &&
       *env_ga != *c.job().gradient_accumulation_steps) {
     c.diag->Warn("environment", "ACCELERATE_GRADIENT_ACCUMULATION_STEPS",
@@ -78,6 +79,11 @@ void ResolveBatch(Context& c, const BatchKeys& keys) {
   }
   if (*micro < 1) {
     c.diag->Error("job", "micro_batch_size", "must be at least 1");
+    return;
+  }
+  if (*micro > kMaxMicroBatch) {  // derived from a large train_batch_size
+    c.diag->Error(keys.source, fixed_key != nullptr ? fixed_key : "train_micro_batch_size_per_gpu",
+                  absl::StrCat("gives a micro batch of ", *micro, "; at most ", kMaxMicroBatch));
     return;
   }
   int64_t total = 0;

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
+#include "engine/config/batch_bounds.h"
 
 namespace accel::config {
 
@@ -13,6 +14,13 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
   ACCEL_RETURN_IF_ERROR(positive("--batch", o.batch));
   ACCEL_RETURN_IF_ERROR(positive("--seq", o.seq));
   ACCEL_RETURN_IF_ERROR(positive("--grad-accum", o.grad_accum));
+  auto at_most = [](const char* flag, const char* key, int64_t v, int64_t max) -> absl::Status {
+    if (v <= max) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " (job key ", key, ") must be at most ", max, ", got ", v));
+  };
+  ACCEL_RETURN_IF_ERROR(at_most("--batch", "train.micro_batch", o.batch, kMaxMicroBatch));
+  ACCEL_RETURN_IF_ERROR(at_most("--grad-accum", "train.grad_accum", o.grad_accum, kMaxGradAccum));
   if (o.steps < 0) return absl::InvalidArgumentError(absl::StrCat("--steps must be >= 0, got ", o.steps));
   if (o.data.empty()) return absl::InvalidArgumentError("--data is required");
   if (!(o.schedule.base_lr >= 0)) {

@@ -67,11 +67,11 @@ absl::StatusOr<RankPeaks> PlanRank(const model::ModelLayout& layout,
   ACCEL_ASSIGN_OR_RETURN(shard::ShardPlan plan,
                          shard::ShardPlan::Create(layout, world, rank, options.shard));
   MemoryLedger ledger;
-  internal::ReplayRank({.layout = &layout,
-                        .plan = &plan,
-                        .options = &options,
-                        .activation_bytes = activation_bytes},
-                       &ledger);
+  ACCEL_RETURN_IF_ERROR(internal::ReplayRank({.layout = &layout,
+                                              .plan = &plan,
+                                              .options = &options,
+                                              .activation_bytes = activation_bytes},
+                                             &ledger));
   RankPeaks r;
   for (int p = 0; p < kNumMemoryPools; ++p) {
     for (int c = 0; c < kNumMemoryCategories; ++c) {

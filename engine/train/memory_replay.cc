@@ -3,10 +3,13 @@
 #include "engine/train/memory_replay.h"
 
 #include <algorithm>
+#include <array>
 #include <deque>
 #include <set>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "engine/base/status_macros.h"
 #include "engine/shard/tile_stream.h"
 
 namespace accel::train::internal {
@@ -21,6 +24,7 @@ struct Block {
   MemoryPool pool = MemoryPool::kDevice;
   MemoryCategory category = MemoryCategory::kOther;
   int64_t bytes = 0;
+  bool operator==(const Block&) const = default;
 };
 
 // The host DeviceOps' memory as the ledger sees it (host_device_ops.cc, buffer_pool.cc):
@@ -58,6 +62,23 @@ class Memory {
     for (int64_t bytes : cache) ledger_.Release(pool, MemoryCategory::kOther, bytes);
     cache.clear();
   }
+  // What the next charges depend on and what they leave behind: the cache and the counts.
+  struct State {
+    std::array<std::multiset<int64_t>, kNumMemoryPools> cache;
+    std::array<int64_t, kNumMemoryPools * kNumMemoryCategories> current{};
+    bool operator==(const State&) const = default;
+  };
+  State Snapshot() const {
+    State s;
+    for (int p = 0; p < kNumMemoryPools; ++p) {
+      s.cache[p] = cache_[p];
+      for (int c = 0; c < kNumMemoryCategories; ++c) {
+        s.current[p * kNumMemoryCategories + c] =
+            ledger_.Get(static_cast<MemoryPool>(p), static_cast<MemoryCategory>(c)).current;
+      }
+    }
+    return s;
+  }
 
  private:
   MemoryLedger& ledger_;
@@ -93,17 +114,31 @@ class RankReplay {
         per_unit_(plan_.reduce_per_unit()),
         in_place_(fp32_) {}
 
-  void Run() {
+  absl::Status Run() {
     Setup();
-    for (int s = 0; s < in_.steps; ++s) Step();
+    for (int s = 0; s < in_.steps; ++s) ACCEL_RETURN_IF_ERROR(Step());
+    return absl::OkStatus();
   }
 
  private:
+  // Micro-steps replayed before the last one settle within two (the first fills the cache);
+  // a few more are allowed before the replay calls itself wrong.
+  static constexpr int kMaxUnsettledMicroSteps = 8;
+
   struct Unit {
     Block full, copy, local, wire, grad_copy;
     bool gathered = false, in_flight = false, keep_for_step = false, keep_for_reuse = false;
     bool grad_copy_file = false;  // NVMe offload: the gradient copy's file exists
+    bool operator==(const Unit&) const = default;
   };
+  // Everything a micro-step's charges depend on (besides the constant plan and options).
+  struct State {
+    std::vector<Unit> units;
+    std::deque<int> pending;
+    Memory::State memory;
+    bool operator==(const State&) const = default;
+  };
+  State Snapshot() const { return {units_, pending_, mem_.Snapshot()}; }
   const UnitShard& U(int u) const { return plan_.unit(u); }
   int64_t SpanLength(int u) const {  // ShardContext::optimizer_span
     return plan_.optimizer_sharded() ? U(u).shard_numel : U(u).padded_numel;
@@ -168,30 +203,55 @@ class RankReplay {
     mem_.Free(MemoryPool::kHost, MemoryCategory::kOther, floats * 4);
   }
 
-  // Trainer::TrainStep through ShardedModel, Gpt2::Forward and Gpt2::Backward.
-  void Step() {
-    const int accum = static_cast<int>(in_.options->grad_accum);
-    const int n = plan_.num_units();
-    for (int micro = 0; micro < accum; ++micro) {
-      reducing_ = o_.reduce_every_micro_step || micro == accum - 1;
-      Params(0, /*forward=*/true);
-      for (int u = 1; u < n; ++u) {
-        Params(u, true);
-        Release(u, true);
+  // Trainer::TrainStep. The micro-steps before the last one run from the state the previous one left; once one
+  // leaves the state as it found it, the rest repeat it exactly (the same charges from the same
+  // state: no new peak), so they are not replayed — the cost is independent of grad_accum
+  // (issue 28: grad_accum 2e9 kept the worker here for minutes).
+  absl::Status Step() {
+    const int64_t accum = in_.options->grad_accum;
+    State before = Snapshot();
+    for (int64_t micro = 0; micro + 1 < accum; ++micro) {
+      MicroStep(/*last=*/false);
+      State after = Snapshot();
+      if (after == before) break;
+      if (micro + 1 >= kMaxUnsettledMicroSteps) {
+        return absl::InternalError(absl::StrCat(
+            "memory plan: the replay of a micro-step did not settle after ",
+            kMaxUnsettledMicroSteps, " micro-steps (grad_accum ", accum,
+            "); the plan cannot be computed"));
       }
-      Release(0, true);
-      Params(0, false);
-      LocalGrads(0);
-      for (int u = n - 1; u >= 1; --u) {
-        Params(u, false);
-        LocalGrads(u);
-        Release(u, false);
-        GradsReady(u);
-      }
-      Release(0, false);
-      GradsReady(0);
-      EndMicroStep(micro == accum - 1);
+      before = std::move(after);
     }
+    MicroStep(/*last=*/true);
+    FinishStep();
+    return absl::OkStatus();
+  }
+
+  // One micro-step through ShardedModel, Gpt2::Forward and Gpt2::Backward.
+  void MicroStep(bool last) {
+    const int n = plan_.num_units();
+    reducing_ = o_.reduce_every_micro_step || last;
+    Params(0, /*forward=*/true);
+    for (int u = 1; u < n; ++u) {
+      Params(u, true);
+      Release(u, true);
+    }
+    Release(0, true);
+    Params(0, false);
+    LocalGrads(0);
+    for (int u = n - 1; u >= 1; --u) {
+      Params(u, false);
+      LocalGrads(u);
+      Release(u, false);
+      GradsReady(u);
+    }
+    Release(0, false);
+    GradsReady(0);
+    EndMicroStep(last);
+  }
+
+  void FinishStep() {
+    const int n = plan_.num_units();
     // ShardedModel::FinishStep: precision ReleaseAll, optimizer FinishStep, params AfterUpdate.
     for (Unit& unit : units_) mem_.Recycle(unit.copy);
     for (Unit& unit : units_) mem_.Recycle(unit.grad_copy);
@@ -361,8 +421,8 @@ class RankReplay {
 
 }  // namespace
 
-void ReplayRank(const ReplayInput& input, MemoryLedger* ledger) {
-  RankReplay(input, ledger).Run();
+absl::Status ReplayRank(const ReplayInput& input, MemoryLedger* ledger) {
+  return RankReplay(input, ledger).Run();
 }
 
 }  // namespace accel::train::internal

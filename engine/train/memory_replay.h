@@ -17,6 +17,7 @@
 
 #include <cstdint>
 
+#include "absl/status/status.h"
 #include "engine/base/memory_ledger.h"
 #include "engine/config/train_options.h"
 #include "engine/model/param_specs.h"
@@ -33,7 +34,11 @@ struct ReplayInput {
 };
 
 // Charges and releases `ledger` as the rank's Trainer would. The ledger's per-category and pool
-// peaks are the planned peaks.
-void ReplayRank(const ReplayInput& input, MemoryLedger* ledger);
+// peaks are the planned peaks. The cost does not grow with grad_accum (nor with the batch, which
+// only sizes the activations): micro-steps are replayed until one leaves the replay's state as it
+// found it, after which every further one would repeat it charge for charge. Internal when no
+// micro-step settles within a few (a buffer the replay charges per micro-step and never
+// releases: a bug, since the engine would then grow without bound too).
+[[nodiscard]] absl::Status ReplayRank(const ReplayInput& input, MemoryLedger* ledger);
 
 }  // namespace accel::train::internal

@@ -102,6 +102,14 @@ TEST_F(MemoryPlanTest, EqualsTheLedgerPeaksForHybridAccumulationAndParameterOffl
                                            " accum 2 N=2"));
     }
   }
+  // Five micro-steps: the plan replays only until a micro-step leaves its state as it found it
+  // (memory_replay.h); the real run's peaks after all five must still be the plan's.
+  for (Strategy s : {Strategy::kNoShard, Strategy::kFullShard}) {
+    train::TrainOptions o = Options(s, DType::kBF16, true, false, 2);
+    o.grad_accum = 5;
+    o.shard.reduce_every_micro_step = s == Strategy::kFullShard;
+    ExpectPlanMatches(o, 2, absl::StrCat(Name(s), " bf16 offload accum 5 N=2"));
+  }
   // Parameter offload to the host, and both to NVMe files.
   for (int world : {1, 2}) {
     train::TrainOptions o = Options(Strategy::kFullShard, DType::kBF16, true, true, world);
@@ -110,6 +118,40 @@ TEST_F(MemoryPlanTest, EqualsTheLedgerPeaksForHybridAccumulationAndParameterOffl
     o.shard.offload_dir = dir_;
     ExpectPlanMatches(o, world, absl::StrCat("full_shard bf16 nvme N=", world));
   }
+}
+
+// Issue 28: grad_accum or micro_batch 2e9 kept the planner (and the worker that runs it before
+// anything else) busy for minutes, replaying every micro-step. Its cost is now independent of
+// both: the plan returns at once (ctest's timeout is the guard), accumulation's peaks are those
+// of a few micro-steps, and the micro-batch only scales the activations.
+TEST_F(MemoryPlanTest, HugeAccumulationOrMicroBatchIsPlannedAtOnce) {
+  for (Strategy s : {Strategy::kNoShard, Strategy::kShardGradOp, Strategy::kFullShard}) {
+    for (bool offload : {false, true}) {
+      train::TrainOptions o = Options(s, DType::kBF16, offload, false, 2);
+      o.grad_accum = 6;
+      train::MemoryPlanOptions po;
+      po.world = 2;
+      absl::StatusOr<train::MemoryPlan> few = train::PlanMemory(config(), o, po);
+      ASSERT_TRUE(few.ok()) << few.status();
+      o.grad_accum = 2000000000;
+      absl::StatusOr<train::MemoryPlan> huge = train::PlanMemory(config(), o, po);
+      ASSERT_TRUE(huge.ok()) << huge.status();
+      EXPECT_EQ(huge->peak, few->peak) << Name(s) << (offload ? " offload" : "");
+      EXPECT_EQ(huge->pool_peak, few->pool_peak) << Name(s);
+    }
+  }
+  train::TrainOptions o = Options(Strategy::kFullShard, DType::kF32, false, false, 1);
+  absl::StatusOr<train::MemoryPlan> small = train::PlanMemory(config(), o, {});
+  ASSERT_TRUE(small.ok()) << small.status();
+  o.batch = 2000000000;
+  absl::StatusOr<train::MemoryPlan> huge = train::PlanMemory(config(), o, {});
+  ASSERT_TRUE(huge.ok()) << huge.status();
+  const int64_t activations = huge->Peak(MemoryPool::kDevice, MemoryCategory::kActivations);
+  // Micro-batch 2 → 2e9: the activations grow about 1e9-fold.
+  EXPECT_GT(activations,
+            small->Peak(MemoryPool::kDevice, MemoryCategory::kActivations) * 100000000);
+  EXPECT_EQ(huge->Peak(MemoryPool::kDevice, MemoryCategory::kParams),
+            small->Peak(MemoryPool::kDevice, MemoryCategory::kParams));
 }
 
 }  // namespace
