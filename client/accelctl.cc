@@ -7,11 +7,16 @@
 #include "client/ckpt_commands.h"
 #include "client/config_command.h"
 #include "client/job_commands.h"
+#include "client/terminal_text.h"
 
 namespace accel::client {
 
 int RunAccelctl(const std::vector<std::string>& args, const config::EnvMap& env,
-                std::ostream& out, std::ostream& err) {
+                std::ostream& raw_out, std::ostream& raw_err) {
+  // Everything printed goes through the terminal filter (terminal_text.h): text from acceld or
+  // from files never reaches the terminal as control sequences.
+  TerminalSafeStream out(raw_out, EscapeStyle::kText);
+  TerminalSafeStream err(raw_err, EscapeStyle::kText);
   CLI::App app{"accelctl: submit and inspect accel training jobs; check config files"};
   app.require_subcommand(1);
   ConfigCommand config;
@@ -31,6 +36,10 @@ int RunAccelctl(const std::vector<std::string>& args, const config::EnvMap& env,
     // Help of the subcommand that was being parsed, when there is one.
     const int code = app.exit(e, out, err);
     return code == 0 ? kExitOk : kExitInvalid;
+  }
+  // JSON output keeps its \u escapes valid JSON (protobuf and nlohmann already escape C0).
+  if (jobs.output == "json" || ckpt.output == "json" || config.explain.output == "json") {
+    out.set_style(EscapeStyle::kJson);
   }
   if (!config.chosen.empty()) return RunParsedConfigCommand(config, env, out, err);
   if (!ckpt.chosen.empty()) return RunParsedCkptCommand(ckpt, out, err);

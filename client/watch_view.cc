@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "client/event_format.h"
+#include "client/terminal_text.h"
 #include "nlohmann/json.hpp"
 
 namespace accel::client {
@@ -120,7 +121,8 @@ std::vector<std::string> WatchView::BlockLines() const {
 }
 
 void WatchView::Erase() {
-  for (; drawn_lines_ > 0; --drawn_lines_) out_ << kCursorUpAndErase;
+  // accelctl's own escapes: past the filter that neutralises every other (terminal_text.h).
+  for (; drawn_lines_ > 0; --drawn_lines_) Unfiltered(out_) << kCursorUpAndErase;
 }
 
 void WatchView::Draw(absl::Time now) {
@@ -260,14 +262,14 @@ void LiveWatch::Finish() {
   if (ticker_.joinable()) ticker_.join();
 }
 
-bool IsTerminal(const std::ostream& out, int* width) {
+bool IsTerminal(std::ostream& out, int* width) {
   *width = 100;
   int columns = 0;
   const char* env_columns = std::getenv("COLUMNS");
   if (env_columns != nullptr && absl::SimpleAtoi(env_columns, &columns) && columns > 0) {
     *width = columns;
   }
-  const bool real = &out == &std::cout && isatty(STDOUT_FILENO) == 1;
+  const bool real = &Unfiltered(out) == &std::cout && isatty(STDOUT_FILENO) == 1;
   winsize size{};
   if (real && ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) {
     *width = size.ws_col;

@@ -1,7 +1,8 @@
 // What `accelctl watch` and `accelctl submit --wait` print for a job's events (text output):
 //
 //   block (stdout is a terminal): one block at the bottom, redrawn in place with ANSI escapes
-//     (cursor up, erase line) at most every `min_redraw`:
+//     (cursor up, erase line; written to Unfiltered(out), past the terminal filter of
+//     terminal_text.h, which neutralises every other escape) at most every `min_redraw`:
 //       step 150/200 [###############.....]  75% | loss 2.2609 | 25119 tok/s | ETA 0:02
 //       memory peak: compute 1.9 MiB · host 96.0 KiB (2 ranks)
 //     State changes, checkpoints, acceld's notices and the workers' log lines of interest
@@ -147,9 +148,9 @@ class LiveWatch {
   std::thread ticker_;
 };
 
-// Whether `out` is a terminal accelctl may draw on, and its width: std::cout on a TTY (not
-// TERM=dumb); ACCEL_FORCE_TTY=1 / 0 overrides (tests, captures). Width: the terminal's, else
+// Whether `out` is a terminal accelctl may draw on, and its width: std::cout (or a
+// TerminalSafeStream over it, terminal_text.h) on a TTY (not TERM=dumb); ACCEL_FORCE_TTY=1 / 0 overrides (tests, captures). Width: the terminal's, else
 // $COLUMNS, else 100.
-bool IsTerminal(const std::ostream& out, int* width);
+bool IsTerminal(std::ostream& out, int* width);
 
 }  // namespace accel::client

@@ -38,6 +38,11 @@ accel::v1::JobSpec DefaultJobSpec();
 // characters.
 [[nodiscard]] absl::Status ValidateJobSpec(const accel::v1::JobSpec& spec, bool check_files);
 
+// The shortest heartbeat deadline a job (heartbeat_timeout_s, 0 = acceld's) or acceld
+// (--heartbeat-timeout) may set: ranks report every 2 s (acceld's heartbeat interval), so a
+// deadline under two intervals fails healthy ranks on one late report.
+inline constexpr double kMinHeartbeatTimeoutS = 4;
+
 // A job id a client names (GetJob, CancelJob, WatchJob, ...): non-empty, at most
 // kMaxJobIdBytes. InvalidArgument naming job_id.
 inline constexpr size_t kMaxJobIdBytes = 128;

@@ -296,3 +296,39 @@ TEST(JobFileTest, JsonRoundTripKeepsEveryField) {
 
 }  // namespace
 }  // namespace accel::rpc
+
+namespace accel::rpc {
+namespace {
+
+// Issue 28: values that passed submit and failed only in the cluster (or in acceld): a
+// heartbeat deadline no rank can meet, a Slurm time limit with fields out of range, Kubernetes
+// requests that are not quantities.
+TEST(JobFileTest, LauncherValuesAndTheHeartbeatDeadlineAreCheckedAtSubmit) {
+  auto error = [](const std::string& yaml) {
+    absl::StatusOr<accel::v1::JobSpec> spec =
+        ParseJobYaml("data: {path: /d.txt}\n" + yaml, "job.yaml", "/");
+    if (!spec.ok()) return Msg(spec.status());
+    return Msg(ValidateJobSpec(*spec, /*check_files=*/false));
+  };
+  EXPECT_THAT(error("heartbeat_timeout_s: 0.001\n"),
+              HasSubstr("heartbeat_timeout_s: must be 0 (acceld's --heartbeat-timeout) or at "
+                        "least 4 seconds"));
+  EXPECT_THAT(error("heartbeat_timeout_s: 3.9\n"), HasSubstr("heartbeat_timeout_s: must be 0"));
+  EXPECT_EQ(error("heartbeat_timeout_s: 0\n"), "");
+  EXPECT_EQ(error("heartbeat_timeout_s: 4\n"), "");
+  const std::string slurm = "resources:\n  num_processes: 2\n  launcher: slurm\n  slurm: ";
+  EXPECT_THAT(error(slurm + "{time: \"99999999-99:99:99\"}\n"),
+              HasSubstr("resources.slurm.time: '99999999-99:99:99': hours 99 is out of range"));
+  EXPECT_THAT(error(slurm + "{time: \"99999999-00:00:00\"}\n"),
+              HasSubstr("resources.slurm.time: '99999999-00:00:00' is longer than 365 days"));
+  EXPECT_EQ(error(slurm + "{time: \"2-00:30:00\"}\n"), "");
+  const std::string kube = "resources:\n  num_processes: 2\n  launcher: kubernetes\n  kubernetes: ";
+  EXPECT_THAT(error(kube + "{cpu: lots}\n"),
+              HasSubstr("resources.kubernetes.cpu: 'lots' is not a Kubernetes quantity"));
+  EXPECT_THAT(error(kube + "{memory: -1Gi}\n"),
+              HasSubstr("resources.kubernetes.memory: '-1Gi' must be positive"));
+  EXPECT_EQ(error(kube + "{cpu: 500m, memory: 4Gi}\n"), "");
+}
+
+}  // namespace
+}  // namespace accel::rpc

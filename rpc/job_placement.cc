@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "rpc/cluster_values.h"
 
 namespace accel::rpc {
 namespace {
@@ -16,27 +17,6 @@ constexpr size_t kMaxSettingBytes = 253;
 
 absl::Status Invalid(const std::string& key, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat(key, ": ", what));
-}
-
-// Slurm's --time: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, or UNLIMITED.
-bool IsSlurmTime(const std::string& v) {
-  if (v == "UNLIMITED" || v == "INFINITE") return true;
-  if (v.empty() || !std::isdigit(static_cast<unsigned char>(v.front())) ||
-      !std::isdigit(static_cast<unsigned char>(v.back()))) {
-    return false;
-  }
-  int dashes = 0, colons = 0;
-  for (char ch : v) {
-    if (ch == '-') {
-      if (++dashes > 1 || colons > 0) return false;
-    } else if (ch == ':') {
-      if (++colons > 2) return false;
-    } else if (!std::isdigit(static_cast<unsigned char>(ch))) {
-      return false;
-    }
-  }
-  // The loop allows one dash, before any colon; these are the empty fields it lets through.
-  return !absl::StrContains(v, "::") && !absl::StrContains(v, "-:");
 }
 
 // RFC 1123 names as Kubernetes checks them: a label (namespace) or a subdomain (objects).
@@ -65,9 +45,8 @@ absl::Status CheckSetting(const std::string& key, const std::string& v) {
 }
 
 absl::Status CheckSlurm(const std::string& key, const std::string& v) {
-  if (absl::EndsWith(key, ".time") && !IsSlurmTime(v)) {
-    return Invalid(key, absl::StrCat("'", v, "' is not a Slurm time limit (minutes, HH:MM:SS, "
-                                          "D-HH:MM:SS or UNLIMITED)"));
+  if (absl::EndsWith(key, ".time")) {
+    if (absl::Status s = CheckSlurmTime(v); !s.ok()) return Invalid(key, std::string(s.message()));
   }
   return absl::OkStatus();
 }
@@ -85,6 +64,13 @@ absl::Status CheckKubernetes(const std::string& key, const std::string& v) {
   if (absl::EndsWith(key, ".master_port") &&
       (!absl::SimpleAtoi(v, &port) || port < 1 || port > 65535)) {
     return Invalid(key, absl::StrCat("'", v, "' is not a port (1 to 65535)"));
+  }
+  for (const auto& [name, what] :
+       {std::pair{".cpu", QuantityOf::kCpu}, std::pair{".memory", QuantityOf::kMemory}}) {
+    if (!absl::EndsWith(key, name)) continue;
+    if (absl::Status s = CheckKubernetesQuantity(v, what); !s.ok()) {
+      return Invalid(key, std::string(s.message()));
+    }
   }
   if (absl::EndsWith(key, ".mount") && v.front() != '/') {
     return Invalid(key, absl::StrCat("'", v, "' is not an absolute path"));

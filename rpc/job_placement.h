@@ -28,7 +28,8 @@ int NodesOf(const accel::v1::ResourceSpec& r);
 // fine: acceld's default); nodes is negative, over 65536 or does not divide num_processes; the
 // local launcher is asked for more than one node; settings are given for a launcher the job
 // does not use, or a value is not what the cluster accepts (a Slurm time limit, a Kubernetes
-// name; no value may hold whitespace or quotes, since it goes into a batch script or a manifest).
+// name or cpu / memory quantity: rpc/cluster_values.h; no value may hold whitespace or quotes,
+// since it goes into a batch script or a manifest).
 [[nodiscard]] absl::Status ValidatePlacement(const accel::v1::ResourceSpec& r, int num_processes);
 
 }  // namespace accel::rpc

@@ -209,7 +209,13 @@ absl::Status ValidateJobSpec(const JobSpec& s, bool check_files) {
     return Invalid("comm_timeout_s", absl::StrCat("must be at least 0.001 (seconds), got ",
                                                   s.comm_timeout_s()));
   }
-  if (!(s.heartbeat_timeout_s() >= 0)) return Invalid("heartbeat_timeout_s", "must be >= 0");
+  if (s.heartbeat_timeout_s() != 0 && !(s.heartbeat_timeout_s() >= kMinHeartbeatTimeoutS)) {
+    return Invalid("heartbeat_timeout_s",
+                   absl::StrCat("must be 0 (acceld's --heartbeat-timeout) or at least ",
+                                kMinHeartbeatTimeoutS, " seconds (ranks report every 2 s; a "
+                                "shorter deadline fails healthy ranks), got ",
+                                s.heartbeat_timeout_s()));
+  }
   if (!(s.stop_grace_s() >= 0)) return Invalid("stop_grace_s", "must be >= 0");
   if (check_files) {
     // What a rank opens: regular files to read (a FIFO would block it forever), a directory it

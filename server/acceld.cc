@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -116,7 +117,23 @@ absl::StatusOr<std::unique_ptr<Acceld>> Acceld::Start(AcceldOptions o) {
   if (o.tls_cert.empty() != o.tls_key.empty()) {
     return absl::InvalidArgumentError("--tls-cert and --tls-key go together");
   }
-  if (o.cpu_slots <= 0) o.cpu_slots = std::max(1u, std::thread::hardware_concurrency());
+  if (o.cpu_slots < 0) o.cpu_slots = std::max(1u, std::thread::hardware_concurrency());
+  const auto enabled = [&o](const std::string& launcher) {
+    return o.launcher == launcher ||
+           std::find(o.launchers.begin(), o.launchers.end(), launcher) != o.launchers.end();
+  };
+  // Before anything is opened: sbatch without a config asks DNS for a controller.
+  if (enabled("slurm")) {
+    ACCEL_RETURN_IF_ERROR(SlurmLauncher::FindConfig(std::getenv("SLURM_CONF")).status());
+  }
+  // Zero CPU slots: a GPU host that runs only GPU jobs, or a login node whose jobs all go to a
+  // cluster. With neither, no job could ever run.
+  const std::vector<GpuDevice> gpus = DiscoverGpus(o.gpus);
+  if (o.cpu_slots == 0 && gpus.empty() && !enabled("slurm") && !enabled("kubernetes")) {
+    return absl::InvalidArgumentError(
+        "--cpu-slots 0: no CPU slots, no GPUs (none found; --gpus N declares them) and no "
+        "cluster launcher: this acceld could run no job; give --cpu-slots 1 or more");
+  }
   if (o.token_file.empty()) o.token_file = o.state_dir + "/token";
   // Workers speak plaintext gRPC: with TLS on the TCP port they reach acceld through a private
   // unix socket (the given one, else <state_dir>/acceld.sock).
@@ -177,7 +194,7 @@ absl::StatusOr<std::unique_ptr<Acceld>> Acceld::Start(AcceldOptions o) {
   // The manager launches nothing before Start(); it learns the bound address before that.
   ManagerOptions mo;
   mo.total_slots = o.cpu_slots;
-  mo.gpus = DiscoverGpus(o.gpus);
+  mo.gpus = gpus;
   mo.worker_bin = o.worker_bin;
   mo.worker_args = o.worker_args;
   mo.log_dir = o.state_dir + "/logs";
@@ -239,7 +256,12 @@ absl::StatusOr<std::unique_ptr<Acceld>> Acceld::Start(AcceldOptions o) {
   ACCEL_RETURN_IF_ERROR(d->StartHttp());
   d->manager_->Start();
   d->server_->GetHealthCheckService()->SetServingStatus(true);
-  if (!o.address_file.empty()) WriteAddressFile(o.address_file, d->address_);
+  if (!o.address_file.empty()) {
+    if (std::error_code failed = WriteAddressFile(o.address_file, d->address_)) {
+      return absl::UnavailableError(absl::StrCat("--address-file: cannot write ", o.address_file,
+                                                 ": ", failed.message()));
+    }
+  }
   if (!o.http_address_file.empty() && d->http_ != nullptr) {
     if (std::error_code failed = WriteAddressFile(o.http_address_file, d->http_->address())) {
       return absl::UnavailableError(absl::StrCat("--http-address-file: cannot write ",

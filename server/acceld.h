@@ -33,7 +33,7 @@ struct AcceldOptions {
   std::string listen = "127.0.0.1:7070";  // host:port; port 0 picks a free one; "" = no TCP
   std::string unix_socket;                // also listen here (mode 0600)
   std::string state_dir;                  // required
-  int cpu_slots = 0;                      // 0: the number of cores
+  int cpu_slots = -1;  // -1: the number of cores; 0: none (only with GPUs or a cluster launcher)
   int gpus = -1;                          // -1: found through CUDA; N >= 0: N declared GPUs
   std::string token_file;                 // default <state_dir>/token
   std::string worker_bin;                 // accel-worker

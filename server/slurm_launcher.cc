@@ -45,6 +45,22 @@ SlurmLauncher::~SlurmLauncher() {
   for (auto& [id, a] : attempts_) Slurm({"scancel", id});
 }
 
+absl::StatusOr<std::string> SlurmLauncher::FindConfig(const char* slurm_conf,
+                                                     const std::string& default_path) {
+  const bool from_env = slurm_conf != nullptr && *slurm_conf != '\0';
+  const std::string path = from_env ? std::string(slurm_conf) : default_path;
+  const std::string where =
+      from_env ? absl::StrCat("SLURM_CONF=", path) : absl::StrCat("SLURM_CONF is unset and ", path);
+  std::error_code ec;
+  const std::filesystem::file_status st = std::filesystem::status(path, ec);
+  if (std::filesystem::is_regular_file(st)) return path;
+  return absl::FailedPreconditionError(absl::StrCat(
+      "the slurm launcher (--launcher / --enable-launcher slurm) needs a Slurm config: ", where,
+      std::filesystem::exists(st) ? " is not a regular file" : " does not exist",
+      " (without one sbatch looks for a controller through DNS SRV records); set SLURM_CONF to "
+      "the cluster's slurm.conf"));
+}
+
 std::string SlurmLauncher::PlacementOf(const std::string& slurm_job_id) {
   return absl::StrCat(kPlacementPrefix, slurm_job_id);
 }

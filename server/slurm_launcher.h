@@ -39,6 +39,15 @@ class SlurmLauncher final : public GangRunner {
   bool Pending(const std::string& job_id, int attempt) const override;
   void Forget(const std::string& placement) override;
 
+  // The Slurm config sbatch, scontrol and scancel will read: `slurm_conf` ($SLURM_CONF; null or
+  // empty when unset), else `default_path`. Without one, Slurm's clients look for a controller
+  // through DNS SRV records (configless mode) and reach for the network from wherever acceld
+  // runs, so acceld refuses to start the slurm launcher instead: FailedPrecondition naming what
+  // was looked for. Returns the config's path.
+  static constexpr char kDefaultConfig[] = "/etc/slurm/slurm.conf";
+  [[nodiscard]] static absl::StatusOr<std::string> FindConfig(
+      const char* slurm_conf, const std::string& default_path = kDefaultConfig);
+
   // "slurm job 4711" <-> "4711".
   static std::string PlacementOf(const std::string& slurm_job_id);
   static std::string SlurmJobIdOf(const std::string& placement);

@@ -171,3 +171,37 @@ TEST(RunCommandTest, CapturesOutputExitCodeAndEnforcesTheDeadline) {
 
 }  // namespace
 }  // namespace accel::server
+
+namespace accel::server {
+namespace {
+
+// Issue 28: with no Slurm config, sbatch and scontrol look for a controller through DNS SRV
+// records; acceld refuses to start the launcher instead, naming what it looked for.
+TEST(SlurmConfigTest, FoundThroughSlurmConfElseTheDefaultPathElseRefused) {
+  const std::string dir = FreshTestDir();
+  const std::string conf = dir + "/slurm.conf";
+  std::ofstream(conf) << "ClusterName=test\n";
+  const std::string missing = dir + "/none/slurm.conf";
+
+  absl::StatusOr<std::string> found = SlurmLauncher::FindConfig(conf.c_str(), missing);
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_EQ(*found, conf);
+  found = SlurmLauncher::FindConfig(nullptr, conf);  // unset: the default path
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_EQ(*found, conf);
+  EXPECT_TRUE(SlurmLauncher::FindConfig("", conf).ok());  // empty reads as unset
+
+  absl::Status unset = SlurmLauncher::FindConfig(nullptr, missing).status();
+  EXPECT_EQ(unset.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(unset.message(), HasSubstr("needs a Slurm config: SLURM_CONF is unset and " +
+                                         missing + " does not exist"));
+  EXPECT_THAT(unset.message(), HasSubstr("DNS SRV"));
+  absl::Status gone = SlurmLauncher::FindConfig(missing.c_str(), conf).status();
+  EXPECT_THAT(gone.message(), HasSubstr("SLURM_CONF=" + missing + " does not exist"));
+  absl::Status folder = SlurmLauncher::FindConfig(dir.c_str(), conf).status();
+  EXPECT_THAT(folder.message(), HasSubstr("SLURM_CONF=" + dir + " is not a regular file"));
+  EXPECT_EQ(std::string(SlurmLauncher::kDefaultConfig), "/etc/slurm/slurm.conf");
+}
+
+}  // namespace
+}  // namespace accel::server
