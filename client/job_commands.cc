@@ -34,14 +34,19 @@ class Session {
   Session(const JobCommand& c, std::ostream& out, std::ostream& err)
       : c_(c), out_(out), err_(err) {}
 
+  // Every file and flag is checked here, before a call is made (rpc/credential_files.h): a
+  // token gRPC cannot send would abort the process inside the first call.
   absl::Status Connect() {
+    const std::string server = c_.server.empty() ? rpc::kDefaultListen : c_.server;
+    if (absl::Status s = rpc::CheckServerAddress(server); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--server ", s.message()));
+    }
     std::string token_file = c_.token_file;
     if (token_file.empty()) token_file = rpc::DefaultTokenFile();
     absl::StatusOr<std::string> token = rpc::ReadTokenFile(token_file);
     if (!token.ok()) return token.status();
     token_ = *token;
-    absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
-        rpc::MakeChannel(c_.server.empty() ? rpc::kDefaultListen : c_.server, c_.tls_ca);
+    absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = rpc::MakeChannel(server, c_.tls_ca);
     if (!channel.ok()) return channel.status();
     stub_ = v1::Coordinator::NewStub(*channel);
     return absl::OkStatus();

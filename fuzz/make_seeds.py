@@ -261,7 +261,22 @@ def seeds_rpc():
         "WorkerEvent", 'log { stream: "stderr" line: "\\001\\033[31m" }'))
 
 
-if __name__ == "__main__":
+# ---- token and PEM files (rpc/credential_files.h) ---------------------------------------------
+def seeds_token_file():
+    put("token_file", "acceld_made", "0123456789abcdef" * 4 + "\n")
+    put("token_file", "spaced_crlf", "  s3cret-Token_1 \r\n")
+    put("token_file", "newline_inside", "abc\ndef\n")
+    put("token_file", "two_words", "two words\n")
+    put("token_file", "non_ascii", "s\u00e9cret\n")
+    put("token_file", "nul_inside", b"ab\x00cd\n")
+    put("token_file", "empty", "")
+    put("token_file", "whitespace_only", " \t\n")
+    put("token_file", "longest", "x" * 4096 + "\n")
+    put("token_file", "one_too_long", "x" * 4097)
+    put("token_file", "over_file_cap", "y" * 8193)
+    put("token_file", "certificate", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+    put("token_file", "private_key", "-----BEGIN EC PRIVATE KEY-----\nMHcC\n-----END EC PRIVATE KEY-----\n")
+
     seeds_safetensors()
     seeds_rank_file()
     seeds_checkpoint_metadata()
@@ -269,3 +284,4 @@ if __name__ == "__main__":
     seeds_job_file()
     seeds_configs()
     seeds_rpc()
+    seeds_token_file()

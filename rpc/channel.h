@@ -19,12 +19,20 @@ std::string DefaultStateDir();
 // DefaultStateDir() + "/token": acceld's client token file unless --token-file says otherwise.
 std::string DefaultTokenFile();
 
-// The token in `path` (surrounding whitespace dropped). NotFound naming the file when absent,
-// InvalidArgument when empty.
+// The token in `path` under rpc/credential_files.h's rules (a regular file, surrounding
+// whitespace dropped, printable ASCII of at most 4096 bytes). NotFound naming the file and who
+// writes it when absent; InvalidArgument naming the file for anything else wrong with it.
 [[nodiscard]] absl::StatusOr<std::string> ReadTokenFile(const std::string& path);
 
-// A channel to `address`: "host:port" or "unix:/path". With `tls_ca` (a PEM file) the channel
-// uses TLS and checks the server against it; otherwise it is plaintext.
+// OK for an address MakeChannel dials: "host:port" (host a name, IPv4, or [IPv6]; port
+// 1..65535, digits only), "unix:PATH", or a gRPC target URI with a scheme ("dns:///h:p",
+// "ipv4:...", "unix-abstract:..."), which gRPC checks itself. InvalidArgument naming the
+// address otherwise (gRPC would wrap a port above 65535 and dial another one).
+[[nodiscard]] absl::Status CheckServerAddress(const std::string& address);
+
+// A channel to `address` (CheckServerAddress). With `tls_ca` (a PEM file holding a
+// certificate, rpc/credential_files.h) the channel uses TLS and checks the server against it;
+// otherwise it is plaintext.
 [[nodiscard]] absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(
     const std::string& address, const std::string& tls_ca = "");
 

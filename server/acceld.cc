@@ -14,7 +14,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "absl/strings/ascii.h"
@@ -23,6 +22,7 @@
 #include "absl/strings/str_join.h"
 #include "engine/base/logging.h"
 #include "engine/base/status_macros.h"
+#include "rpc/credential_files.h"
 #include "rpc/job_file.h"
 #include "server/gpus.h"
 #include "server/token_file.h"
@@ -32,14 +32,6 @@ extern char** environ;
 
 namespace accel::server {
 namespace {
-
-absl::StatusOr<std::string> ReadPem(const std::string& path, const char* flag) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat(flag, ": cannot read ", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // One acceld per state directory: an exclusive flock on <dir>/lock, held for the daemon's
 // life and taken before anything in the directory is opened. The holder's pid is in the file,
@@ -117,6 +109,18 @@ absl::StatusOr<std::unique_ptr<Acceld>> Acceld::Start(AcceldOptions o) {
   if (o.tls_cert.empty() != o.tls_key.empty()) {
     return absl::InvalidArgumentError("--tls-cert and --tls-key go together");
   }
+  // The TLS files are read at the door, before the state directory is locked: a FIFO, a
+  // device or a text file is refused naming it (rpc/credential_files.h) instead of blocking
+  // or surfacing later as a failed listen.
+  grpc::SslServerCredentialsOptions::PemKeyCertPair tls_pair;
+  if (!o.tls_cert.empty()) {
+    ACCEL_ASSIGN_OR_RETURN(tls_pair.cert_chain,
+                           rpc::ReadPemFile(Env::Default(), o.tls_cert, "--tls-cert",
+                                            rpc::PemKind::kCertificate));
+    ACCEL_ASSIGN_OR_RETURN(tls_pair.private_key,
+                           rpc::ReadPemFile(Env::Default(), o.tls_key, "--tls-key",
+                                            rpc::PemKind::kPrivateKey));
+  }
   if (o.cpu_slots < 0) o.cpu_slots = std::max(1u, std::thread::hardware_concurrency());
   const auto enabled = [&o](const std::string& launcher) {
     return o.launcher == launcher ||
@@ -170,10 +174,7 @@ absl::StatusOr<std::unique_ptr<Acceld>> Acceld::Start(AcceldOptions o) {
     std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
     if (!o.tls_cert.empty()) {
       grpc::SslServerCredentialsOptions ssl;
-      grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
-      ACCEL_ASSIGN_OR_RETURN(pair.cert_chain, ReadPem(o.tls_cert, "--tls-cert"));
-      ACCEL_ASSIGN_OR_RETURN(pair.private_key, ReadPem(o.tls_key, "--tls-key"));
-      ssl.pem_key_cert_pairs.push_back(pair);
+      ssl.pem_key_cert_pairs.push_back(tls_pair);
       creds = grpc::SslServerCredentials(ssl);
     }
     builder.AddListeningPort(o.listen, creds, &tcp_port);
@@ -222,8 +223,14 @@ absl::StatusOr<std::unique_ptr<Acceld>> Acceld::Start(AcceldOptions o) {
   d->server_ = builder.BuildAndStart();
   umask(old_umask);
   if (d->server_ == nullptr || (!o.listen.empty() && tcp_port == 0)) {
+    // gRPC says no more than that it failed; with TLS the files it could not use are the
+    // other cause (a PEM block that does not parse, a key that does not match the certificate).
     return absl::UnavailableError(absl::StrCat(
-        "cannot listen on ", o.listen.empty() ? o.unix_socket : o.listen, " (address in use?)"));
+        "cannot listen on ", o.listen.empty() ? o.unix_socket : o.listen, " (address in use?",
+        tls ? absl::StrCat(" or the certificate ", o.tls_cert, " and key ", o.tls_key,
+                           " could not be loaded: see gRPC's message above")
+            : "",
+        ")"));
   }
   if (!o.unix_socket.empty()) chmod(o.unix_socket.c_str(), 0600);
   std::string host = o.listen.substr(0, o.listen.rfind(':'));

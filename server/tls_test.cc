@@ -107,5 +107,42 @@ TEST(AcceldTlsTest, ClientsNeedTheCaWorkersUseTheSocket) {
   EXPECT_TRUE(s.ok()) << s.error_message();
 }
 
+// Issue 28: a text file as --tls-cert made acceld say "address in use?". Each PEM file is
+// checked when it is read, before the state directory is touched; gRPC's own refusal of a PEM
+// block that does not parse names the files too.
+TEST(AcceldTlsTest, FilesThatAreNotPemAreRefusedNamingThem) {
+  const std::string dir = FreshTestDir();
+  const std::string text = dir + "/notes.txt", pem = dir + "/cert.pem", key = dir + "/key.pem";
+  std::ofstream(text) << "not a certificate\n";
+  std::ofstream(pem) << "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n";
+  std::ofstream(key) << "-----BEGIN PRIVATE KEY-----\nnot base64\n-----END PRIVATE KEY-----\n";
+  AcceldOptions o;
+  o.listen = "127.0.0.1:0";
+  o.state_dir = dir + "/state";
+  o.worker_bin = "/bin/true";  // no job runs
+  o.tls_cert = text;
+  o.tls_key = key;
+  absl::Status s = Acceld::Start(o).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_EQ(s.message(), "--tls-cert " + text +
+                             " holds no PEM certificate (no \"-----BEGIN CERTIFICATE-----\" line)");
+  EXPECT_FALSE(std::filesystem::exists(o.state_dir));  // refused at the door
+  o.tls_cert = pem;
+  o.tls_key = text;
+  s = Acceld::Start(o).status();
+  EXPECT_EQ(s.message(), "--tls-key " + text +
+                             " holds no PEM private key (no \"-----BEGIN ... PRIVATE KEY-----\" "
+                             "line)");
+  o.tls_key = "/dev/zero";
+  EXPECT_EQ(Acceld::Start(o).status().message(),
+            "--tls-key /dev/zero is a device, not a regular file");
+  // Markers around bytes that are no certificate: gRPC refuses them when it listens.
+  o.tls_key = key;
+  s = Acceld::Start(o).status();
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("or the certificate " + pem + " and key " + key + " could not be loaded"));
+}
+
 }  // namespace
 }  // namespace accel::server

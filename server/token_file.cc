@@ -7,19 +7,18 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "engine/base/env.h"
 #include "engine/base/logging.h"
+#include "engine/base/status_macros.h"
+#include "rpc/credential_files.h"
 #include "server/job_manager.h"
 
 namespace accel::server {
 namespace {
 
-constexpr size_t kMaxTokenBytes = 4096;
 constexpr size_t kShortTokenBytes = 16;
 
 }  // namespace
@@ -27,32 +26,18 @@ constexpr size_t kShortTokenBytes = 16;
 absl::StatusOr<std::string> EnsureTokenFile(const std::string& path) {
   struct stat st;
   if (stat(path.c_str(), &st) == 0) {
+    // What is there is read by the shared reader and its rules (rpc/credential_files.h): a
+    // FIFO or a device is refused without blocking, a file over 8 KiB unread. Its kind is
+    // checked before its mode, so /dev/zero (0666) is named a device, not a chmod away.
+    ACCEL_ASSIGN_OR_RETURN(
+        std::string contents,
+        rpc::ReadCredentialFile(Env::Default(), path, "token file", rpc::kMaxTokenFileBytes));
     if ((st.st_mode & 077) != 0) {
       return absl::FailedPreconditionError(absl::StrFormat(
           "token file %s has mode %04o; others can read it (chmod 600 %s)", path,
           st.st_mode & 07777, path));
     }
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    std::string token(absl::StripAsciiWhitespace(ss.str()));
-    if (token.empty()) {
-      return absl::FailedPreconditionError(absl::StrCat("token file ", path, " is empty"));
-    }
-    // A bearer token travels in a gRPC metadata header: at most a few KiB, printable ASCII.
-    if (token.size() > kMaxTokenBytes) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "token file ", path, " holds ", token.size(), " bytes; a token is at most ",
-          kMaxTokenBytes, " (it travels in a gRPC header); delete the file to have acceld make "
-          "one"));
-    }
-    for (const char ch : token) {
-      if (ch < 0x21 || ch > 0x7e) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "token file ", path, " holds a character that cannot travel in a header (printable "
-            "ASCII without spaces only)"));
-      }
-    }
+    ACCEL_ASSIGN_OR_RETURN(std::string token, rpc::ParseToken(contents, path));
     if (token.size() < kShortTokenBytes) {
       ACCEL_LOG(warn, "token file {} holds a {}-character token: easy to guess; use at least {} "
                 "random characters (delete the file to have acceld make one)",

@@ -44,6 +44,28 @@ TEST(ControlPlaneExclusive, ATakenPortFailsAtStart) {
   EXPECT_EQ(d.Accelctl({"list"}, &out), 0);
 }
 
+// Issue 28: acceld blocked inside open() on a FIFO --token-file, with SIGTERM blocked, and kept
+// the state directory's lock until SIGKILL. It exits at once now, in one line naming the FIFO,
+// and the directory is free for the next start.
+TEST(ControlPlaneExclusive, AFifoTokenFileFailsAtStartAndFreesTheStateDir) {
+  const std::string dir = FreshDir();
+  const std::string fifo = dir + "/token.fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const auto started = std::chrono::steady_clock::now();
+  const auto [code, err] = SecondAcceld(dir, {"--state-dir", dir + "/state", "--listen", "",
+                                              "--unix-socket", dir + "/a.sock", "--token-file",
+                                              fifo});
+  EXPECT_EQ(code, 2) << err;
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10));
+  EXPECT_THAT(err, HasSubstr("acceld: error: token file " + fifo +
+                             " is a FIFO, not a regular file\n"));
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  Daemon d(dir);
+  d.Start(1);  // the state directory's lock was released
+  std::string out;
+  EXPECT_EQ(d.Accelctl({"list"}, &out), 0);
+}
+
 TEST(ControlPlaneExclusive, AUnixSocketPathThatIsAFileIsNotReplaced) {
   const std::string dir = FreshDir();
   const std::string file = dir + "/precious.txt";

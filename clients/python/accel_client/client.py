@@ -16,6 +16,7 @@ from google.protobuf import json_format
 
 from accel.v1 import coordinator_pb2, coordinator_pb2_grpc, job_pb2
 
+from .arguments import check_seconds, check_target, read_token
 from .errors import AccelError, translated
 
 # States a job never leaves (docs/rpc.md "Job states").
@@ -32,39 +33,22 @@ def to_dict(message):
                                          always_print_fields_with_no_presence=True)
 
 
-def _read_token(token, token_file):
-    if token is None and token_file is None:
-        raise ValueError("accel_client.Client: give token or token_file "
-                         "(acceld writes its token to <state-dir>/token)")
-    if token is not None and token_file is not None:
-        raise ValueError("accel_client.Client: give token or token_file, not both")
-    source = "token"
-    if token_file is not None:
-        token_file = os.path.expanduser(os.fspath(token_file))
-        source = f"token_file {token_file}"
-        with open(token_file, encoding="utf-8") as f:
-            token = f.read()
-    token = token.strip()
-    if not token:
-        raise ValueError(f"accel_client.Client: {source} is empty")
-    return token
-
-
 class Client:
     """A connection to one acceld.
 
     target: "host:port" (e.g. "127.0.0.1:7070", acceld's --listen) or "unix:/path/acceld.sock".
     token / token_file: the client token, or the file holding it (acceld's <state-dir>/token;
-    "~" expands); one of them. Surrounding whitespace is ignored.
-    timeout: seconds every unary call may take (CancelJob waits for the gang to stop, up to
-    60 s on acceld's side, so keep it above that when cancelling big jobs).
+    "~" expands); one of them. Surrounding whitespace is ignored; the token must be printable
+    ASCII without spaces, at most 4096 bytes, and the file a regular file (acceld's rules).
+    timeout: seconds every unary call may take, finite and > 0 (CancelJob waits for the gang to
+    stop, up to 60 s on acceld's side, so keep it above that when cancelling big jobs).
+    Every argument is checked here; a bad one is a ValueError naming it.
     """
 
     def __init__(self, target, token=None, token_file=None, timeout=30.0):
-        if timeout is None or timeout <= 0:
-            raise ValueError(f"accel_client.Client: timeout must be > 0 seconds, got {timeout!r}")
-        self._metadata = (("authorization", "Bearer " + _read_token(token, token_file)),)
-        self._timeout = float(timeout)
+        self._timeout = check_seconds("timeout", timeout)
+        target = check_target(target)
+        self._metadata = (("authorization", "Bearer " + read_token(token, token_file)),)
         self._channel = grpc.insecure_channel(target)
         self._stub = coordinator_pb2_grpc.CoordinatorStub(self._channel)
 
@@ -133,6 +117,7 @@ class Client:
         for no limit; past it, AccelError DEADLINE_EXCEEDED."""
         request = coordinator_pb2.WatchJobRequest(job_id=job_id, follow=True,
                                                   kinds=[coordinator_pb2.STATE])
+        timeout = check_seconds("timeout", timeout, allow_none=True)
         for _ in self._events(request, timeout=timeout):
             pass
         job = self.status(job_id)

@@ -3,7 +3,10 @@ absolute paths, deadlines, watch requests) and how it turns gRPC failures into A
 The real acceld is test_client_e2e.py's."""
 
 import concurrent.futures
+import math
 import os
+import subprocess
+import sys
 import tempfile
 import threading
 import unittest
@@ -176,8 +179,96 @@ class ArgumentsTest(unittest.TestCase):
             accel_client.Client("127.0.0.1:1", token_file="/nonexistent/token")
 
     def test_a_bad_timeout_is_a_value_error(self):
-        with self.assertRaisesRegex(ValueError, "timeout"):
-            accel_client.Client("127.0.0.1:1", token="a", timeout=0)
+        for bad in (0, -1, math.nan, math.inf, "soon", None):
+            with self.assertRaisesRegex(ValueError, "timeout must be a finite number", msg=bad):
+                accel_client.Client("127.0.0.1:1", token="a", timeout=bad)
+
+    def test_wait_with_a_nan_timeout_is_a_value_error(self):
+        with accel_client.Client("127.0.0.1:1", token="a") as client:
+            with self.assertRaisesRegex(ValueError, "timeout must be a finite number"):
+                client.wait("job-1", timeout=math.nan)
+
+
+def construct_in_child(token_file):
+    """Runs Client(token_file=...) in a child Python with 1 GiB of address space and a deadline,
+    so a client that blocks on a FIFO or reads /dev/zero without end fails the test instead of
+    hanging it or eating the machine's memory. Returns (exit code or "timeout", stderr)."""
+    code = ("import resource, accel_client\n"
+            "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
+            f"accel_client.Client('127.0.0.1:1', token_file={token_file!r})\n")
+    try:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              timeout=WAIT_S)
+    except subprocess.TimeoutExpired:
+        return "timeout", ""
+    return done.returncode, done.stderr
+
+
+class TokenFileTest(unittest.TestCase):
+    """The token file rules acceld and accelctl share (rpc/credential_files.h)."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.addCleanup(self.dir.cleanup)
+
+    def write(self, data):
+        path = os.path.join(self.dir.name, "token")
+        with open(path, "wb") as f:
+            f.write(data)
+        return path
+
+    def test_a_fifo_is_refused_without_blocking(self):
+        fifo = os.path.join(self.dir.name, "pipe")
+        os.mkfifo(fifo, 0o600)
+        code, err = construct_in_child(fifo)
+        self.assertEqual(code, 1, err)
+        self.assertIn(f"ValueError: accel_client.Client: token_file {fifo} is a FIFO, "
+                      "not a regular file", err)
+
+    def test_a_device_is_refused_before_a_byte_is_read(self):
+        code, err = construct_in_child("/dev/zero")
+        self.assertEqual(code, 1, err)
+        self.assertIn("token_file /dev/zero is a device, not a regular file", err)
+
+    def test_a_file_over_8_kib_is_refused_by_its_size(self):
+        path = self.write(b"x" * 9000)
+        with self.assertRaisesRegex(ValueError, f"token_file {path} holds 9000 bytes; it may "
+                                                "hold at most 8192"):
+            accel_client.Client("127.0.0.1:1", token_file=path)
+
+    def test_a_token_over_4096_bytes_is_refused(self):
+        path = self.write(b"x" * 4097 + b"\n")
+        with self.assertRaisesRegex(ValueError, "holds a 4097-byte token; a token is at most 4096"):
+            accel_client.Client("127.0.0.1:1", token_file=path)
+        accel_client.Client("127.0.0.1:1", token_file=self.write(b"x" * 4096 + b"\n")).close()
+
+    def test_a_newline_inside_the_token_is_refused_naming_the_file(self):
+        path = self.write(b"abc\ndef\n")
+        with self.assertRaisesRegex(ValueError, f"token_file {path} holds a character that "
+                                                r"cannot travel in a header \(byte 10 at offset 3"):
+            accel_client.Client("127.0.0.1:1", token_file=path)
+
+    def test_non_ascii_tokens_are_refused(self):
+        with self.assertRaisesRegex(ValueError, "token holds a character that cannot travel"):
+            accel_client.Client("127.0.0.1:1", token="s\u00e9cret")
+        path = self.write("s\u00e9cret\n".encode())
+        with self.assertRaisesRegex(ValueError, f"token_file {path} holds a character"):
+            accel_client.Client("127.0.0.1:1", token_file=path)
+        with self.assertRaisesRegex(ValueError, "token holds a character"):
+            accel_client.Client("127.0.0.1:1", token="two words")
+
+
+class TargetTest(unittest.TestCase):
+    def test_a_port_out_of_range_is_a_value_error_naming_the_target(self):
+        for bad in ("127.0.0.1:99999", "127.0.0.1:0", "127.0.0.1:", "127.0.0.1", "::1:7070",
+                    "unix:", "", "host name:70"):
+            with self.assertRaisesRegex(ValueError, "accel_client.Client: target", msg=bad):
+                accel_client.Client(bad, token="a")
+
+    def test_good_targets_are_accepted(self):
+        for good in ("127.0.0.1:7070", "localhost:1", "[::1]:65535", "unix:/tmp/a.sock",
+                     "dns:///acceld.accel.svc:7070"):
+            accel_client.Client(good, token="a").close()
 
     def test_an_unreachable_acceld_is_unavailable_within_the_timeout(self):
         # Port 1 on loopback: nothing listens, so the call fails fast or at its deadline.
