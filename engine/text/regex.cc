@@ -1,0 +1,103 @@
+#include "engine/text/regex.h"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#include <cctype>
+
+#include "absl/strings/str_cat.h"
+#include "engine/text/utf8.h"
+
+namespace accel::text {
+namespace {
+
+std::string ErrorText(int code) {
+  PCRE2_UCHAR buffer[256];
+  if (pcre2_get_error_message(code, buffer, sizeof(buffer)) < 0) return absl::StrCat(code);
+  return reinterpret_cast<const char*>(buffer);
+}
+
+pcre2_code* Code(void* code) { return static_cast<pcre2_code*>(code); }
+
+// Per-thread match data, grown to the largest pattern seen: FindAll runs once per text piece,
+// and allocating match data there would cost more than matching short pieces.
+pcre2_match_data* ThreadMatchData() {
+  struct Holder {
+    pcre2_match_data* data = pcre2_match_data_create(32, nullptr);
+    ~Holder() { pcre2_match_data_free(data); }
+  };
+  thread_local Holder holder;
+  return holder.data;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Regex>> Regex::Compile(std::string_view pattern,
+                                                      std::string_view where) {
+  int error = 0;
+  PCRE2_SIZE offset = 0;
+  pcre2_code* code =
+      pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+                    PCRE2_UTF | PCRE2_UCP, &error, &offset, nullptr);
+  if (code == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(std::string(where), ": regex \"", std::string(pattern),
+                                                   "\" does not compile at offset ", offset,
+                                                   ": ", ErrorText(error)));
+  }
+  uint32_t captures = 0;
+  pcre2_pattern_info(code, PCRE2_INFO_CAPTURECOUNT, &captures);
+  if (captures >= 32) {
+    pcre2_code_free(code);
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(where), ": regex \"", std::string(pattern), "\" has ", captures, " groups (31 at most)"));
+  }
+  // JIT is an optimisation only: without it (or when its stack runs out) matching falls back
+  // to the interpreter.
+  (void)pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);
+  return std::unique_ptr<Regex>(new Regex(code, std::string(pattern)));
+}
+
+std::string Regex::Escape(std::string_view literal) {
+  std::string out;
+  for (char c : literal) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x80 && !std::isalnum(u)) out.push_back('\\');
+    out.push_back(c);
+  }
+  return out;
+}
+
+Regex::~Regex() { pcre2_code_free(Code(code_)); }
+
+absl::Status Regex::FindAll(std::string_view text,
+                            std::vector<std::pair<size_t, size_t>>* matches) const {
+  pcre2_match_data* data = ThreadMatchData();
+  const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
+  size_t start = 0;
+  while (start <= text.size()) {
+    int rc = pcre2_match(Code(code_), subject, text.size(), start, PCRE2_NO_UTF_CHECK, data,
+                         nullptr);
+    if (rc == PCRE2_ERROR_JIT_STACKLIMIT) {
+      rc = pcre2_match(Code(code_), subject, text.size(), start,
+                       PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, data, nullptr);
+    }
+    if (rc == PCRE2_ERROR_NOMATCH) break;
+    if (rc < 0) {
+      return absl::InternalError(absl::StrCat("regex \"", pattern_, "\" failed on a ",
+                                              text.size(), "-byte text: ", ErrorText(rc)));
+    }
+    const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(data);
+    const size_t begin = ovector[0], end = ovector[1];
+    matches->emplace_back(begin, end);
+    if (end > begin) {
+      start = end;
+    } else if (end < text.size()) {
+      start = end + CharLength(static_cast<unsigned char>(text[end]));
+    } else {
+      break;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace accel::text
