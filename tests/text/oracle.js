@@ -5,8 +5,10 @@
 // Usage: node oracle.js TOKENIZER_JSON CORPUS OUT_JSON   (NODE_PATH = the oracles' node_modules)
 //
 // Corpus format: one case per line; lines starting with "#" are comments. Escapes: \n \r \t \\,
-// \xHH (one raw byte: cases may hold invalid UTF-8), \u{H...} (a code point). Two more cases
-// are added: the empty text, and every case joined with "\n".
+// \xHH (one raw byte: cases may hold invalid UTF-8), \u{H...} (a code point). More cases are
+// added: the empty text, every case joined with "\n", and kRandomCases texts drawn with a fixed
+// seed from the corpus's characters, whitespace runs, special-token strings, contractions and
+// stray bytes (the edges of the split regexes and added-token matching).
 //
 // Invalid UTF-8: a JS string cannot hold it, so the case's bytes go through TextDecoder (WHATWG:
 // each maximal ill-formed subpart becomes U+FFFD, as Rust's from_utf8_lossy does) before HF sees
@@ -42,6 +44,39 @@ function unescape(line) {
   return Buffer.from(bytes);
 }
 
+const kRandomCases = 400;
+
+// A small deterministic PRNG (mulberry32), so every run checks the same texts.
+function rng(seed) {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function randomCases(corpusCases) {
+  const chars = [...new Set(corpusCases.flatMap((c) => [...new TextDecoder().decode(c.bytes)]))];
+  const pieces = [" ", "  ", "   ", "\n", "\n\n", "\r\n", "\t", " \n ", "\u00a0", "'s", "'LL", "'re",
+    "<s>", "</s>", "<unk>", "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>",
+    "<|begin_of_text|>", "<mask>", "<r>", "<plain>", "word", "1234567", "3.14", "..."];
+  const next = rng(20261203);
+  const cases = [];
+  for (let n = 0; n < kRandomCases; n++) {
+    const parts = [];
+    const len = 1 + Math.floor(next() * 40);
+    for (let i = 0; i < len; i++) {
+      const r = next();
+      if (r < 0.6) parts.push(Buffer.from(chars[Math.floor(next() * chars.length)], "utf8"));
+      else if (r < 0.95) parts.push(Buffer.from(pieces[Math.floor(next() * pieces.length)], "utf8"));
+      else parts.push(Buffer.from([0x80 + Math.floor(next() * 0x80)]));  // a stray byte
+    }
+    cases.push({ name: `random ${n}`, bytes: Buffer.concat(parts) });
+  }
+  return cases;
+}
+
 function readCorpus(path) {
   const raw = fs.readFileSync(path);
   const cases = [];
@@ -58,7 +93,7 @@ function readCorpus(path) {
   }
   cases.push({ name: "empty text", bytes: Buffer.alloc(0) });
   cases.push({ name: "all lines joined", bytes: Buffer.concat(cases.flatMap((c) => [c.bytes, Buffer.from("\n")])) });
-  return cases;
+  return cases.concat(randomCases(cases));
 }
 
 async function main() {
