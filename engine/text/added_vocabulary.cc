@@ -125,7 +125,7 @@ absl::Status AddedVocabulary::Split(std::string_view text, bool normalized,
     if (token.single_word) {
       const bool word_before =
           start > 0 && CharIn(*word_start_, text.substr(PrevCharStart(text, start),
-                                                       start - PrevCharStart(text, start)));
+                                                        start - PrevCharStart(text, start)));
       const bool word_after =
           stop < text.size() &&
           CharIn(*word_start_,

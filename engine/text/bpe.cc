@@ -33,13 +33,13 @@ struct QueuedMerge {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<BpeModel>> BpeModel::Create(
-    StringMap<int32_t> vocab,
-    const std::vector<std::pair<std::string, std::string>>& merges, BpeOptions options,
-    std::string_view origin) {
+    StringMap<int32_t> vocab, const std::vector<std::pair<std::string, std::string>>& merges,
+    BpeOptions options, std::string_view origin) {
   std::unique_ptr<BpeModel> model(new BpeModel());
   for (const auto& [token, id] : vocab) {
-    if (id < 0) return absl::InvalidArgumentError(absl::StrCat(std::string(origin), ": token \"", token,
-                                                               "\" has negative id ", id));
+    if (id < 0)
+      return absl::InvalidArgumentError(
+          absl::StrCat(std::string(origin), ": token \"", token, "\" has negative id ", id));
     model->vocab_r_[id] = token;
     model->max_id_ = std::max(model->max_id_, id);
   }
@@ -48,8 +48,9 @@ absl::StatusOr<std::unique_ptr<BpeModel>> BpeModel::Create(
   auto lookup = [&](const std::string& token, size_t rank) -> absl::StatusOr<int32_t> {
     const auto it = vocab.find(token);
     if (it == vocab.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(std::string(origin), ": merge ", rank + 1, " uses token \"",
-                                                     token, "\", which is not in the vocab"));
+      return absl::InvalidArgumentError(absl::StrCat(std::string(origin), ": merge ", rank + 1,
+                                                     " uses token \"", token,
+                                                     "\", which is not in the vocab"));
     }
     return it->second;
   };
@@ -59,8 +60,9 @@ absl::StatusOr<std::unique_ptr<BpeModel>> BpeModel::Create(
     ACCEL_ASSIGN_OR_RETURN(int32_t a_id, lookup(a, rank));
     ACCEL_ASSIGN_OR_RETURN(int32_t b_id, lookup(b, rank));
     if (b.size() < prefix_len) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          std::string(origin), ": merge ", rank + 1, " \"", b, "\" is shorter than continuing_subword_prefix"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(std::string(origin), ": merge ", rank + 1, " \"", b,
+                       "\" is shorter than continuing_subword_prefix"));
     }
     ACCEL_ASSIGN_OR_RETURN(int32_t new_id, lookup(a + b.substr(prefix_len), rank));
     // A repeated pair keeps its last rank, as HF's collect() into a map does.
@@ -69,8 +71,8 @@ absl::StatusOr<std::unique_ptr<BpeModel>> BpeModel::Create(
   if (options.unk_token) {
     const auto it = vocab.find(*options.unk_token);
     if (it == vocab.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(std::string(origin), ": unk_token \"", *options.unk_token,
-                                                     "\" is not in the vocab"));
+      return absl::InvalidArgumentError(absl::StrCat(std::string(origin), ": unk_token \"",
+                                                     *options.unk_token, "\" is not in the vocab"));
     }
     model->unk_id_ = it->second;
   }
@@ -114,7 +116,8 @@ absl::StatusOr<std::unique_ptr<BpeModel>> BpeModel::FromJson(const Json& j, cons
   vocab.reserve(vocab_json->size());
   for (const auto& [token, id] : vocab_json->items()) {
     if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX) {
-      return JsonError(at.Key("vocab"), absl::StrCat("entry \"", token, "\" must have an id in [0, 2^31)"));
+      return JsonError(at.Key("vocab"),
+                       absl::StrCat("entry \"", token, "\" must have an id in [0, 2^31)"));
     }
     vocab[token] = static_cast<int32_t>(id.get<int64_t>());
   }
@@ -160,9 +163,10 @@ void BpeModel::Tokenize(std::string_view word, std::vector<int32_t>* ids) const 
     }
   }
   const bool cacheable = word.size() < kMaxCachedWordBytes;
+  CacheShard& shard = ShardFor(word);
   if (cacheable) {
-    absl::MutexLock lock(&cache_mu_);
-    if (const auto it = cache_.find(word); it != cache_.end()) {
+    absl::MutexLock lock(&shard.mu);
+    if (const auto it = shard.words.find(word); it != shard.words.end()) {
       ids->insert(ids->end(), it->second.begin(), it->second.end());
       return;
     }
@@ -171,9 +175,9 @@ void BpeModel::Tokenize(std::string_view word, std::vector<int32_t>* ids) const 
   MergeWord(word, &word_ids);
   ids->insert(ids->end(), word_ids.begin(), word_ids.end());
   if (cacheable) {
-    absl::MutexLock lock(&cache_mu_);
-    if (cache_.size() >= kCacheWords) cache_.clear();
-    cache_.emplace(word, std::move(word_ids));
+    absl::MutexLock lock(&shard.mu);
+    if (shard.words.size() >= kCacheWords / kCacheShards) shard.words.clear();
+    shard.words.emplace(word, std::move(word_ids));
   }
 }
 
@@ -221,8 +225,8 @@ void BpeModel::MergeAll(std::vector<int32_t>* ids) const {
   if (n < 2) return;
   std::vector<Symbol> symbols(n);
   for (size_t i = 0; i < n; ++i) {
-    symbols[i] = Symbol{(*ids)[i], static_cast<int>(i) - 1,
-                        i + 1 < n ? static_cast<int>(i + 1) : -1, false};
+    symbols[i] =
+        Symbol{(*ids)[i], static_cast<int>(i) - 1, i + 1 < n ? static_cast<int>(i + 1) : -1, false};
   }
   std::priority_queue<QueuedMerge> queue;
   auto find = [&](int32_t a, int32_t b) -> const Merge* {

@@ -9,6 +9,7 @@
 // Thread safety: Tokenize may run from many threads; the cache is behind a mutex.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -43,9 +44,8 @@ class BpeModel {
   // `merges` in rank order. InvalidArgument (naming `origin` and the merge's rank) when a merge
   // names a token, or makes one, that is not in the vocabulary, or unk_token is not in it.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<BpeModel>> Create(
-      StringMap<int32_t> vocab,
-      const std::vector<std::pair<std::string, std::string>>& merges, BpeOptions options,
-      std::string_view origin);
+      StringMap<int32_t> vocab, const std::vector<std::pair<std::string, std::string>>& merges,
+      BpeOptions options, std::string_view origin);
 
   // tokenizer.json's "model" object (type BPE; merges as "a b" strings or [a, b] pairs).
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<BpeModel>> FromJson(const Json& j,
@@ -82,9 +82,16 @@ class BpeModel {
   int32_t max_id_ = -1;
   std::vector<std::optional<int32_t>> byte_ids_;  // <0xNN> ids when byte_fallback
 
-  mutable absl::Mutex cache_mu_;
-  mutable StringMap<std::vector<int32_t>> cache_
-      ABSL_GUARDED_BY(cache_mu_);
+  // The word cache, in shards so that threads encoding at once rarely wait on each other.
+  struct CacheShard {
+    absl::Mutex mu;
+    StringMap<std::vector<int32_t>> words ABSL_GUARDED_BY(mu);
+  };
+  static constexpr size_t kCacheShards = 16;
+  CacheShard& ShardFor(std::string_view word) const {
+    return cache_[StringViewHash{}(word) % kCacheShards];
+  }
+  mutable std::array<CacheShard, kCacheShards> cache_;
 };
 
 }  // namespace accel::text

@@ -47,18 +47,18 @@ TEST(NormalizerTest, PrependAndReplaceInSequence) {
       {"type": "Replace", "pattern": {"String": " "}, "content": "▁"}]})";
   EXPECT_EQ(Normalize(llama2, "Hello  world"), "▁Hello▁▁world");
   EXPECT_EQ(Normalize(llama2, ""), "");  // Prepend leaves empty text alone
-  EXPECT_EQ(Normalize(R"({"type": "Replace", "pattern": {"Regex": "[0-9]+"}, "content": "#"})",
-                      "a12b3"),
-            "a#b#");
+  EXPECT_EQ(
+      Normalize(R"({"type": "Replace", "pattern": {"Regex": "[0-9]+"}, "content": "#"})", "a12b3"),
+      "a#b#");
 }
 
 TEST(PreTokenizerTest, ByteLevelSplitsWithGpt2PatternAndMapsBytes) {
-  EXPECT_THAT(PreTokenize(R"({"type": "ByteLevel", "add_prefix_space": false})",
-                          "Hello world's  12\n"),
-              ElementsAre("Hello", "Ġworld", "'s", "Ġ", "Ġ12", "Ċ"));
-  EXPECT_THAT(PreTokenize(R"({"type": "ByteLevel", "add_prefix_space": true, "use_regex": false})",
-                          "a b"),
-              ElementsAre("ĠaĠb"));
+  EXPECT_THAT(
+      PreTokenize(R"({"type": "ByteLevel", "add_prefix_space": false})", "Hello world's  12\n"),
+      ElementsAre("Hello", "Ġworld", "'s", "Ġ", "Ġ12", "Ċ"));
+  EXPECT_THAT(
+      PreTokenize(R"({"type": "ByteLevel", "add_prefix_space": true, "use_regex": false})", "a b"),
+      ElementsAre("ĠaĠb"));
 }
 
 // Llama 3's pattern: digits in groups of three, contractions case-insensitive.
@@ -88,8 +88,7 @@ TEST(DecoderTest, Llama2Chain) {
       {"type": "Strip", "content": " ", "start": 1, "stop": 0}]})";
   EXPECT_THAT(Decode(llama2, {"▁Hello", "▁", "<0xE2>", "<0x82>", "<0xAC>"}),
               ElementsAre("Hello €"));
-  EXPECT_THAT(Decode(llama2, {"▁a", "<0xE2>", "<0x82>", "b"}),
-              ElementsAre("a\uFFFD\uFFFDb"));
+  EXPECT_THAT(Decode(llama2, {"▁a", "<0xE2>", "<0x82>", "b"}), ElementsAre("a\uFFFD\uFFFDb"));
 }
 
 TEST(PostProcessorTest, TemplateAddsBosOnlyWithSpecialTokens) {
@@ -112,14 +111,14 @@ TEST(RefusalTest, UnsupportedComponentsAreNamed) {
                 .status()
                 .message(),
             "tokenizer.json: pre_tokenizer type \"Whitespace\" is not supported");
-  EXPECT_EQ(PreTokenizerFromJson(
-                Json::parse(R"({"type": "Sequence", "pretokenizers": [{"type": "Split",
+  EXPECT_EQ(
+      PreTokenizerFromJson(Json::parse(R"({"type": "Sequence", "pretokenizers": [{"type": "Split",
                     "pattern": {"String": " "}, "behavior": "MergedWithPrevious"}]})"),
-                {"tokenizer.json", "pre_tokenizer"})
-                .status()
-                .message(),
-            "tokenizer.json: pre_tokenizer.pretokenizers[0].behavior \"MergedWithPrevious\" is "
-            "not supported");
+                           {"tokenizer.json", "pre_tokenizer"})
+          .status()
+          .message(),
+      "tokenizer.json: pre_tokenizer.pretokenizers[0].behavior \"MergedWithPrevious\" is "
+      "not supported");
   EXPECT_EQ(NormalizerFromJson(Json::parse(R"({"type": "NFKC"})"), {"tokenizer.json", "normalizer"})
                 .status()
                 .message(),
@@ -134,7 +133,8 @@ TEST(RefusalTest, UnsupportedComponentsAreNamed) {
                 .message(),
             "tokenizer.json: post_processor type \"BertProcessing\" is not supported");
   auto bad_regex = PreTokenizerFromJson(
-      Json::parse(R"({"type": "Split", "pattern": {"Regex": "(unclosed"}, "behavior": "Isolated"})"),
+      Json::parse(
+          R"({"type": "Split", "pattern": {"Regex": "(unclosed"}, "behavior": "Isolated"})"),
       {"tokenizer.json", "pre_tokenizer"});
   EXPECT_EQ(bad_regex.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(bad_regex.status().message()),

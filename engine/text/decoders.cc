@@ -95,9 +95,8 @@ class Strip : public Decoder {
   void DecodeChain(std::vector<std::string>* tokens) const override {
     for (std::string& t : *tokens) {
       size_t begin = 0, end = t.size();
-      for (size_t k = 0; k < start_ && t.compare(begin, content_.size(), content_) == 0 &&
-                         begin < end;
-           ++k) {
+      for (size_t k = 0;
+           k < start_ && t.compare(begin, content_.size(), content_) == 0 && begin < end; ++k) {
         begin += content_.size();
       }
       for (size_t k = 0; k < stop_ && end >= begin + content_.size() &&

@@ -11,16 +11,15 @@ JsonPath JsonPath::Key(std::string_view key) const {
 
 JsonPath JsonPath::Index(size_t i) const { return {file, absl::StrCat(path, "[", i, "]")}; }
 
-std::string JsonPath::Name() const {
-  return path.empty() ? file : absl::StrCat(file, ": ", path);
-}
+std::string JsonPath::Name() const { return path.empty() ? file : absl::StrCat(file, ": ", path); }
 
 absl::Status JsonError(const JsonPath& at, std::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(at.Name(), " ", std::string(what)));
 }
 
 absl::Status Unsupported(const JsonPath& at, std::string_view what) {
-  return absl::InvalidArgumentError(absl::StrCat(at.Name(), " ", std::string(what), " is not supported"));
+  return absl::InvalidArgumentError(
+      absl::StrCat(at.Name(), " ", std::string(what), " is not supported"));
 }
 
 namespace {

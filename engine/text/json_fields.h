@@ -44,8 +44,9 @@ absl::Status Unsupported(const JsonPath& at, std::string_view what);
 // Optional fields: absent or null gives the default.
 [[nodiscard]] absl::StatusOr<bool> GetBool(const Json& obj, const JsonPath& at,
                                            std::string_view key, bool fallback);
-[[nodiscard]] absl::StatusOr<std::optional<std::string>> GetOptionalString(
-    const Json& obj, const JsonPath& at, std::string_view key);
+[[nodiscard]] absl::StatusOr<std::optional<std::string>> GetOptionalString(const Json& obj,
+                                                                           const JsonPath& at,
+                                                                           std::string_view key);
 // True when the key is absent or null.
 bool IsNullOrAbsent(const Json& obj, std::string_view key);
 

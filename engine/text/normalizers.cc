@@ -88,8 +88,7 @@ absl::Status NormalizeNfc(std::string* text) {
     u_strFromUTF8(utf16.data(), static_cast<int32_t>(utf16.size()), &utf16_len, text->data(),
                   static_cast<int32_t>(text->size()), &err);
   }
-  if (U_SUCCESS(err) && unorm2_isNormalized(nfc, utf16.data(), utf16_len, &err) &&
-      U_SUCCESS(err)) {
+  if (U_SUCCESS(err) && unorm2_isNormalized(nfc, utf16.data(), utf16_len, &err) && U_SUCCESS(err)) {
     return absl::OkStatus();
   }
   // NFC can grow a string (compositions excluded from recomposition decompose); 3x is ICU's

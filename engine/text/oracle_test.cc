@@ -4,13 +4,14 @@
 // without special tokens) and identical decoded strings (skipping special tokens or not, whole
 // sequences and each token alone). Without npm on the machine the test skips with the reason;
 // with npm but without the installed oracle it fails, naming the setup script.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -39,9 +40,9 @@ bool OnPath(const std::string& program) {
 
 struct Model {
   std::string name;
-  std::string dir;             // relative to the oracles' folder
-  bool vocab_and_merges;       // load GPT-2's original pair instead of tokenizer.json
-  bool small = false;          // small_tokenizer_json.h's file, written into a temp dir
+  std::string dir;        // relative to the oracles' folder
+  bool vocab_and_merges;  // load GPT-2's original pair instead of tokenizer.json
+  bool small = false;     // small_tokenizer_json.h's file, written into a temp dir
 };
 
 std::ostream& operator<<(std::ostream& os, const Model& m) { return os << m.name; }
@@ -57,20 +58,22 @@ TEST_P(OracleTest, IdenticalToHuggingFace) {
   std::string dir = JoinPath(oracles, model.dir);
   Env* env = Env::Default();
   if (model.small) {
-    dir = JoinPath(::testing::TempDir(), "small_tokenizer");
+    dir = absl::StrCat(::testing::TempDir(), "/small_tokenizer_", getpid());
     ASSERT_TRUE(env->CreateDirs(dir).ok());
     ASSERT_TRUE(WriteFileAtomic(env, JoinPath(dir, "tokenizer.json"),
                                 small_tokenizer::TokenizerJson().dump())
                     .ok());
   }
-  ASSERT_TRUE(env->FileExists(JoinPath(oracles, "node_modules/@anush008/tokenizers/package.json")) &&
-              env->FileExists(JoinPath(dir, "tokenizer.json")))
+  ASSERT_TRUE(
+      env->FileExists(JoinPath(oracles, "node_modules/@anush008/tokenizers/package.json")) &&
+      env->FileExists(JoinPath(dir, "tokenizer.json")))
       << "HF's reference is not installed in " << oracles
       << ": run scripts/install-test-oracles.sh (or set ACCEL_ORACLES_DIR)";
   ASSERT_TRUE(OnPath("node")) << "node is missing though npm is on PATH";
 
   // The reference, computed now by HF's Rust core.
-  const std::string out = absl::StrCat(::testing::TempDir(), "/oracle_", model.name, ".json");
+  const std::string out =
+      absl::StrCat(::testing::TempDir(), "/oracle_", model.name, "_", getpid(), ".json");
   const std::string command = absl::StrCat(
       "NODE_PATH=", Quote(JoinPath(oracles, "node_modules")), " timeout 300 node ",
       Quote(ACCEL_SOURCE_DIR "/tests/text/oracle.js"), " ", Quote(JoinPath(dir, "tokenizer.json")),

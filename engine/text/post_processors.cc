@@ -45,8 +45,7 @@ class Template : public PostProcessor {
 
 class Sequence : public PostProcessor {
  public:
-  explicit Sequence(std::vector<std::unique_ptr<PostProcessor>> parts)
-      : parts_(std::move(parts)) {}
+  explicit Sequence(std::vector<std::unique_ptr<PostProcessor>> parts) : parts_(std::move(parts)) {}
   void Process(std::vector<int32_t>* ids, bool add_special_tokens) const override {
     for (const auto& part : parts_) part->Process(ids, add_special_tokens);
   }
@@ -55,8 +54,7 @@ class Sequence : public PostProcessor {
   std::vector<std::unique_ptr<PostProcessor>> parts_;
 };
 
-absl::StatusOr<std::unique_ptr<PostProcessor>> TemplateFromJson(const Json& j,
-                                                                const JsonPath& at) {
+absl::StatusOr<std::unique_ptr<PostProcessor>> TemplateFromJson(const Json& j, const JsonPath& at) {
   // special_tokens: {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}
   StringMap<std::vector<int32_t>> specials;
   if (!IsNullOrAbsent(j, "special_tokens")) {
@@ -79,8 +77,11 @@ absl::StatusOr<std::unique_ptr<PostProcessor>> TemplateFromJson(const Json& j,
     const JsonPath item = at.Key("single").Index(i);
     const Json& piece = (*single)[i];
     if (piece.is_object() && piece.contains("Sequence")) {
-      ACCEL_ASSIGN_OR_RETURN(std::string id, GetString(piece["Sequence"], item.Key("Sequence"), "id"));
-      if (id != "A") return Unsupported(item.Key("Sequence.id"), absl::StrCat("\"", id, "\" in a single template"));
+      ACCEL_ASSIGN_OR_RETURN(std::string id,
+                             GetString(piece["Sequence"], item.Key("Sequence"), "id"));
+      if (id != "A")
+        return Unsupported(item.Key("Sequence.id"),
+                           absl::StrCat("\"", id, "\" in a single template"));
       pieces.push_back({true, {}});
     } else if (piece.is_object() && piece.contains("SpecialToken")) {
       ACCEL_ASSIGN_OR_RETURN(std::string id,

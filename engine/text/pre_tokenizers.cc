@@ -93,8 +93,7 @@ class Split : public PreTokenizer {
 
 class Sequence : public PreTokenizer {
  public:
-  explicit Sequence(std::vector<std::unique_ptr<PreTokenizer>> parts)
-      : parts_(std::move(parts)) {}
+  explicit Sequence(std::vector<std::unique_ptr<PreTokenizer>> parts) : parts_(std::move(parts)) {}
   absl::Status PreTokenize(std::vector<std::string>* words) const override {
     for (const auto& part : parts_) ACCEL_RETURN_IF_ERROR(part->PreTokenize(words));
     return absl::OkStatus();
@@ -104,8 +103,7 @@ class Sequence : public PreTokenizer {
   std::vector<std::unique_ptr<PreTokenizer>> parts_;
 };
 
-absl::StatusOr<std::unique_ptr<PreTokenizer>> MakeByteLevel(bool add_prefix_space,
-                                                            bool use_regex) {
+absl::StatusOr<std::unique_ptr<PreTokenizer>> MakeByteLevel(bool add_prefix_space, bool use_regex) {
   std::unique_ptr<Regex> regex;
   if (use_regex) {
     ACCEL_ASSIGN_OR_RETURN(regex, Regex::Compile(kGpt2Pattern, "ByteLevel"));

@@ -36,20 +36,20 @@ absl::StatusOr<std::unique_ptr<Regex>> Regex::Compile(std::string_view pattern,
                                                       std::string_view where) {
   int error = 0;
   PCRE2_SIZE offset = 0;
-  pcre2_code* code =
-      pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                    PCRE2_UTF | PCRE2_UCP, &error, &offset, nullptr);
+  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+                                   PCRE2_UTF | PCRE2_UCP, &error, &offset, nullptr);
   if (code == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(std::string(where), ": regex \"", std::string(pattern),
-                                                   "\" does not compile at offset ", offset,
-                                                   ": ", ErrorText(error)));
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(where), ": regex \"", std::string(pattern),
+                     "\" does not compile at offset ", offset, ": ", ErrorText(error)));
   }
   uint32_t captures = 0;
   pcre2_pattern_info(code, PCRE2_INFO_CAPTURECOUNT, &captures);
   if (captures >= 32) {
     pcre2_code_free(code);
-    return absl::InvalidArgumentError(
-        absl::StrCat(std::string(where), ": regex \"", std::string(pattern), "\" has ", captures, " groups (31 at most)"));
+    return absl::InvalidArgumentError(absl::StrCat(std::string(where), ": regex \"",
+                                                   std::string(pattern), "\" has ", captures,
+                                                   " groups (31 at most)"));
   }
   // JIT is an optimisation only: without it (or when its stack runs out) matching falls back
   // to the interpreter.
@@ -75,16 +75,16 @@ absl::Status Regex::FindAll(std::string_view text,
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   size_t start = 0;
   while (start <= text.size()) {
-    int rc = pcre2_match(Code(code_), subject, text.size(), start, PCRE2_NO_UTF_CHECK, data,
-                         nullptr);
+    int rc =
+        pcre2_match(Code(code_), subject, text.size(), start, PCRE2_NO_UTF_CHECK, data, nullptr);
     if (rc == PCRE2_ERROR_JIT_STACKLIMIT) {
-      rc = pcre2_match(Code(code_), subject, text.size(), start,
-                       PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, data, nullptr);
+      rc = pcre2_match(Code(code_), subject, text.size(), start, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT,
+                       data, nullptr);
     }
     if (rc == PCRE2_ERROR_NOMATCH) break;
     if (rc < 0) {
-      return absl::InternalError(absl::StrCat("regex \"", pattern_, "\" failed on a ",
-                                              text.size(), "-byte text: ", ErrorText(rc)));
+      return absl::InternalError(absl::StrCat("regex \"", pattern_, "\" failed on a ", text.size(),
+                                              "-byte text: ", ErrorText(rc)));
     }
     const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(data);
     const size_t begin = ovector[0], end = ovector[1];

@@ -14,7 +14,7 @@ namespace accel::text::small_tokenizer {
 constexpr int32_t kUnk = 0, kBos = 1, kEos = 2, kSpace = 259, kA = 260, kSpaceA = 261;
 
 inline Json AddedTokenJson(int id, const std::string& content, bool special, bool lstrip = false,
-                bool rstrip = false, bool single_word = false) {
+                           bool rstrip = false, bool single_word = false) {
   return {{"id", id},          {"content", content}, {"single_word", single_word},
           {"lstrip", lstrip},  {"rstrip", rstrip},   {"normalized", false},
           {"special", special}};
@@ -41,8 +41,9 @@ inline Json TokenizerJson() {
               "byte_fallback": true, "vocab": {}, "merges": ["▁ a"]}})");
   j["model"]["vocab"] = vocab;
   j["added_tokens"] = Json::array(
-      {AddedTokenJson(0, "<unk>", true), AddedTokenJson(1, "<s>", true), AddedTokenJson(2, "</s>", true),
-       AddedTokenJson(263, "<mask>", true, /*lstrip=*/true), AddedTokenJson(264, "<plain>", false),
+      {AddedTokenJson(0, "<unk>", true), AddedTokenJson(1, "<s>", true),
+       AddedTokenJson(2, "</s>", true), AddedTokenJson(263, "<mask>", true, /*lstrip=*/true),
+       AddedTokenJson(264, "<plain>", false),
        AddedTokenJson(265, "<r>", false, false, /*rstrip=*/true),
        AddedTokenJson(266, "word", false, false, false, /*single_word=*/true)});
   return j;

@@ -51,8 +51,8 @@ absl::Status ReadAddedTokens(const Json& j, const JsonPath& at, std::vector<Adde
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> ParseTokenizerJson(
     std::string_view text, std::string_view origin,
-    const std::function<absl::StatusOr<std::unique_ptr<Tokenizer>>(
-        const Json&, const JsonPath&)>& build) {
+    const std::function<absl::StatusOr<std::unique_ptr<Tokenizer>>(const Json&, const JsonPath&)>&
+        build) {
   const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   const JsonPath at{std::string(origin), ""};
   if (j.is_discarded()) return JsonError(at, "is not valid JSON");
@@ -74,7 +74,8 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(std::string_view 
       [&](const Json& j, const JsonPath& at) -> absl::StatusOr<std::unique_ptr<Tokenizer>> {
         if (!IsNullOrAbsent(j, "version")) {
           ACCEL_ASSIGN_OR_RETURN(std::string version, GetString(j, at, "version"));
-          if (version != "1.0") return Unsupported(at.Key("version"), absl::StrCat("\"", version, "\""));
+          if (version != "1.0")
+            return Unsupported(at.Key("version"), absl::StrCat("\"", version, "\""));
         }
         ACCEL_RETURN_IF_ERROR(RefuseNonNull(j, at, "truncation"));
         ACCEL_RETURN_IF_ERROR(RefuseNonNull(j, at, "padding"));
@@ -89,9 +90,9 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(std::string_view 
                                                                          at.Key("pre_tokenizer")));
         ACCEL_ASSIGN_OR_RETURN(const Json* model, GetObject(j, at, "model"));
         ACCEL_ASSIGN_OR_RETURN(parts.model, BpeModel::FromJson(*model, at.Key("model")));
-        ACCEL_ASSIGN_OR_RETURN(parts.post_processor, PostProcessorFromJson(
-                                                         field("post_processor"),
-                                                         at.Key("post_processor")));
+        ACCEL_ASSIGN_OR_RETURN(
+            parts.post_processor,
+            PostProcessorFromJson(field("post_processor"), at.Key("post_processor")));
         ACCEL_ASSIGN_OR_RETURN(parts.decoder, DecoderFromJson(field("decoder"), at.Key("decoder")));
         std::vector<AddedToken> added;
         std::vector<std::optional<int32_t>> added_ids;
@@ -110,7 +111,8 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromVocabAndMerges(
         vocab.reserve(j.size());
         for (const auto& [token, id] : j.items()) {
           if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX) {
-            return JsonError(at, absl::StrCat("entry \"", token, "\" must have an id in [0, 2^31)"));
+            return JsonError(at,
+                             absl::StrCat("entry \"", token, "\" must have an id in [0, 2^31)"));
           }
           vocab[token] = static_cast<int32_t>(id.get<int64_t>());
         }
@@ -127,16 +129,19 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromVocabAndMerges(
           if (line.substr(0, 8) == "#version") continue;
           ++rank;
           const size_t space = line.find(' ');
-          if (space == std::string_view::npos || line.find(' ', space + 1) != std::string_view::npos) {
-            return absl::InvalidArgumentError(absl::StrCat(std::string(origin), ": merges.txt merge ",
-                                                           rank, " must be two tokens separated by one space"));
+          if (space == std::string_view::npos ||
+              line.find(' ', space + 1) != std::string_view::npos) {
+            return absl::InvalidArgumentError(
+                absl::StrCat(std::string(origin), ": merges.txt merge ", rank,
+                             " must be two tokens separated by one space"));
           }
-          merges.emplace_back(std::string(line.substr(0, space)), std::string(line.substr(space + 1)));
+          merges.emplace_back(std::string(line.substr(0, space)),
+                              std::string(line.substr(space + 1)));
         }
         const bool has_eot = vocab.contains("<|endoftext|>");
         Parts parts;
-        ACCEL_ASSIGN_OR_RETURN(parts.model, BpeModel::Create(std::move(vocab), merges,
-                                                             BpeOptions{}, origin));
+        ACCEL_ASSIGN_OR_RETURN(parts.model,
+                               BpeModel::Create(std::move(vocab), merges, BpeOptions{}, origin));
         ACCEL_ASSIGN_OR_RETURN(parts.pre_tokenizer, Gpt2PreTokenizer());
         parts.decoder = ByteLevelDecoder();
         std::vector<AddedToken> added;
@@ -176,8 +181,9 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Build(
     if (!name) return std::optional<int32_t>();
     std::optional<int32_t> id = t->TokenToId(*name);
     if (!id) {
-      return absl::InvalidArgumentError(absl::StrCat("tokenizer_config.json: ", std::string(key), " \"", *name,
-                                                     "\" is not a token of ", std::string(origin)));
+      return absl::InvalidArgumentError(absl::StrCat("tokenizer_config.json: ", std::string(key),
+                                                     " \"", *name, "\" is not a token of ",
+                                                     std::string(origin)));
     }
     return id;
   };

@@ -5,6 +5,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
 #include "engine/testing/mem_env.h"
 #include "engine/text/small_tokenizer_json.h"
 #include "engine/text/utf8.h"
@@ -48,8 +52,8 @@ TEST(TokenizerTest, AddedTokensSplitTheTextBeforeNormalization) {
 
 TEST(TokenizerTest, AddedTokenFlagsLstripRstripSingleWord) {
   auto t = Load(TokenizerJson());
-  EXPECT_THAT(Encode(*t, "a <mask>"), ElementsAre(kSpaceA, 263));   // lstrip takes the space
-  EXPECT_THAT(Encode(*t, "<r>  a"), ElementsAre(265, kSpaceA));      // rstrip takes both
+  EXPECT_THAT(Encode(*t, "a <mask>"), ElementsAre(kSpaceA, 263));  // lstrip takes the space
+  EXPECT_THAT(Encode(*t, "<r>  a"), ElementsAre(265, kSpaceA));    // rstrip takes both
   EXPECT_THAT(Encode(*t, "a word a"), ::testing::Contains(266));
   EXPECT_THAT(Encode(*t, "awordb"), ::testing::Not(::testing::Contains(266)));
 }
@@ -123,8 +127,35 @@ TEST(TokenizerTest, VocabAndMergesPair) {
   EXPECT_THAT(Encode(**t, "a a<|endoftext|>"), ElementsAre('a', 256, 257));
   EXPECT_EQ((*t)->Decode({'a', 256, 257}, true), "a a");
   auto bad = Tokenizer::FromVocabAndMerges(vocab.dump(), "#version: 0.2\nĠ a\nab\n", nullptr);
-  EXPECT_EQ(bad.status().message(),
-            "vocab.json + merges.txt: merges.txt merge 2 must be two tokens separated by one space");
+  EXPECT_EQ(
+      bad.status().message(),
+      "vocab.json + merges.txt: merges.txt merge 2 must be two tokens separated by one space");
+}
+
+// Many threads encoding at once (sharing the word cache) get what one thread gets.
+TEST(TokenizerTest, ConcurrentEncodesAgree) {
+  auto t = Load(TokenizerJson());
+  std::vector<std::string> texts;
+  for (int i = 0; i < 64; ++i) {
+    texts.push_back(absl::StrCat("a", std::string(i % 7, ' '), "<s>é", i, " word ", i * 7919));
+  }
+  std::vector<std::vector<int32_t>> expected;
+  for (const auto& text : texts) expected.push_back(Encode(*t, text, true));
+  std::vector<std::thread> threads;
+  std::atomic<int> mismatches{0};
+  for (int k = 0; k < 4; ++k) {
+    threads.emplace_back([&, k] {
+      for (int rep = 0; rep < 50; ++rep) {
+        for (size_t i = 0; i < texts.size(); ++i) {
+          const size_t j = (i + k * 13 + rep) % texts.size();
+          auto ids = t->Encode(texts[j], true);
+          if (!ids.ok() || *ids != expected[j]) ++mismatches;
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(mismatches.load(), 0);
 }
 
 }  // namespace

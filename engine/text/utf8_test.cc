@@ -15,12 +15,14 @@ TEST(Utf8Test, ValidTextPassesThrough) {
 
 // One U+FFFD per maximal ill-formed subpart, as Rust's from_utf8_lossy and WHATWG decode.
 TEST(Utf8Test, MaximalSubpartsBecomeOneReplacementEach) {
-  EXPECT_EQ(ToValidUtf8("a\xFF" "b"), "a" + kR + "b");
-  EXPECT_EQ(ToValidUtf8("\xE2\x82"), kR);                 // truncated 3-byte sequence: one
-  EXPECT_EQ(ToValidUtf8("\xF0\x9F\x98"), kR);             // truncated 4-byte sequence: one
+  EXPECT_EQ(ToValidUtf8("a\xFF"
+                        "b"),
+            "a" + kR + "b");
+  EXPECT_EQ(ToValidUtf8("\xE2\x82"), kR);      // truncated 3-byte sequence: one
+  EXPECT_EQ(ToValidUtf8("\xF0\x9F\x98"), kR);  // truncated 4-byte sequence: one
   EXPECT_EQ(ToValidUtf8("\xE2\x82x"), kR + "x");
-  EXPECT_EQ(ToValidUtf8("\xC0\xAF"), kR + kR);            // overlong: each byte
-  EXPECT_EQ(ToValidUtf8("\xED\xA0\x80"), kR + kR + kR);   // surrogate: each byte
+  EXPECT_EQ(ToValidUtf8("\xC0\xAF"), kR + kR);                    // overlong: each byte
+  EXPECT_EQ(ToValidUtf8("\xED\xA0\x80"), kR + kR + kR);           // surrogate: each byte
   EXPECT_EQ(ToValidUtf8("\xF4\x90\x80\x80"), kR + kR + kR + kR);  // above U+10FFFF
   EXPECT_EQ(ToValidUtf8("\x80\x80"), kR + kR);
   EXPECT_FALSE(IsValidUtf8("\xED\xA0\x80"));
@@ -29,7 +31,8 @@ TEST(Utf8Test, MaximalSubpartsBecomeOneReplacementEach) {
 TEST(Utf8Test, DecodeAndAppendRoundTrip) {
   const std::string text = "é日😀";
   std::string out;
-  for (size_t i = 0; i < text.size(); i += CharLength(text[i])) AppendChar(DecodeChar(text, i), &out);
+  for (size_t i = 0; i < text.size(); i += CharLength(text[i]))
+    AppendChar(DecodeChar(text, i), &out);
   EXPECT_EQ(out, text);
   EXPECT_EQ(DecodeChar("😀", 0), 0x1F600u);
 }
