@@ -30,6 +30,18 @@ size_t PrevCharStart(std::string_view text, size_t end) {
 
 }  // namespace
 
+absl::StatusOr<AddedToken> AddedTokenFromJson(const Json& j, const JsonPath& at,
+                                              bool normalized_default) {
+  AddedToken token;
+  ACCEL_ASSIGN_OR_RETURN(token.content, GetString(j, at, "content"));
+  ACCEL_ASSIGN_OR_RETURN(token.special, GetBool(j, at, "special", false));
+  ACCEL_ASSIGN_OR_RETURN(token.single_word, GetBool(j, at, "single_word", false));
+  ACCEL_ASSIGN_OR_RETURN(token.lstrip, GetBool(j, at, "lstrip", false));
+  ACCEL_ASSIGN_OR_RETURN(token.rstrip, GetBool(j, at, "rstrip", false));
+  ACCEL_ASSIGN_OR_RETURN(token.normalized, GetBool(j, at, "normalized", normalized_default));
+  return token;
+}
+
 absl::StatusOr<std::unique_ptr<AddedVocabulary>> AddedVocabulary::Create(
     const std::vector<AddedToken>& tokens, const std::vector<std::optional<int32_t>>& file_ids,
     const BpeModel& model, const Normalizer* normalizer, std::string_view origin) {

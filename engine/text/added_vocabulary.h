@@ -21,6 +21,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "engine/text/json_fields.h"
 #include "engine/text/normalizers.h"
 #include "engine/text/regex.h"
 #include "engine/text/string_map.h"
@@ -37,6 +38,11 @@ struct AddedToken {
   bool rstrip = false;
   bool normalized = true;
 };
+
+// One added token of tokenizer.json's "added_tokens" or tokenizer_config.json's
+// "added_tokens_decoder" (content required; flags false when absent, "normalized" as given).
+[[nodiscard]] absl::StatusOr<AddedToken> AddedTokenFromJson(const Json& j, const JsonPath& at,
+                                                            bool normalized_default);
 
 // A stretch of text: either an added token (id set) or text for the model.
 struct TextPiece {

@@ -118,21 +118,8 @@ class Replace : public Decoder {
   Replace(std::unique_ptr<Regex> pattern, std::string content)
       : pattern_(std::move(pattern)), content_(std::move(content)) {}
   void DecodeChain(std::vector<std::string>* tokens) const override {
-    std::vector<std::pair<size_t, size_t>> matches;
-    for (std::string& t : *tokens) {
-      matches.clear();
-      // Tokens are short and the patterns literal; a PCRE2 failure leaves the token as is.
-      if (!pattern_->FindAll(t, &matches).ok() || matches.empty()) continue;
-      std::string out;
-      size_t last = 0;
-      for (const auto& [begin, end] : matches) {
-        out.append(t, last, begin - last);
-        out.append(content_);
-        last = end;
-      }
-      out.append(t, last);
-      t = std::move(out);
-    }
+    // Tokens are short and the patterns literal; a PCRE2 failure leaves the token as it is.
+    for (std::string& t : *tokens) (void)pattern_->ReplaceAll(content_, &t);
   }
 
  private:
@@ -179,14 +166,7 @@ absl::StatusOr<std::unique_ptr<Decoder>> DecoderFromJson(const Json& j, const Js
     return std::unique_ptr<Decoder>(new Replace(std::move(regex), std::move(content)));
   }
   if (type == "Sequence") {
-    ACCEL_ASSIGN_OR_RETURN(const Json* list, GetArray(j, at, "decoders"));
-    std::vector<std::unique_ptr<Decoder>> parts;
-    for (size_t i = 0; i < list->size(); ++i) {
-      const JsonPath item = at.Key("decoders").Index(i);
-      ACCEL_ASSIGN_OR_RETURN(auto part, DecoderFromJson((*list)[i], item));
-      if (part == nullptr) return JsonError(item, "must not be null");
-      parts.push_back(std::move(part));
-    }
+    ACCEL_ASSIGN_OR_RETURN(auto parts, GetParts<Decoder>(j, at, "decoders", DecoderFromJson));
     return std::unique_ptr<Decoder>(new Sequence(std::move(parts)));
   }
   return Unsupported(at, absl::StrCat("type \"", type, "\""));

@@ -5,9 +5,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -49,6 +52,26 @@ absl::Status Unsupported(const JsonPath& at, std::string_view what);
                                                                            std::string_view key);
 // True when the key is absent or null.
 bool IsNullOrAbsent(const Json& obj, std::string_view key);
+
+// The parts of a Sequence component (its "normalizers", "pretokenizers", "decoders" or
+// "processors"): each item read by `parse(item, path)` into a std::unique_ptr<T>, none null.
+template <typename T, typename Parse>
+[[nodiscard]] absl::StatusOr<std::vector<std::unique_ptr<T>>> GetParts(const Json& obj,
+                                                                       const JsonPath& at,
+                                                                       std::string_view key,
+                                                                       Parse parse) {
+  absl::StatusOr<const Json*> list = GetArray(obj, at, key);
+  if (!list.ok()) return list.status();
+  std::vector<std::unique_ptr<T>> parts;
+  for (size_t i = 0; i < (*list)->size(); ++i) {
+    const JsonPath item = at.Key(key).Index(i);
+    absl::StatusOr<std::unique_ptr<T>> part = parse((**list)[i], item);
+    if (!part.ok()) return part.status();
+    if (*part == nullptr) return JsonError(item, "must not be null");
+    parts.push_back(std::move(*part));
+  }
+  return parts;
+}
 
 // A {"String": "..."} or {"Regex": "..."} pattern (Replace, Split) as a regex pattern.
 [[nodiscard]] absl::StatusOr<std::string> GetPattern(const Json& obj, const JsonPath& at);

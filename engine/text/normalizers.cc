@@ -44,19 +44,7 @@ class Replace : public Normalizer {
   Replace(std::unique_ptr<Regex> pattern, std::string content)
       : pattern_(std::move(pattern)), content_(std::move(content)) {}
   absl::Status Normalize(std::string* text) const override {
-    std::vector<std::pair<size_t, size_t>> matches;
-    ACCEL_RETURN_IF_ERROR(pattern_->FindAll(*text, &matches));
-    if (matches.empty()) return absl::OkStatus();
-    std::string out;
-    size_t last = 0;
-    for (const auto& [begin, end] : matches) {
-      out.append(*text, last, begin - last);
-      out.append(content_);
-      last = end;
-    }
-    out.append(*text, last);
-    *text = std::move(out);
-    return absl::OkStatus();
+    return pattern_->ReplaceAll(content_, text);
   }
 
  private:
@@ -129,14 +117,8 @@ absl::StatusOr<std::unique_ptr<Normalizer>> NormalizerFromJson(const Json& j, co
     return std::unique_ptr<Normalizer>(new Replace(std::move(regex), std::move(content)));
   }
   if (type == "Sequence") {
-    ACCEL_ASSIGN_OR_RETURN(const Json* list, GetArray(j, at, "normalizers"));
-    std::vector<std::unique_ptr<Normalizer>> parts;
-    for (size_t i = 0; i < list->size(); ++i) {
-      const JsonPath item = at.Key("normalizers").Index(i);
-      ACCEL_ASSIGN_OR_RETURN(auto part, NormalizerFromJson((*list)[i], item));
-      if (part == nullptr) return JsonError(item, "must not be null");
-      parts.push_back(std::move(part));
-    }
+    ACCEL_ASSIGN_OR_RETURN(auto parts,
+                           GetParts<Normalizer>(j, at, "normalizers", NormalizerFromJson));
     return std::unique_ptr<Normalizer>(new Sequence(std::move(parts)));
   }
   return Unsupported(at, absl::StrCat("type \"", type, "\""));

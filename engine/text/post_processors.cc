@@ -108,14 +108,8 @@ absl::StatusOr<std::unique_ptr<PostProcessor>> PostProcessorFromJson(const Json&
   if (type == "ByteLevel") return std::unique_ptr<PostProcessor>(new ByteLevel());
   if (type == "TemplateProcessing") return TemplateFromJson(j, at);
   if (type == "Sequence") {
-    ACCEL_ASSIGN_OR_RETURN(const Json* list, GetArray(j, at, "processors"));
-    std::vector<std::unique_ptr<PostProcessor>> parts;
-    for (size_t i = 0; i < list->size(); ++i) {
-      const JsonPath item = at.Key("processors").Index(i);
-      ACCEL_ASSIGN_OR_RETURN(auto part, PostProcessorFromJson((*list)[i], item));
-      if (part == nullptr) return JsonError(item, "must not be null");
-      parts.push_back(std::move(part));
-    }
+    ACCEL_ASSIGN_OR_RETURN(auto parts,
+                           GetParts<PostProcessor>(j, at, "processors", PostProcessorFromJson));
     return std::unique_ptr<PostProcessor>(new Sequence(std::move(parts)));
   }
   return Unsupported(at, absl::StrCat("type \"", type, "\""));

@@ -142,14 +142,8 @@ absl::StatusOr<std::unique_ptr<PreTokenizer>> PreTokenizerFromJson(const Json& j
     return std::unique_ptr<PreTokenizer>(new Split(std::move(regex), behavior, invert));
   }
   if (type == "Sequence") {
-    ACCEL_ASSIGN_OR_RETURN(const Json* list, GetArray(j, at, "pretokenizers"));
-    std::vector<std::unique_ptr<PreTokenizer>> parts;
-    for (size_t i = 0; i < list->size(); ++i) {
-      const JsonPath item = at.Key("pretokenizers").Index(i);
-      ACCEL_ASSIGN_OR_RETURN(auto part, PreTokenizerFromJson((*list)[i], item));
-      if (part == nullptr) return JsonError(item, "must not be null");
-      parts.push_back(std::move(part));
-    }
+    ACCEL_ASSIGN_OR_RETURN(auto parts,
+                           GetParts<PreTokenizer>(j, at, "pretokenizers", PreTokenizerFromJson));
     return std::unique_ptr<PreTokenizer>(new Sequence(std::move(parts)));
   }
   return Unsupported(at, absl::StrCat("type \"", type, "\""));

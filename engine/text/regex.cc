@@ -100,4 +100,20 @@ absl::Status Regex::FindAll(std::string_view text,
   return absl::OkStatus();
 }
 
+absl::Status Regex::ReplaceAll(std::string_view content, std::string* text) const {
+  std::vector<std::pair<size_t, size_t>> matches;
+  if (absl::Status s = FindAll(*text, &matches); !s.ok()) return s;
+  if (matches.empty()) return absl::OkStatus();
+  std::string out;
+  size_t last = 0;
+  for (const auto& [begin, end] : matches) {
+    out.append(*text, last, begin - last);
+    out.append(content);
+    last = end;
+  }
+  out.append(*text, last);
+  *text = std::move(out);
+  return absl::OkStatus();
+}
+
 }  // namespace accel::text

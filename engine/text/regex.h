@@ -37,6 +37,10 @@ class Regex {
   [[nodiscard]] absl::Status FindAll(std::string_view text,
                                      std::vector<std::pair<size_t, size_t>>* matches) const;
 
+  // Replaces every match of FindAll in `text` with `content` (HF's Replace normalizer and
+  // decoder).
+  [[nodiscard]] absl::Status ReplaceAll(std::string_view content, std::string* text) const;
+
   const std::string& pattern() const { return pattern_; }
 
  private:

@@ -57,13 +57,9 @@ absl::StatusOr<TokenizerConfig> ParseTokenizerConfig(std::string_view text,
       const JsonPath entry = at.Key("added_tokens_decoder").Key(key);
       int32_t id;
       if (!absl::SimpleAtoi(key, &id) || id < 0) return JsonError(entry, "key must be an id");
-      AddedToken token;
-      ACCEL_ASSIGN_OR_RETURN(token.content, GetString(value, entry, "content"));
-      ACCEL_ASSIGN_OR_RETURN(token.special, GetBool(value, entry, "special", false));
-      ACCEL_ASSIGN_OR_RETURN(token.single_word, GetBool(value, entry, "single_word", false));
-      ACCEL_ASSIGN_OR_RETURN(token.lstrip, GetBool(value, entry, "lstrip", false));
-      ACCEL_ASSIGN_OR_RETURN(token.rstrip, GetBool(value, entry, "rstrip", false));
-      ACCEL_ASSIGN_OR_RETURN(token.normalized, GetBool(value, entry, "normalized", !token.special));
+      // transformers' AddedToken: normalized defaults to "not special".
+      ACCEL_ASSIGN_OR_RETURN(bool special, GetBool(value, entry, "special", false));
+      ACCEL_ASSIGN_OR_RETURN(AddedToken token, AddedTokenFromJson(value, entry, !special));
       config.added_tokens.emplace_back(id, std::move(token));
     }
     std::sort(config.added_tokens.begin(), config.added_tokens.end(),

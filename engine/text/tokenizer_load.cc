@@ -34,13 +34,8 @@ absl::Status ReadAddedTokens(const Json& j, const JsonPath& at, std::vector<Adde
   for (size_t i = 0; i < list->size(); ++i) {
     const Json& t = (*list)[i];
     const JsonPath item = at.Key("added_tokens").Index(i);
-    AddedToken token;
-    ACCEL_ASSIGN_OR_RETURN(token.content, GetString(t, item, "content"));
-    ACCEL_ASSIGN_OR_RETURN(token.special, GetBool(t, item, "special", false));
-    ACCEL_ASSIGN_OR_RETURN(token.single_word, GetBool(t, item, "single_word", false));
-    ACCEL_ASSIGN_OR_RETURN(token.lstrip, GetBool(t, item, "lstrip", false));
-    ACCEL_ASSIGN_OR_RETURN(token.rstrip, GetBool(t, item, "rstrip", false));
-    ACCEL_ASSIGN_OR_RETURN(token.normalized, GetBool(t, item, "normalized", true));
+    ACCEL_ASSIGN_OR_RETURN(AddedToken token,
+                           AddedTokenFromJson(t, item, /*normalized_default=*/true));
     ACCEL_ASSIGN_OR_RETURN(int64_t id, GetInt(t, item, "id"));
     if (id < 0 || id > INT32_MAX) return JsonError(item.Key("id"), "must be in [0, 2^31)");
     tokens->push_back(std::move(token));
