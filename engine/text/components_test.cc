@@ -72,6 +72,21 @@ TEST(PreTokenizerTest, SplitIsolatedWithTheFilesRegex) {
               ElementsAre("a", "b", "c"));
 }
 
+// \s means Unicode White_Space, as in Oniguruma (HF): U+180E is a format character, not a space,
+// though PCRE2's own \s includes it. GPT-2's pattern then keeps " \u180E" as one word.
+TEST(PreTokenizerTest, WhitespaceClassIsOnigurumas) {
+  EXPECT_THAT(PreTokenize(R"({"type": "ByteLevel", "add_prefix_space": false})", "a \u180Eb"),
+              ElementsAre("a", "Ġáłİ", "b"));
+  EXPECT_THAT(
+      PreTokenize(R"({"type": "Split", "behavior": "Removed", "pattern": {"Regex": "\\s+"}})",
+                  "a\u3000\u0085b\u180Ec"),
+      ElementsAre("a", "b\u180Ec"));
+  EXPECT_THAT(
+      PreTokenize(R"({"type": "Split", "behavior": "Removed", "pattern": {"Regex": "[^\\s]+"}})",
+                  "a\u3000b"),
+      ElementsAre("\u3000"));
+}
+
 TEST(DecoderTest, ByteLevelRebuildsBytesLossily) {
   EXPECT_THAT(Decode(R"({"type": "ByteLevel"})", {"Hello", "Ġworld", "Ċ"}),
               ElementsAre("Hello world\n"));

@@ -19,6 +19,61 @@ std::string ErrorText(int code) {
 
 pcre2_code* Code(void* code) { return static_cast<pcre2_code*>(code); }
 
+// Oniguruma's \s (what HF's patterns mean) is Unicode White_Space: U+0009-000D, U+0085 and the
+// separators Zs/Zl/Zp. PCRE2's UCP \s adds U+180E (Mongolian vowel separator, a format
+// character since Unicode 6.3), so \s and \S are spelled out before compiling.
+constexpr std::string_view kSpaceSet = R"(\t\n\x0B\f\r\x{85}\p{Z})";
+
+// `pattern` with \s and \S replaced by kSpaceSet classes. \S inside a [...] class cannot be
+// spelled that way and is left to PCRE2 (it differs from Oniguruma at U+180E only).
+std::string SpellOutWhitespace(std::string_view pattern) {
+  std::string out;
+  out.reserve(pattern.size() + 32);
+  bool in_class = false;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    if (c == '\\' && i + 1 < pattern.size()) {
+      const char e = pattern[i + 1];
+      if (e == 'Q') {  // \Q...\E quotes everything up to \E
+        const size_t end = pattern.find("\\E", i + 2);
+        const size_t stop = end == std::string_view::npos ? pattern.size() : end + 2;
+        out.append(pattern.substr(i, stop - i));
+        i = stop - 1;
+      } else if (e == 's') {
+        out += in_class ? std::string(kSpaceSet) : absl::StrCat("[", std::string(kSpaceSet), "]");
+        ++i;
+      } else if (e == 'S' && !in_class) {
+        out += absl::StrCat("[^", std::string(kSpaceSet), "]");
+        ++i;
+      } else {
+        out += c;
+        out += e;
+        ++i;
+      }
+      continue;
+    }
+    if (!in_class && c == '[') {
+      in_class = true;
+      out += c;
+      // A ']' right after '[' or '[^' is a literal member.
+      if (i + 1 < pattern.size() && pattern[i + 1] == '^') out += pattern[++i];
+      if (i + 1 < pattern.size() && pattern[i + 1] == ']') out += pattern[++i];
+      continue;
+    }
+    if (in_class && c == '[' && i + 1 < pattern.size() && pattern[i + 1] == ':') {
+      const size_t end = pattern.find(":]", i + 2);  // a POSIX class such as [:alpha:]
+      if (end != std::string_view::npos) {
+        out.append(pattern.substr(i, end + 2 - i));
+        i = end + 1;
+        continue;
+      }
+    }
+    if (in_class && c == ']') in_class = false;
+    out += c;
+  }
+  return out;
+}
+
 // Per-thread match data, grown to the largest pattern seen: FindAll runs once per text piece,
 // and allocating match data there would cost more than matching short pieces.
 pcre2_match_data* ThreadMatchData() {
@@ -36,12 +91,13 @@ absl::StatusOr<std::unique_ptr<Regex>> Regex::Compile(std::string_view pattern,
                                                       std::string_view where) {
   int error = 0;
   PCRE2_SIZE offset = 0;
-  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+  const std::string spelled = SpellOutWhitespace(pattern);
+  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(spelled.data()), spelled.size(),
                                    PCRE2_UTF | PCRE2_UCP, &error, &offset, nullptr);
   if (code == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(std::string(where), ": regex \"", std::string(pattern),
-                     "\" does not compile at offset ", offset, ": ", ErrorText(error)));
+    return absl::InvalidArgumentError(absl::StrCat(
+        std::string(where), ": regex \"", std::string(pattern), "\" does not compile: ",
+        ErrorText(error), " (at offset ", offset, " of \"", spelled, "\")"));
   }
   uint32_t captures = 0;
   pcre2_pattern_info(code, PCRE2_INFO_CAPTURECOUNT, &captures);
