@@ -1,7 +1,8 @@
 // Test-only: a small Llama-2-shaped tokenizer.json (byte fallback, Prepend/Replace normalizer,
 // BOS template) with added tokens carrying each flag: <mask> lstrip, <r> rstrip, "word"
-// single_word, <plain> none. tokenizer_test.cc checks it by hand; oracle_test.cc runs it
-// through Hugging Face's Rust core with the corpus, so the flags' semantics are HF's.
+// single_word, <plain> none, "<n> n" normalized (matched after the normalizer, in its
+// normalized form). tokenizer_test.cc checks it by hand; oracle_test.cc runs it through Hugging
+// Face's Rust core with the corpus, so the flags' semantics are HF's.
 #pragma once
 
 #include <string>
@@ -45,7 +46,10 @@ inline Json TokenizerJson() {
        AddedTokenJson(2, "</s>", true), AddedTokenJson(263, "<mask>", true, /*lstrip=*/true),
        AddedTokenJson(264, "<plain>", false),
        AddedTokenJson(265, "<r>", false, false, /*rstrip=*/true),
-       AddedTokenJson(266, "word", false, false, false, /*single_word=*/true)});
+       AddedTokenJson(266, "word", false, false, false, /*single_word=*/true),
+       AddedTokenJson(267, "<n> n", false)});
+  // Matched in normalized text, as its normalized form "▁<n>▁n".
+  j["added_tokens"][7]["normalized"] = true;
   return j;
 }
 

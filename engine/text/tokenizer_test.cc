@@ -56,6 +56,9 @@ TEST(TokenizerTest, AddedTokenFlagsLstripRstripSingleWord) {
   EXPECT_THAT(Encode(*t, "<r>  a"), ElementsAre(265, kSpaceA));    // rstrip takes both
   EXPECT_THAT(Encode(*t, "a word a"), ::testing::Contains(266));
   EXPECT_THAT(Encode(*t, "awordb"), ::testing::Not(::testing::Contains(266)));
+  // "<n> n" is normalized: "a <n> n" becomes "▁a▁<n>▁n", where "▁<n>▁n" is found.
+  EXPECT_THAT(Encode(*t, "a <n> n"), ElementsAre(kSpaceA, 267));
+  EXPECT_THAT(Encode(*t, "<n>  n"), ::testing::Not(::testing::Contains(267)));
 }
 
 // Bytes that are not UTF-8 encode as their lossy form (one U+FFFD per maximal subpart), which is
@@ -100,16 +103,16 @@ TEST(TokenizerTest, LoadsDirectoryWithConfig) {
   ASSERT_TRUE(WriteFileAtomic(&env, "/m/tokenizer_config.json", R"({
       "bos_token": {"content": "<s>", "lstrip": false}, "eos_token": "</s>",
       "add_bos_token": true, "chat_template": "{{ messages }}",
-      "added_tokens_decoder": {"267": {"content": "<extra>", "special": true}}})")
+      "added_tokens_decoder": {"268": {"content": "<extra>", "special": true}}})")
                   .ok());
   auto t = Tokenizer::Load(&env, "/m");
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_EQ((*t)->bos_id(), kBos);
   EXPECT_EQ((*t)->eos_id(), kEos);
   EXPECT_EQ((*t)->config().chat_template, "{{ messages }}");
-  EXPECT_EQ((*t)->TokenToId("<extra>"), 267);  // from added_tokens_decoder only
-  EXPECT_EQ((*t)->vocab_size(), 268);
-  EXPECT_THAT(Encode(**t, "<extra>"), ElementsAre(267));
+  EXPECT_EQ((*t)->TokenToId("<extra>"), 268);  // from added_tokens_decoder only
+  EXPECT_EQ((*t)->vocab_size(), 269);
+  EXPECT_THAT(Encode(**t, "<extra>"), ElementsAre(268));
 
   ASSERT_TRUE(WriteFileAtomic(&env, "/m/tokenizer_config.json", R"({"eos_token": 7})").ok());
   EXPECT_EQ(Tokenizer::Load(&env, "/m").status().message(),

@@ -60,7 +60,7 @@ function randomCases(corpusCases) {
   const chars = [...new Set(corpusCases.flatMap((c) => [...new TextDecoder().decode(c.bytes)]))];
   const pieces = [" ", "  ", "   ", "\n", "\n\n", "\r\n", "\t", " \n ", "\u00a0", "'s", "'LL", "'re",
     "<s>", "</s>", "<unk>", "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>",
-    "<|begin_of_text|>", "<mask>", "<r>", "<plain>", "word", "1234567", "3.14", "..."];
+    "<|begin_of_text|>", "<mask>", "<r>", "<plain>", "word", "<n> n", "1234567", "3.14", "..."];
   // ACCEL_ORACLE_SEED explores other texts by hand; the test always uses the default.
   const next = rng(Number(process.env.ACCEL_ORACLE_SEED || 20261203));
   const cases = [];
