@@ -23,9 +23,9 @@ std::string Normalize(const char* json, std::string text) {
 std::vector<std::string> PreTokenize(const char* json, std::string text) {
   auto p = PreTokenizerFromJson(Json::parse(json), {"tokenizer.json", "pre_tokenizer"});
   EXPECT_TRUE(p.ok()) << p.status();
-  std::vector<std::string> words{std::move(text)};
+  Words words{{std::move(text)}, /*first_at_start=*/true};
   EXPECT_TRUE((*p)->PreTokenize(&words).ok());
-  return words;
+  return words.items;
 }
 
 std::vector<std::string> Decode(const char* json, std::vector<std::string> tokens) {
@@ -87,6 +87,36 @@ TEST(PreTokenizerTest, WhitespaceClassIsOnigurumas) {
       ElementsAre("\u3000"));
 }
 
+// Metaspace: spaces become "▁", prepended per scheme; with split each "▁" starts a word (a run
+// of them stays apart, as HF's MergedWithNext leaves it).
+TEST(PreTokenizerTest, Metaspace) {
+  EXPECT_THAT(
+      PreTokenize(R"({"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always"})",
+                  "Hey  friend "),
+      ElementsAre("▁Hey", "▁", "▁friend", "▁"));
+  EXPECT_THAT(PreTokenize(R"({"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first",
+                              "split": false})",
+                          "a b"),
+              ElementsAre("▁a▁b"));
+  EXPECT_THAT(PreTokenize(R"({"type": "Metaspace", "replacement": "▁", "prepend_scheme": "never",
+                              "split": false})",
+                          "a b"),
+              ElementsAre("a▁b"));
+  EXPECT_FALSE(PreTokenizerFromJson(Json::parse(R"({"type": "Metaspace", "replacement": "▁",
+                                                    "add_prefix_space": false})"),
+                                    {"tokenizer.json", "pre_tokenizer"})
+                   .ok());
+}
+
+TEST(DecoderTest, MetaspaceDropsTheFirstTokensMarker) {
+  EXPECT_THAT(Decode(R"({"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first"})",
+                     {"▁Hey", "▁friend"}),
+              ElementsAre("Hey", " friend"));
+  EXPECT_THAT(Decode(R"({"type": "Metaspace", "replacement": "▁", "prepend_scheme": "never"})",
+                     {"▁Hey", "▁friend"}),
+              ElementsAre(" Hey", " friend"));
+}
+
 TEST(DecoderTest, ByteLevelRebuildsBytesLossily) {
   EXPECT_THAT(Decode(R"({"type": "ByteLevel"})", {"Hello", "Ġworld", "Ċ"}),
               ElementsAre("Hello world\n"));
@@ -138,10 +168,10 @@ TEST(RefusalTest, UnsupportedComponentsAreNamed) {
                 .status()
                 .message(),
             "tokenizer.json: normalizer type \"NFKC\" is not supported");
-  EXPECT_EQ(DecoderFromJson(Json::parse(R"({"type": "Metaspace"})"), {"tokenizer.json", "decoder"})
+  EXPECT_EQ(DecoderFromJson(Json::parse(R"({"type": "WordPiece"})"), {"tokenizer.json", "decoder"})
                 .status()
                 .message(),
-            "tokenizer.json: decoder type \"Metaspace\" is not supported");
+            "tokenizer.json: decoder type \"WordPiece\" is not supported");
   EXPECT_EQ(PostProcessorFromJson(Json::parse(R"({"type": "BertProcessing"})"),
                                   {"tokenizer.json", "post_processor"})
                 .status()

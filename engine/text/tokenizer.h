@@ -6,7 +6,8 @@
 // normalized, cut at "normalized" added tokens, pre-tokenized into words, and each word goes
 // through the BPE model; the post-processor then adds special tokens when asked.
 // What loads: model BPE; normalizers NFC, Prepend, Replace, Sequence; pre-tokenizers ByteLevel,
-// Split, Sequence; decoders ByteLevel, ByteFallback, Fuse, Strip, Replace, Sequence;
+// Split, Metaspace, Sequence; decoders ByteLevel, ByteFallback, Fuse, Strip, Replace, Metaspace,
+// Sequence;
 // post-processors TemplateProcessing, ByteLevel, Sequence. Anything else in a file is refused
 // at load with one line naming it (`tokenizer.json: pre_tokenizer type "Whitespace" is not
 // supported`), never approximated. docs/data.md "Tokenizers" has the full list.
@@ -74,7 +75,9 @@ class Tokenizer {
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Tokenizer>> Build(
       Parts parts, std::vector<AddedToken> added, std::vector<std::optional<int32_t>> added_ids,
       const TokenizerConfig* config, std::string_view origin);
-  [[nodiscard]] absl::Status EncodePiece(std::string text, std::vector<int32_t>* ids) const;
+  // `at_start`: the piece begins at offset 0 of the input.
+  [[nodiscard]] absl::Status EncodePiece(std::string text, bool at_start,
+                                         std::vector<int32_t>* ids) const;
 
   std::unique_ptr<Normalizer> normalizer_;
   std::unique_ptr<PreTokenizer> pre_tokenizer_;

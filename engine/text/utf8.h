@@ -36,6 +36,11 @@ inline size_t CharLength(unsigned char c) {
   return 1;
 }
 
+// True when `text` is exactly one valid UTF-8 character (a Rust `char` field of a file).
+inline bool IsOneCharacter(std::string_view text) {
+  return !text.empty() && ValidSequenceLength(text, 0) == text.size();
+}
+
 // Decodes the character at text[i] of valid UTF-8.
 uint32_t DecodeChar(std::string_view text, size_t i);
 void AppendChar(uint32_t code_point, std::string* out);
