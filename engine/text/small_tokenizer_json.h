@@ -67,4 +67,18 @@ inline Json MetaspaceJson(const std::string& scheme, bool split) {
   return j;
 }
 
+// The same vocabulary with the other normalizers and Split behaviors: NFC, a Regex Replace,
+// and Split Removed, Isolated with invert, Removed with invert.
+inline Json SplitJson() {
+  Json j = TokenizerJson();
+  j["normalizer"] = Json::parse(R"({"type": "Sequence", "normalizers": [{"type": "NFC"},
+      {"type": "Replace", "pattern": {"Regex": "[0-9]+"}, "content": "#"},
+      {"type": "Prepend", "prepend": "▁"}]})");
+  j["pre_tokenizer"] = Json::parse(R"({"type": "Sequence", "pretokenizers": [
+      {"type": "Split", "pattern": {"Regex": "\\s+"}, "behavior": "Removed", "invert": false},
+      {"type": "Split", "pattern": {"String": "a"}, "behavior": "Isolated", "invert": true},
+      {"type": "Split", "pattern": {"Regex": "\\p{Lu}"}, "behavior": "Removed", "invert": true}]})");
+  return j;
+}
+
 }  // namespace accel::text::small_tokenizer
