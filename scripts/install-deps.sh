@@ -15,6 +15,7 @@ PACKAGES=(
   prometheus  # tests/e2e: a real Prometheus scrapes acceld's /metrics
   chromium  # tests/e2e: the dashboard loaded in headless Chromium, with a screenshot
   python3-grpcio python3-protobuf  # clients/python/accel_client and its end-to-end test
+  libpcre2-dev libicu-dev  # engine/text: Unicode regexes (PCRE2) and NFC (ICU) for tokenizers
 )
 
 missing=()
