@@ -1,17 +1,43 @@
 #include "server/kubernetes_api.h"
 
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include <httplib.h>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "engine/base/env.h"
+#include "rpc/credential_files.h"
 
 namespace accel::server {
 namespace {
+
+// A projected service-account token is a JWT of about 1 KiB; 64 KiB leaves room for any
+// issuer's claims without letting a wrong path (a device, a huge file) grow acceld.
+constexpr uint64_t kMaxKubeTokenFileBytes = 64 << 10;
+
+// The bearer token in --kube-token-file: a regular file (never a FIFO or a device, which would
+// block or grow acceld), its text without surrounding whitespace, one header value (printable
+// ASCII without spaces). Errors name the flag and the file, never the file's content.
+absl::StatusOr<std::string> ReadKubeToken(const std::string& path) {
+  absl::StatusOr<std::string> text =
+      rpc::ReadCredentialFile(Env::Default(), path, "--kube-token-file", kMaxKubeTokenFileBytes);
+  if (!text.ok()) return text.status();
+  const absl::string_view token = absl::StripAsciiWhitespace(*text);
+  if (token.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("--kube-token-file ", path, " is empty"));
+  }
+  for (size_t i = 0; i < token.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(token[i]);
+    if (c <= 0x20 || c >= 0x7f) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--kube-token-file ", path, ": byte ", i,
+          " of the token is not printable ASCII (a bearer token is one header value)"));
+    }
+  }
+  return std::string(token);
+}
 
 absl::Status HttpError(int code, const std::string& text) {
   switch (code) {
@@ -79,6 +105,17 @@ absl::StatusOr<std::unique_ptr<KubernetesApi>> KubernetesApi::Create(
         "--kube-api: '", url, "' is not http(s)://host[:port] (in a pod it defaults to "
         "https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT)"));
   }
+  // Both files are the operator's, checked at start so that a wrong path fails acceld's start
+  // in one line instead of every launch (docs/security.md).
+  if (!options.token_file.empty()) {
+    absl::StatusOr<std::string> token = ReadKubeToken(options.token_file);
+    if (!token.ok()) return token.status();
+  }
+  if (!options.ca_file.empty()) {
+    absl::StatusOr<std::string> ca = rpc::ReadPemFile(Env::Default(), options.ca_file,
+                                                      "--kube-ca-file", rpc::PemKind::kCertificate);
+    if (!ca.ok()) return ca.status();
+  }
   std::unique_ptr<KubernetesApi> api(new KubernetesApi(std::move(options)));
   if (!api->client_->is_valid()) {
     return absl::InvalidArgumentError(absl::StrCat("--kube-api: cannot use '", url, "'"));
@@ -111,16 +148,11 @@ absl::StatusOr<std::string> KubernetesApi::Send(const std::string& method,
   httplib::Headers headers = {{"Accept", "application/json"}};
   if (!options_.token_file.empty()) {
     // Re-read each time: projected service-account tokens are rotated by the kubelet.
-    std::ifstream in(options_.token_file);
-    std::stringstream token;
-    token << in.rdbuf();
-    if (!in) {
-      return absl::UnauthenticatedError(
-          absl::StrCat(prefix, ": cannot read the token file ", options_.token_file,
-                       " (--kube-token-file)"));
+    absl::StatusOr<std::string> token = ReadKubeToken(options_.token_file);
+    if (!token.ok()) {
+      return absl::UnauthenticatedError(absl::StrCat(prefix, ": ", token.status().message()));
     }
-    headers.emplace("Authorization",
-                    absl::StrCat("Bearer ", absl::StripAsciiWhitespace(token.str())));
+    headers.emplace("Authorization", absl::StrCat("Bearer ", *token));
   }
   httplib::Result res = method == "GET"    ? client_->Get(path, headers)
                         : method == "POST" ? client_->Post(path, headers, *body,

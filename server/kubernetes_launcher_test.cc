@@ -3,6 +3,7 @@
 #include "server/kubernetes_launcher.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -334,6 +335,51 @@ TEST(KubernetesLauncherTls, VerifiesTheApiServerWithTheCaFile) {
   EXPECT_TRUE(absl::IsUnavailable(r.status())) << r.status();
   EXPECT_THAT(r.status().message(), HasSubstr("SSL"));
   EXPECT_FALSE(api.Object("/apis/batch/v1/namespaces/accel/jobs/accel-job-7-a3").has_value());
+}
+
+}  // namespace
+}  // namespace accel::server
+
+namespace accel::server {
+namespace {
+
+// --kube-token-file and --kube-ca-file are read through the credential reader: a FIFO or a
+// device fails acceld's start in one line naming the flag (it used to block the launcher or
+// grow acceld), a token that is not one header value is refused, and a CA file that holds no
+// PEM certificate says so instead of failing later inside the TLS handshake.
+TEST(KubernetesLauncherFiles, TokenAndCaFilesAreRegularFilesCheckedAtStart) {
+  const std::string dir = FreshTestDir();
+  testing::FakeClock clock;
+  KubernetesOptions o;
+  o.api_url = "http://127.0.0.1:1";
+  o.kube_namespace = "accel";
+  o.image = "registry.example/accel-worker:0.1";
+  const std::string fifo = dir + "/token-fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& path : {fifo, std::string("/dev/zero")}) {
+    o.token_file = path;
+    absl::Status s = KubernetesLauncher::Create(o, &clock).status();
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+    EXPECT_THAT(s.message(), HasSubstr("--kube-token-file"));
+    EXPECT_THAT(s.message(), HasSubstr("not a regular file"));
+  }
+  std::ofstream(dir + "/two-lines") << "first-part\nsecond-part\n";
+  o.token_file = dir + "/two-lines";
+  absl::Status s = KubernetesLauncher::Create(o, &clock).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("not printable ASCII"));
+  EXPECT_THAT(s.message(), ::testing::Not(HasSubstr("second-part")));
+
+  std::ofstream(dir + "/token") << "api-bearer-token\n";
+  o.token_file = dir + "/token";
+  std::ofstream(dir + "/ca.txt") << "not a certificate\n";
+  o.ca_file = dir + "/ca.txt";
+  s = KubernetesLauncher::Create(o, &clock).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("--kube-ca-file"));
+  EXPECT_THAT(s.message(), HasSubstr("no PEM certificate"));
+  o.ca_file = "";
+  EXPECT_TRUE(KubernetesLauncher::Create(o, &clock).ok());
 }
 
 }  // namespace
