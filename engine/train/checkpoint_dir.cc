@@ -25,9 +25,10 @@ absl::Status Trainer::AgreeOnCheckpointDir(const std::string& dir, bool claim) {
   // A flag in two f32 slots (the broadcast copies bytes), as checkpointing.cc's outcomes.
   int64_t ok = mine.ok() ? 1 : 0;
   if (world() > 1) {
-    ACCEL_RETURN_IF_ERROR(Annotate(
-        host_world_->Broadcast(&ok, 2, DType::kF32, /*root=*/0)->Wait(absl::Seconds(300)),
-        absl::StrCat("checking the owner of checkpoint.dir ", dir, " (rank ", rank(), ")")));
+    absl::Status sent =
+        host_world_->Broadcast(&ok, 2, DType::kF32, /*root=*/0)->Wait(absl::Seconds(300));
+    // Unavailable or DeadlineExceeded, as it came: the caller says what every rank must do.
+    if (!sent.ok()) return sent;
   }
   if (!mine.ok()) return mine;
   if (ok != 1) {

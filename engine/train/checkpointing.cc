@@ -163,7 +163,10 @@ absl::StatusOr<CheckpointEvent> Trainer::SaveCheckpoint(const std::string& dir, 
 
   // Phase 0: the directory is this job's; the first save into it claims it (dir_owner.h), so no
   // rank writes a byte into another job's directory.
-  ACCEL_RETURN_IF_ERROR(AgreeOnCheckpointDir(dir, /*claim=*/true));
+  if (absl::Status owned = AgreeOnCheckpointDir(dir, /*claim=*/true); !owned.ok()) {
+    return absl::IsUnavailable(owned) || absl::IsDeadlineExceeded(owned) ? collective_failed(owned)
+                                                                         : owned;
+  }
 
   // Phase 1: write.
   absl::Status local;

@@ -36,7 +36,8 @@ TEST(ControlPlaneCheckpointDirs, ASecondJobIsRefusedAndACancelledJobKeepsItsStep
   const std::string second = WriteJob(d.dir(), "second", body("ckpt/"));
   std::string out, err;
   EXPECT_EQ(d.Accelctl({"submit", second}, &out, &err), 1) << out;
-  EXPECT_THAT(err, HasSubstr("/ckpt/ is used by job " + first));
+  EXPECT_THAT(err, HasSubstr("checkpoint.dir " + d.dir() + "/ckpt"));
+  EXPECT_THAT(err, HasSubstr(" is used by job " + first + " ("));
   EXPECT_THAT(err, HasSubstr("give another directory or cancel it"));
 
   ASSERT_TRUE(WaitFor([&] { return fs::exists(d.dir() + "/ckpt/latest"); }, 90))
