@@ -140,7 +140,8 @@ class Trainer {
       const std::function<absl::Status(int unit, const float* values)>& sink);
   // checkpoint_dir.cc: rank 0 checks (claim: and claims) that `dir` is
   // options_.checkpoint_owner's and tells the others; every rank returns the same outcome, a
-  // refusal naming the directory's owner. Collective.
+  // refusal naming the directory's owner. Collective: a failed broadcast comes back as the
+  // communicator's Unavailable / DeadlineExceeded, unannotated, for the caller to annotate.
   [[nodiscard]] absl::Status AgreeOnCheckpointDir(const std::string& dir, bool claim);
 
   TrainOptions options_;
