@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "engine/base/logging.h"
 #include "engine/base/status_macros.h"
+#include "server/checkpoint_dirs.h"
 
 namespace accel::server {
 
@@ -33,6 +34,17 @@ std::string RandomToken() {
   return hex;
 }
 
+namespace {
+
+std::string StateIdOf(StateStore* store) {
+  if (store == nullptr) return "";
+  absl::StatusOr<std::string> id = store->StateId();
+  if (!id.ok()) ACCEL_LOG(error, "state id: {}", std::string(id.status().message()));
+  return id.value_or("");
+}
+
+}  // namespace
+
 JobManager::JobManager(ManagerOptions options, JobRegistry* registry, EventLog* events,
                        StateStore* store, GangRunner* runner, Clock* clock, Clock* wall_clock)
     : options_(std::move(options)),
@@ -42,6 +54,7 @@ JobManager::JobManager(ManagerOptions options, JobRegistry* registry, EventLog* 
       runner_(runner),
       clock_(clock),
       wall_clock_(wall_clock != nullptr ? wall_clock : clock),
+      state_id_(StateIdOf(store)),
       scheduler_(options_.total_slots),
       gpu_scheduler_(static_cast<int>(options_.gpus.size())),
       coordinator_address_(options_.coordinator_address),
@@ -155,6 +168,8 @@ absl::StatusOr<JobRecord> JobManager::Submit(const JobRecord& job) {
   if (RunnerFor(job) == nullptr) {
     return absl::InvalidArgumentError(NoLauncher(job));
   }
+  ACCEL_RETURN_IF_ERROR(CheckCheckpointDirFree(Env::Default(), job.knobs.checkpoint_dir,
+                                               registry_->List(), state_id_));
   if (IsRemote(job)) {  // the cluster has the machines; its scheduler queues the job
     if (absl::Status s = RunnerFor(job)->CheckSettings(job.knobs.launcher_settings); !s.ok()) {
       return absl::InvalidArgumentError(s.message());
@@ -241,6 +256,7 @@ std::vector<std::string> JobManager::RankEnv(const JobRecord& job, int attempt, 
       {"OMP_NUM_THREADS", std::to_string(threads)},
       {"ACCEL_JOB_ID", job.id},
       {"ACCEL_ATTEMPT", std::to_string(attempt)},
+      {"ACCEL_STATE_ID", state_id_},
       {"ACCEL_COORDINATOR", coordinator_address_},
       {"ACCEL_WORKER_TOKEN", token},
   };
@@ -282,6 +298,7 @@ void JobManager::DescribeForCluster(const JobRecord& job, const Gang& gang,
       {"OMP_NUM_THREADS", std::to_string(job.knobs.threads)},
       {"ACCEL_JOB_ID", job.id},
       {"ACCEL_ATTEMPT", std::to_string(gang.attempt)},
+      {"ACCEL_STATE_ID", state_id_},
       {"ACCEL_COORDINATOR", cluster_address_.empty() ? coordinator_address_ : cluster_address_},
       {"ACCEL_NODES", std::to_string(launch.shape.nodes)},
       {"ACCEL_RANKS_PER_NODE", std::to_string(launch.shape.ranks_per_node)},

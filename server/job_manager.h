@@ -142,7 +142,8 @@ class JobManager {
 
   // `job` carries name, spec_json, slots, priority, max_restarts; the spec's resources.device
   // picks the pool. InvalidArgument (naming resources.device or resources.num_processes) when
-  // that pool is absent or has fewer slots than the job needs; nothing is stored then.
+  // that pool is absent or has fewer slots than the job needs; FailedPrecondition when its
+  // checkpoint.dir is another job's (checkpoint_dirs.h); nothing is stored then.
   [[nodiscard]] absl::StatusOr<JobRecord> Submit(const JobRecord& job);
   // Requests the cancellation; the job becomes CANCELLED once its workers are gone (at once
   // when it has none). Cancelling a CANCELLED job returns it; another ended job is
@@ -250,6 +251,9 @@ class JobManager {
   std::map<std::string, GangRunner*> launchers_;   // by name, "local" included
   Clock* const clock_;
   Clock* const wall_clock_;
+  // StateStore::StateId(): the workers' $ACCEL_STATE_ID, part of their checkpoint owner; "" when
+  // the store could not give one (the workers then say "acceld").
+  const std::string state_id_;
 
   mutable absl::Mutex mu_;
   Scheduler scheduler_ ABSL_GUARDED_BY(mu_);      // CPU slots

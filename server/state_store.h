@@ -79,6 +79,10 @@ class StateStore {
   // Highest seq of the job's events; 0 when it has none.
   [[nodiscard]] absl::StatusOr<int64_t> LastSeq(const std::string& job_id);
 
+  // This state database's identity: 16 hex digits drawn at random on first use and kept in the
+  // meta table, so it survives acceld restarts. Part of the owner of every checkpoint directory
+  // its jobs save into (engine/checkpoint/dir_owner.h): another acceld's job-7 is another job.
+  [[nodiscard]] absl::StatusOr<std::string> StateId();
   // The number the next new job gets: past every job ever stored, deleted ones included.
   [[nodiscard]] absl::StatusOr<int64_t> NextJobNumber();
   // Removes the job row with its events, attempts and checkpoint records, in one transaction.

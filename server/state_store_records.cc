@@ -2,6 +2,8 @@
 // and deleting a job with everything it owns.
 #include <sqlite3.h>
 
+#include <cstdio>
+
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
 #include "server/sqlite_stmt.h"
@@ -94,6 +96,19 @@ absl::StatusOr<int64_t> StateStore::NextJobNumber() {
   if (!st.ok()) return Error("prepare next job number");
   if (st.Step() != SQLITE_ROW) return Error("next job number");
   return st.ColInt(0);
+}
+
+absl::StatusOr<std::string> StateStore::StateId() {
+  absl::MutexLock lock(&mu_);
+  // The meta table (schema version 3) holds integers: a random non-negative 63-bit one.
+  ACCEL_RETURN_IF_ERROR(Exec("INSERT OR IGNORE INTO meta (key, value) "
+                             "VALUES ('state_id', random() & 9223372036854775807)"));
+  Stmt st(db_, "SELECT value FROM meta WHERE key = 'state_id'");
+  if (!st.ok()) return Error("prepare state id");
+  if (st.Step() != SQLITE_ROW) return Error("state id");
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(st.ColInt(0)));
+  return std::string(buf);
 }
 
 absl::Status StateStore::DeleteJob(const std::string& job_id) {

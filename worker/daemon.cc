@@ -24,6 +24,7 @@
 #include "rpc/channel.h"
 #include "rpc/grpc_store.h"
 #include "rpc/status.h"
+#include "worker/checkpoint_owner.h"
 #include "worker/job_spec.h"
 #include "worker/launch_env.h"
 #include "worker/local_address.h"
@@ -186,6 +187,7 @@ absl::StatusOr<DaemonEnv> DaemonEnvFromVars(const LaunchVars& vars) {
   }
   ACCEL_ASSIGN_OR_RETURN(env.token, need("ACCEL_WORKER_TOKEN"));
   if (auto ca = vars.find("ACCEL_TLS_CA"); ca != vars.end()) env.tls_ca = ca->second;
+  if (auto id = vars.find("ACCEL_STATE_ID"); id != vars.end()) env.state_id = id->second;
   // acceld's local launcher sets torchrun's variables; under its Slurm launcher srun sets
   // Slurm's, under Kubernetes the pod has its completion index (worker/launch_env.h).
   ACCEL_ASSIGN_OR_RETURN(LaunchEnv launch, ResolveLaunchEnv(vars));
@@ -259,6 +261,8 @@ absl::StatusOr<DaemonOutcome> RunDaemonWorker(const DaemonEnv& env) {
   spec.options.checkpoint_dir = run.checkpoint_dir;
   spec.options.checkpoint_every = run.checkpoint_every;
   spec.options.keep_last = run.keep_last;
+  // Every attempt of the job, under this acceld or the next, is the directory's one owner.
+  spec.options.checkpoint_owner = DaemonCheckpointOwner(env.job_id, env.state_id);
   // A restarted attempt (or a restarted acceld) continues from the latest sharded checkpoint;
   // a first attempt never picks up a directory some earlier job left behind.
   if (env.attempt > 1 && !run.checkpoint_dir.empty() &&

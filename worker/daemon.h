@@ -43,6 +43,9 @@ struct DaemonEnv {
   // $ACCEL_TLS_CA: a PEM CA bundle; the channel to acceld is TLS, checked against it (cluster
   // launchers' workers dial acceld's TLS port across hosts). Empty: plaintext.
   std::string tls_ca;
+  // $ACCEL_STATE_ID: acceld's state identity, part of the checkpoint owner (checkpoint_owner.h).
+  // Empty when acceld sent none.
+  std::string state_id;
 };
 
 // How a daemon worker ended, when it did not fail.

@@ -17,6 +17,7 @@
 #include "engine/comm/file_store.h"
 #include "engine/kernels/threading.h"
 #include "engine/shard/shard_plan.h"
+#include "worker/checkpoint_owner.h"
 #include "worker/launch_env.h"
 #include "worker/standalone_config.h"
 #include "worker/rank_runner.h"
@@ -420,6 +421,11 @@ absl::Status RunStandalone(StandaloneFlags f) {
     }
   }
   spec.options = f.train;
+  // A fresh run owns the checkpoint directory it saves into; one resuming its own directory in
+  // place continues the standalone run that owns it (checkpoint_owner.h).
+  ACCEL_ASSIGN_OR_RETURN(spec.options.checkpoint_owner,
+                         StandaloneCheckpointOwner(Env::Default(), f.train.checkpoint_dir,
+                                                   f.train.resume_dir, RandomRunId()));
   spec.rank = rank;
   spec.world = world;
   spec.local_ranks = launch.local_world_size;

@@ -158,6 +158,9 @@ std::string StepMetadataToJson(const StepMetadata& m) {
                                      {"crc32c", Hex32(f.crc32c)}});
     }
   }
+  if (!m.meta.owner.anonymous()) {
+    root["owner"] = {{"job", m.meta.owner.job}, {"daemon", m.meta.owner.daemon}};
+  }
   root["model_config"] = ConfigValue(m.meta.model_config_json);
   root["train_config"] = ConfigValue(m.meta.train_config_json);
   if (!m.meta.loss_scaler_json.empty()) root["loss_scaler"] = ConfigValue(m.meta.loss_scaler_json);
@@ -253,6 +256,11 @@ absl::StatusOr<StepMetadata> StepMetadataFromJson(std::string_view text, const s
       }
       m.meta.model_files.push_back(std::move(info));
     }
+  }
+  if (root.contains("owner")) {  // absent: written anonymously (or before owners existed)
+    ACCEL_ASSIGN_OR_RETURN(const Json* owner, r.Field(root, "owner", Json::value_t::object));
+    ACCEL_ASSIGN_OR_RETURN(m.meta.owner.job, r.String(*owner, "job"));
+    ACCEL_ASSIGN_OR_RETURN(m.meta.owner.daemon, r.String(*owner, "daemon"));
   }
   if (!KindHasRankFiles(m.meta.kind) && m.meta.model_files.empty()) {
     return r.Bad(absl::StrCat("a \"", m.meta.kind, "\" step must list its model_files"));

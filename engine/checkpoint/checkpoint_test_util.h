@@ -110,6 +110,20 @@ inline absl::Status SaveAll(Env* env, const std::string& dir, const model::Model
   return WriteMetadataAndCommit(env, dir, MetaFor(layout, step, world, by_rank), layout, keep_last);
 }
 
+// SaveAll as `owner` (dir_owner.h).
+inline absl::Status SaveAs(Env* env, const std::string& dir, const model::ModelLayout& layout,
+                           const State& state, int64_t step, int world, int keep_last,
+                           const CheckpointOwner& owner) {
+  std::vector<Ranges> by_rank;
+  for (int r = 0; r < world; ++r) {
+    by_rank.push_back(ShardRanges(layout, world, r));
+    ACCEL_RETURN_IF_ERROR(WriteRankFile(env, dir, step, r, SaveRangesOf(state, by_rank.back())));
+  }
+  CheckpointMeta meta = MetaFor(layout, step, world, by_rank);
+  meta.owner = owner;
+  return WriteMetadataAndCommit(env, dir, meta, layout, keep_last);
+}
+
 // Everything in a step directory, as one rank with the whole model would load it.
 inline absl::StatusOr<State> LoadAll(Env* env, const std::string& step_dir,
                                      const model::ModelLayout& layout) {

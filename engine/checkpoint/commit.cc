@@ -5,29 +5,17 @@
 #include <set>
 #include <utility>
 
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "engine/base/logging.h"
 #include "engine/base/status_macros.h"
 #include "engine/checkpoint/checkpoint_metadata.h"
+#include "engine/checkpoint/prune.h"
 #include "engine/checkpoint/rank_file.h"
 #include "engine/checkpoint/sharded_checkpoint.h"
 #include "engine/model/model_config.h"
 
 namespace accel::checkpoint {
 namespace {
-
-// The step of a directory entry named "step_<N>" (or "step_<N>.tmp" when tmp), or -1.
-int64_t ParseStepName(const std::string& name, bool tmp) {
-  absl::string_view s = name;
-  if (!absl::ConsumePrefix(&s, "step_")) return -1;
-  if (tmp != absl::ConsumeSuffix(&s, ".tmp")) return -1;
-  int64_t step = -1;
-  if (!absl::SimpleAtoi(s, &step) || step < 0 || absl::StrCat(step) != s) return -1;
-  return step;
-}
 
 // Checks rank r's file against what rank 0 was told, and records its size and checksum.
 absl::StatusOr<RankFileRecord> ExamineRankFile(
@@ -72,10 +60,18 @@ int64_t PreviousStep(Env* env, const std::string& dir, int64_t step) {
 
 // Makes room for the rename when step_<N> already exists (a run resumed from an earlier step
 // reached N again). If `latest` names it, `latest` first moves back to the previous complete
-// step (or goes), so no crash leaves it naming a half-replaced directory.
-absl::Status RemoveExistingStep(Env* env, const std::string& dir, int64_t step) {
+// step (or goes), so no crash leaves it naming a half-replaced directory. A step another job
+// wrote is never replaced (FailedPrecondition); one whose metadata cannot be read is.
+absl::Status RemoveExistingStep(Env* env, const std::string& dir, int64_t step,
+                                const CheckpointOwner& owner) {
   const std::string final_dir = StepDir(dir, step);
   if (!env->FileExists(final_dir)) return absl::OkStatus();
+  absl::StatusOr<CheckpointOwner> wrote = StepOwner(env, final_dir);
+  if (wrote.ok() && *wrote != owner) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        final_dir, " was written by ", DescribeOwner(*wrote), "; ", DescribeOwner(owner),
+        " does not replace another job's step (give the job a directory of its own)"));
+  }
   absl::StatusOr<std::string> latest = LatestStepDir(env, dir);
   if (latest.ok() && *latest == final_dir) {
     const int64_t previous = PreviousStep(env, dir, step);
@@ -89,44 +85,8 @@ absl::Status RemoveExistingStep(Env* env, const std::string& dir, int64_t step) 
     }
   }
   ACCEL_LOG(warn, "checkpoint: replacing existing {}", final_dir);
-  ACCEL_RETURN_IF_ERROR(env->DeleteRecursively(final_dir));
+  ACCEL_RETURN_IF_ERROR(RemoveStepDir(env, dir, absl::StrCat("step_", step)));
   return env->SyncDir(dir);
-}
-
-// Deletes abandoned step_<N>.tmp directories and, with keep_last > 0, complete steps beyond the
-// newest keep_last at or below `step` and any above it (the future of a run that was resumed
-// from an earlier step). Runs only after `latest` names `step`; failures are logged, not
-// returned, since the new checkpoint is already committed.
-void Prune(Env* env, const std::string& dir, int64_t step, int keep_last) {
-  absl::StatusOr<std::vector<std::string>> names = env->ListDir(dir);
-  if (!names.ok()) {
-    ACCEL_LOG(warn, "checkpoint: cannot list {} to prune: {}", dir, names.status().ToString());
-    return;
-  }
-  std::vector<std::string> doomed;
-  std::vector<int64_t> kept;
-  for (const std::string& name : *names) {
-    const int64_t tmp_step = ParseStepName(name, /*tmp=*/true);
-    if (tmp_step >= 0) doomed.push_back(name);
-    const int64_t n = ParseStepName(name, /*tmp=*/false);
-    if (n < 0 || keep_last <= 0) continue;
-    if (n > step) {
-      doomed.push_back(name);
-    } else {
-      kept.push_back(n);
-    }
-  }
-  std::sort(kept.begin(), kept.end(), std::greater<>());
-  for (size_t i = static_cast<size_t>(std::max(keep_last, 0)); i < kept.size(); ++i) {
-    doomed.push_back(absl::StrCat("step_", kept[i]));
-  }
-  if (doomed.empty()) return;
-  for (const std::string& name : doomed) {
-    absl::Status s = env->DeleteRecursively(JoinPath(dir, name));
-    if (!s.ok()) ACCEL_LOG(warn, "checkpoint: cannot prune {}: {}", name, s.ToString());
-  }
-  absl::Status s = env->SyncDir(dir);
-  if (!s.ok()) ACCEL_LOG(warn, "checkpoint: cannot sync {} after pruning: {}", dir, s.ToString());
 }
 
 }  // namespace
@@ -153,6 +113,8 @@ absl::Status WriteMetadataAndCommit(Env* env, const std::string& dir, const Chec
     ACCEL_RETURN_IF_ERROR(CheckRangesTile(meta.ranges_by_rank, layout.num_params(),
                                           absl::StatusCode::kInvalidArgument, context));
   }
+  // The directory is this job's (or becomes it) before anything in it changes.
+  ACCEL_RETURN_IF_ERROR(ClaimDir(env, dir, meta.owner));
   StepMetadata m;
   m.meta = meta;
   if (m.meta.model_config_json.empty()) {
@@ -197,14 +159,14 @@ absl::Status WriteMetadataAndCommit(Env* env, const std::string& dir, const Chec
   }
   // Every rank file and metadata.json are durable entries of tmp before tmp becomes the step.
   ACCEL_RETURN_IF_ERROR(env->SyncDir(tmp));
-  ACCEL_RETURN_IF_ERROR(RemoveExistingStep(env, dir, meta.step));
+  ACCEL_RETURN_IF_ERROR(RemoveExistingStep(env, dir, meta.step, meta.owner));
   ACCEL_RETURN_IF_ERROR(env->RenameFile(tmp, StepDir(dir, meta.step)));
   ACCEL_RETURN_IF_ERROR(env->SyncDir(dir));
   // The checkpoint directory itself may be new (first save).
   ACCEL_RETURN_IF_ERROR(env->SyncDir(DirName(dir)));
   ACCEL_RETURN_IF_ERROR(
       WriteFileAtomic(env, JoinPath(dir, kLatestFileName), absl::StrCat("step_", meta.step, "\n")));
-  Prune(env, dir, meta.step, keep_last);
+  Prune(env, dir, meta.step, keep_last, meta.owner);
   return absl::OkStatus();
 }
 

@@ -11,8 +11,11 @@
 // The protocol (the trainer drives it; this module does no communication):
 //   every rank:  WriteRankFile(env, dir, step, rank, ranges)      -> DIR/step_N.tmp/rank_R.bin
 //   barrier
-//   rank 0:      WriteMetadataAndCommit(env, dir, meta, keep_last) -> metadata.json, fsyncs,
-//                rename step_N.tmp -> step_N, fsync DIR, write DIR/latest atomically, prune
+//   rank 0:      WriteMetadataAndCommit(env, dir, meta, keep_last) -> owner check, metadata.json,
+//                fsyncs, rename step_N.tmp -> step_N, fsync DIR, write DIR/latest atomically,
+//                prune this owner's old steps
+// Before the first WriteRankFile into a directory, the trainer has rank 0 ClaimDir it
+// (dir_owner.h), so no rank ever writes into another job's directory.
 // Errors: DataLoss naming the file and byte offset for a truncated, corrupted or mismatched file;
 // NotFound for a missing checkpoint; InvalidArgument when the checkpoint's layout does not fit
 // the model. Format: docs/checkpoint_format.md. Offline tools: consolidate.h, inspect.h.
@@ -27,6 +30,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "engine/base/env.h"
+#include "engine/checkpoint/dir_owner.h"
 #include "engine/checkpoint/full_model_writer.h"
 #include "engine/model/param_specs.h"
 
@@ -72,6 +76,10 @@ struct CheckpointMeta {
   // loader opens the step directory (HfModelFile), which finds either form.
   std::string kind = "sharded";
   std::vector<ModelFileInfo> model_files;
+  // The job that wrote the step (dir_owner.h); anonymous when metadata.json has no "owner"
+  // (library use, or a step written before owners were recorded). Pruning deletes only steps
+  // whose owner is the saving job's.
+  CheckpointOwner owner;
 };
 
 // The step kinds above; KindHasRankFiles says which carry rank files (and so resume exactly).
@@ -109,12 +117,18 @@ std::string StepTmpDir(const std::string& dir, int64_t step);
 // meta.ranges_by_rank (FailedPrecondition if one is missing, DataLoss if one holds other ranges
 // or another step) and that the ranges of all ranks tile the layout exactly once
 // (InvalidArgument); an empty meta.model_config_json is filled from layout.config().
+// First of all, DIR must be meta.owner's or nobody's yet (ClaimDir, dir_owner.h: it records
+// meta.owner in DIR/owner.json on the first save); another job's directory is
+// FailedPrecondition and nothing changes. The step's metadata records meta.owner.
 // keep_last <= 0 keeps everything; otherwise, after `latest` points at the new step, the
-// newest keep_last steps at or below it stay and the rest go, together with steps above it (the
-// abandoned future of a run resumed from an earlier step) and stale step_*.tmp directories.
+// newest keep_last of meta.owner's steps at or below it stay and the rest of its steps go,
+// together with its steps above it (the abandoned future of a run resumed from an earlier step)
+// and stale step_*.tmp directories; steps another owner wrote are never pruned. A step leaves
+// by a rename to .trash-step_N first (prune.h), so no loader sees it half deleted.
 // A pruning failure is logged, not returned: the checkpoint is already committed.
-// Saving a step that already exists replaces it; if `latest` named it, `latest` first moves
-// back to the previous complete step, so a crash meanwhile leaves that one.
+// Saving a step that already exists replaces it (FailedPrecondition when another owner wrote
+// it); if `latest` named it, `latest` first moves back to the previous complete step, so a
+// crash meanwhile leaves that one.
 [[nodiscard]] absl::Status WriteMetadataAndCommit(Env* env, const std::string& dir,
                                                   const CheckpointMeta& meta,
                                                   const model::ModelLayout& layout, int keep_last);

@@ -260,7 +260,7 @@ TEST_F(ShardedCheckpointTest, KeepLastPrunesOnlyAfterLatestMoved) {
   // An abandoned partial save.
   ASSERT_TRUE(WriteRankFile(&env_, kDir, 9, 0, {}).ok());
   ASSERT_TRUE(SaveAll(&env_, kDir, layout_, State(layout_.num_params(), 6), 6, 2, 2).ok());
-  EXPECT_THAT(*env_.ListDir(kDir), ElementsAre("latest", "step_5", "step_6"));
+  EXPECT_THAT(*env_.ListDir(kDir), ElementsAre("latest", "owner.json", "step_5", "step_6"));
   EXPECT_EQ(*LatestStepDir(&env_, kDir), "/ckpt/step_6");
 
   // Resumed from step 5, the run saves step 6 again and then step 7 with keep_last 0.
@@ -268,11 +268,12 @@ TEST_F(ShardedCheckpointTest, KeepLastPrunesOnlyAfterLatestMoved) {
   EXPECT_TRUE(*LoadAll(&env_, StepDir(kDir, 6), layout_) == State(layout_.num_params(), 66));
   EXPECT_EQ(ReadMetadata(&env_, StepDir(kDir, 6))->world_size, 3);
   ASSERT_TRUE(SaveAll(&env_, kDir, layout_, State(layout_.num_params(), 7), 7, 1, 0).ok());
-  EXPECT_THAT(*env_.ListDir(kDir), ElementsAre("latest", "step_5", "step_6", "step_7"));
+  EXPECT_THAT(*env_.ListDir(kDir),
+              ElementsAre("latest", "owner.json", "step_5", "step_6", "step_7"));
 
   // A run resumed from step 5 that saves step 6 with keep_last drops the abandoned step 7.
   ASSERT_TRUE(SaveAll(&env_, kDir, layout_, State(layout_.num_params(), 8), 6, 2, 3).ok());
-  EXPECT_THAT(*env_.ListDir(kDir), ElementsAre("latest", "step_5", "step_6"));
+  EXPECT_THAT(*env_.ListDir(kDir), ElementsAre("latest", "owner.json", "step_5", "step_6"));
 }
 
 TEST(CheckpointMetadataTest, JsonRoundTrip) {

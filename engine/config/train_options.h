@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "engine/base/env.h"
+#include "engine/checkpoint/dir_owner.h"
 #include "engine/model/model_config.h"
 #include "engine/optim/adamw.h"
 #include "engine/optim/loss_scaling_options.h"
@@ -50,6 +51,10 @@ struct TrainOptions {
   int64_t checkpoint_every = 0;
   int keep_last = 0;
   std::string resume_dir;
+  // Who saves into checkpoint_dir (engine/checkpoint/dir_owner.h): the directory must be this
+  // owner's or nobody's, keep_last prunes only its steps. The worker sets it (acceld's job and
+  // state id, or a standalone run's id); anonymous for library use.
+  checkpoint::CheckpointOwner checkpoint_owner;
   // What a checkpoint save writes (Accelerate's fsdp_state_dict_type / DeepSpeed's
   // zero3_save_16bit_model). Every rank always writes its own ranges (exact resume); kFull adds
   // DIR/step_N/model.safetensors in fp32, gathered unit by unit and written by rank 0;

@@ -1,7 +1,8 @@
 // Trainer's checkpoint saves (sharded, full, 16-bit), resume and SaveWeights: the collective
 // protocol around engine/checkpoint, which does the files.
 //
-// A save runs in three phases so that no rank is ever left waiting on one that failed:
+// A save runs in three phases so that no rank is ever left waiting on one that failed (after a
+// phase 0 on the first save into a directory: rank 0 claims it for this job, checkpoint_dir.cc):
 //   1. write: every rank its rank file (sharded kinds); then, for a model file, every rank gathers
 //      unit by unit and rank 0 streams the unit into model.safetensors, or its shards above
 //      MaxShardBytes (FullModelWriter). A
@@ -160,6 +161,13 @@ absl::StatusOr<CheckpointEvent> Trainer::SaveCheckpoint(const std::string& dir, 
   const bool model_file = kind != checkpoint::kKindSharded;
   const std::string tmp = checkpoint::StepTmpDir(dir, step_);
 
+  // Phase 0: the directory is this job's; the first save into it claims it (dir_owner.h), so no
+  // rank writes a byte into another job's directory.
+  if (absl::Status owned = AgreeOnCheckpointDir(dir, /*claim=*/true); !owned.ok()) {
+    return absl::IsUnavailable(owned) || absl::IsDeadlineExceeded(owned) ? collective_failed(owned)
+                                                                         : owned;
+  }
+
   // Phase 1: write.
   absl::Status local;
   int64_t my_bytes = 0;
@@ -240,6 +248,7 @@ absl::StatusOr<CheckpointEvent> Trainer::SaveCheckpoint(const std::string& dir, 
     checkpoint::CheckpointMeta meta;
     meta.step = step_;
     meta.kind = kind;
+    meta.owner = options_.checkpoint_owner;
     meta.model_files = model_files;
     meta.data_position = step_ * options_.grad_accum;
     meta.optimizer_step = applied_steps_;

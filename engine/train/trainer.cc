@@ -87,6 +87,16 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
                                                      absl::Seconds(300), t->ledger_,
                                                      t->backend_.ops));
   t->host_world_ = t->sharded_->host_world();
+  // Another job's checkpoint directory is refused now, not after the steps before the first
+  // save (the claim itself comes with that save: checkpointing.cc).
+  if (!options.checkpoint_dir.empty()) {
+    absl::Status owned = t->AgreeOnCheckpointDir(options.checkpoint_dir, /*claim=*/false);
+    if (absl::IsUnavailable(owned) || absl::IsDeadlineExceeded(owned)) {
+      return Annotate(owned, absl::StrCat("checking the owner of checkpoint.dir ",
+                                          options.checkpoint_dir, " (rank ", rank, ")"));
+    }
+    ACCEL_RETURN_IF_ERROR(owned);
+  }
   ACCEL_RETURN_IF_ERROR(t->InitWeights());  // weight_loading.cc
   if (options.shard.param_dtype == DType::kF16 || options.shard.reduce_dtype == DType::kF16) {
     t->scaler_ = LossScaler(options.loss_scaling);

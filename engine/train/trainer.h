@@ -138,6 +138,11 @@ class Trainer {
   // last unit (the gathers go on, so no rank is left waiting).
   [[nodiscard]] absl::Status GatherUnits(
       const std::function<absl::Status(int unit, const float* values)>& sink);
+  // checkpoint_dir.cc: rank 0 checks (claim: and claims) that `dir` is
+  // options_.checkpoint_owner's and tells the others; every rank returns the same outcome, a
+  // refusal naming the directory's owner. Collective: a failed broadcast comes back as the
+  // communicator's Unavailable / DeadlineExceeded, unannotated, for the caller to annotate.
+  [[nodiscard]] absl::Status AgreeOnCheckpointDir(const std::string& dir, bool claim);
 
   TrainOptions options_;
   Env* env_ = nullptr;
@@ -163,6 +168,9 @@ class Trainer {
   // does not advance it, as Accelerate's scheduler wrapper and DeepSpeed's engine skip it.
   int64_t applied_steps_ = 0;
   double elapsed_seconds_ = 0;
+  // The checkpoint directories this trainer has claimed (AgreeOnCheckpointDir): a save into
+  // one of them needs no new agreement.
+  std::vector<std::string> claimed_dirs_;
 };
 
 }  // namespace accel::train

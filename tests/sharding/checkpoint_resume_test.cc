@@ -3,6 +3,7 @@
 //    and strategy), for every strategy;
 //  - saved by 4 ranks full_shard, resumed by 2 ranks shard_grad_op and by 1 rank no_shard with
 //    the same global batch: matches the uninterrupted run within the equivalence tolerance.
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <unistd.h>
@@ -108,6 +109,41 @@ TEST_F(CheckpointResumeTest, KeepLastPrunesOldSteps) {
   auto latest = checkpoint::LatestStepDir(Env::Default(), o.checkpoint_dir);
   ASSERT_TRUE(latest.ok());
   EXPECT_NE(latest->find("step_"), std::string::npos);
+}
+
+// A checkpoint directory belongs to one job (engine/checkpoint/dir_owner.h): a second job's
+// gang is refused on every rank before it trains a step, the first job's steps stay as they
+// were, and the first job itself goes on resuming and pruning its own directory.
+TEST_F(CheckpointResumeTest, AnotherJobsDirectoryIsRefusedBeforeTrainingAndLeftIntact) {
+  train::TrainOptions job3 = Options(Strategy::kFullShard, 2, 4);
+  job3.checkpoint_dir = dir_ + "/shared";
+  job3.checkpoint_every = 2;
+  job3.keep_last = 1;
+  job3.checkpoint_owner = {"job-3", "acceld:00000000000000aa"};
+  ASSERT_TRUE(RunGang(job3, 2).ok());
+  train::TrainOptions job7 = job3;
+  job7.checkpoint_owner = {"job-7", "acceld:00000000000000aa"};
+  auto refused = RunGang(job7, 2);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition) << refused.status();
+  EXPECT_NE(refused.status().message().find(
+                "belongs to job job-3 (acceld:00000000000000aa) (owner.json); this is job job-7"),
+            std::string::npos)
+      << refused.status();
+  auto names = [&] {
+    std::vector<std::string> out = *Env::Default()->ListDir(job3.checkpoint_dir);
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  EXPECT_EQ(names(), (std::vector<std::string>{"latest", "owner.json", "step_4"}));
+  // job-3 restarted: resumes from its own directory and prunes its own steps, as before.
+  job3.resume_dir = job3.checkpoint_dir;
+  job3.steps = 6;
+  auto resumed = RunGang(job3, 2);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(resumed->losses.size(), 2u);
+  EXPECT_EQ(names(), (std::vector<std::string>{"latest", "owner.json", "step_6"}));
+  EXPECT_EQ(checkpoint::ReadMetadata(Env::Default(), job3.checkpoint_dir + "/step_6")->owner,
+            job3.checkpoint_owner);
 }
 
 }  // namespace
