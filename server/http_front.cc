@@ -31,7 +31,7 @@ constexpr size_t kReadChunk = 16 << 10;
 // After a refusal the client may still be sending (a large body): read and drop its bytes for
 // a moment, so it sees our answer instead of a reset, but no longer and no more than this.
 constexpr absl::Duration kLinger = absl::Seconds(2);
-constexpr int64_t kLingerBytes = 4 << 20;
+constexpr int64_t kLingerBytes = 1 << 20;
 
 std::string PeerAddress(const sockaddr_storage& addr) {
   char text[INET6_ADDRSTRLEN] = "?";
