@@ -45,7 +45,7 @@ void CheckParsed(const HttpRequest& r, const HttpLimits& limits) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace accel::fuzz;
-  const absl::string_view bytes = AsText(data, size);
+  const absl::string_view bytes(reinterpret_cast<const char*>(data), size);
   HttpLimits limits;
   limits.max_head_bytes = 2048;
   limits.max_body_bytes = 4096;
@@ -53,8 +53,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   size_t scanned = 0;
   const size_t want = NaiveHeadLength(bytes);
   const size_t split = size / 2;
-  size_t got = RequestHeadLength(bytes.substr(0, split), &scanned);
-  if (got == 0) got = RequestHeadLength(bytes, &scanned);
+  size_t got = accel::server::RequestHeadLength(bytes.substr(0, split), &scanned);
+  if (got == 0) got = accel::server::RequestHeadLength(bytes, &scanned);
   FUZZ_CHECK(got == want, absl::StrCat("head length ", got, " in pieces, ", want, " at once"));
 
   HttpRequest request;
