@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <deque>
@@ -19,7 +20,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "engine/base/logging.h"
 
 namespace accel::server {
@@ -31,6 +32,12 @@ constexpr size_t kReadChunk = 16 << 10;
 // After a refusal the client may still be sending (a large body): read and drop its bytes for
 // a moment, so it sees our answer instead of a reset, but no longer and no more than this.
 constexpr absl::Duration kLinger = absl::Seconds(2);
+
+// Deadlines run on the monotonic clock: a step of the wall clock neither extends nor ends them.
+using Clock = std::chrono::steady_clock;
+Clock::time_point After(absl::Duration d) {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(absl::ToChronoNanoseconds(d));
+}
 constexpr int64_t kLingerBytes = 1 << 20;
 
 std::string PeerAddress(const sockaddr_storage& addr) {
@@ -101,7 +108,7 @@ class HttpFront::Loop {
     bool close_after = false;
     bool linger = false;      // the request was refused before all of it was read
     int64_t lingered = 0;
-    absl::Time deadline = absl::InfiniteFuture();
+    Clock::time_point deadline = Clock::time_point::max();
   };
   struct Done {
     uint64_t id;
@@ -124,10 +131,11 @@ class HttpFront::Loop {
   void Run() {
     epoll_event events[64];
     while (!stop_.load()) {
-      absl::Time next = absl::Now() + absl::Seconds(1);
+      Clock::time_point next = After(absl::Seconds(1));
       for (const auto& [id, c] : conns_) next = std::min(next, c->deadline);
-      const int timeout_ms = static_cast<int>(
-          std::clamp<int64_t>(absl::ToInt64Milliseconds(next - absl::Now()) + 1, 0, 1000));
+      const int64_t wait_ms =
+          std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now()).count() + 1;
+      const int timeout_ms = static_cast<int>(std::clamp<int64_t>(wait_ms, 0, 1000));
       const int n = epoll_wait(epoll_, events, 64, timeout_ms);
       for (int i = 0; i < n; ++i) {
         const uint64_t id = events[i].data.u64;
@@ -139,7 +147,7 @@ class HttpFront::Loop {
           OnEvent(*it->second, events[i].events);
         }
       }
-      Expire(absl::Now());
+      Expire(Clock::now());
     }
     while (!conns_.empty()) Close(*conns_.begin()->second);
   }
@@ -179,7 +187,7 @@ class HttpFront::Loop {
       c->id = next_id_++;
       c->fd = fd;
       c->peer = std::move(peer);
-      c->deadline = absl::Now() + limits_.request_deadline;
+      c->deadline = After(limits_.request_deadline);
       if (!Watch(fd, c->id, EPOLLIN, EPOLL_CTL_ADD)) {
         close(fd);
         continue;
@@ -233,7 +241,7 @@ class HttpFront::Loop {
     conns_.erase(c.id);  // destroys c
   }
 
-  void Expire(absl::Time now) {
+  void Expire(Clock::time_point now) {
     std::vector<Conn*> late;
     for (const auto& [id, c] : conns_) {
       if (c->deadline <= now) late.push_back(c.get());
@@ -317,7 +325,7 @@ class HttpFront::Loop {
     std::optional<HttpResponse> quick = quick_ ? quick_(c.request) : std::nullopt;
     if (quick.has_value()) return Answer(c, *quick);
     c.state = State::kHandling;
-    c.deadline = absl::InfiniteFuture();  // our handler's time, not the peer's
+    c.deadline = Clock::time_point::max();  // our handler's time, not the peer's
     Interest(c, 0);
     absl::MutexLock lock(&mu_);
     jobs_.push_back({c.id, c.request});
@@ -337,7 +345,7 @@ class HttpFront::Loop {
                               c.request.minor_version);
     c.written = 0;
     c.state = State::kWriting;
-    c.deadline = absl::Now() + limits_.write_deadline;
+    c.deadline = After(limits_.write_deadline);
     Write(c);
   }
 
@@ -356,12 +364,12 @@ class HttpFront::Loop {
     if (c.close_after) {
       shutdown(c.fd, SHUT_WR);
       c.state = State::kLingering;
-      c.deadline = absl::Now() + kLinger;
+      c.deadline = After(kLinger);
       return Interest(c, EPOLLIN);
     }
     c.state = State::kHead;
     c.request = HttpRequest();
-    c.deadline = absl::Now() + limits_.request_deadline;
+    c.deadline = After(limits_.request_deadline);
     Interest(c, EPOLLIN);
     if (!c.in.empty()) NextRequest(c);  // pipelined
   }
