@@ -17,23 +17,14 @@ const WebAsset* FindWebAsset(std::string_view path) {
   return nullptr;
 }
 
-HttpResponse Send(const HttpReply& reply) {
-  HttpResponse res;
-  res.status = reply.status;
-  res.content_type = reply.content_type;
-  res.body = reply.body;
-  res.headers.emplace_back("Cache-Control", "no-store");
-  return res;
-}
-
 // Wraps a handler so that no exception (bad_alloc, json) leaves it for the server's thread.
 template <typename F>
 HttpRoutes::Handler Guarded(F handler) {
   return [handler](const HttpRequest& req, const std::vector<std::string>& captures) {
     try {
-      return Send(handler(req, captures));
+      return handler(req, captures);
     } catch (const std::exception& e) {
-      return Send(ErrorReply(absl::InternalError(e.what())));
+      return ErrorReply(absl::InternalError(e.what()));
     }
   };
 }
