@@ -13,15 +13,12 @@
 #include <chrono>
 #include <cerrno>
 #include <cstring>
-#include <deque>
-#include <exception>
 #include <thread>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "engine/base/logging.h"
+#include "server/http_handler_pool.h"
 
 namespace accel::server {
 namespace {
@@ -68,9 +65,8 @@ class HttpFront::Loop {
         !Watch(wake_, kWakeId, EPOLLIN, EPOLL_CTL_ADD)) {
       return absl::InternalError(absl::StrCat("--http-listen: epoll: ", std::strerror(errno)));
     }
-    for (int i = 0; i < std::max(1, limits_.handler_threads); ++i) {
-      workers_.emplace_back([this] { Work(); });
-    }
+    pool_ = std::make_unique<HttpHandlerPool>(limits_.handler_threads, handler_,
+                                              [this] { Wake(); });
     thread_ = std::thread([this] { Run(); });
     return absl::OkStatus();
   }
@@ -81,12 +77,8 @@ class HttpFront::Loop {
     Wake();
     if (thread_.joinable()) thread_.join();
     close(listen_fd_);
-    {
-      absl::MutexLock lock(&mu_);
-      stopping_ = true;
-    }
-    for (std::thread& t : workers_) t.join();
-    // Only now: a worker finishing late still writes to wake_.
+    if (pool_) pool_->Stop();
+    // Only now: a handler finishing late still writes to wake_.
     for (int fd : {epoll_, wake_, reserve_}) {
       if (fd >= 0) close(fd);
     }
@@ -110,11 +102,6 @@ class HttpFront::Loop {
     int64_t lingered = 0;
     Clock::time_point deadline = Clock::time_point::max();
   };
-  struct Done {
-    uint64_t id;
-    HttpResponse response;
-  };
-
   bool Watch(int fd, uint64_t id, uint32_t events, int op) {
     epoll_event ev{};
     ev.events = events;
@@ -327,8 +314,7 @@ class HttpFront::Loop {
     c.state = State::kHandling;
     c.deadline = Clock::time_point::max();  // our handler's time, not the peer's
     Interest(c, 0);
-    absl::MutexLock lock(&mu_);
-    jobs_.push_back({c.id, c.request});
+    pool_->Submit(c.id, c.request);
   }
 
   void Refuse(Conn& c, const HttpRefusal& refusal) {
@@ -374,45 +360,13 @@ class HttpFront::Loop {
     if (!c.in.empty()) NextRequest(c);  // pipelined
   }
 
-  // --- handler threads ----------------------------------------------------------------------
-
-  void Work() {
-    for (;;) {
-      std::pair<uint64_t, HttpRequest> job;
-      {
-        absl::MutexLock lock(&mu_);
-        mu_.Await(absl::Condition(
-            +[](Loop* l) { return l->stopping_ || !l->jobs_.empty(); }, this));
-        if (jobs_.empty()) return;  // stopping
-        job = std::move(jobs_.front());
-        jobs_.pop_front();
-      }
-      HttpResponse response;
-      try {
-        response = handler_(job.second);
-      } catch (const std::exception& e) {
-        response = TextResponse(500, absl::StrCat("500 Internal Server Error: ", e.what()));
-      }
-      {
-        absl::MutexLock lock(&mu_);
-        answers_.push_back({job.first, std::move(response)});
-      }
-      Wake();
-    }
-  }
-
   void TakeAnswers() {
     uint64_t count;
     [[maybe_unused]] ssize_t n = read(wake_, &count, sizeof(count));
-    std::deque<Done> answers;
-    {
-      absl::MutexLock lock(&mu_);
-      answers.swap(answers_);
-    }
-    for (Done& done : answers) {
-      auto it = conns_.find(done.id);
+    for (auto& [id, response] : pool_->TakeAnswers()) {
+      auto it = conns_.find(id);
       if (it == conns_.end() || it->second->state != State::kHandling) continue;  // peer gone
-      Answer(*it->second, done.response);
+      Answer(*it->second, response);
     }
   }
 
@@ -422,18 +376,13 @@ class HttpFront::Loop {
   const Handler handler_;
   int epoll_ = -1, wake_ = -1, reserve_ = -1;
   std::thread thread_;
-  std::vector<std::thread> workers_;
+  std::unique_ptr<HttpHandlerPool> pool_;
   std::atomic<bool> stop_{false}, stopped_{false};
 
   // The loop thread's alone.
   absl::flat_hash_map<uint64_t, std::unique_ptr<Conn>> conns_;
   absl::flat_hash_map<std::string, int> per_peer_;
   uint64_t next_id_ = 2;
-
-  absl::Mutex mu_;
-  std::deque<std::pair<uint64_t, HttpRequest>> jobs_ ABSL_GUARDED_BY(mu_);
-  std::deque<Done> answers_ ABSL_GUARDED_BY(mu_);
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 absl::StatusOr<std::unique_ptr<HttpFront>> HttpFront::Start(int listen_fd, const HttpLimits& limits,
