@@ -17,9 +17,9 @@
 // (server/http_request.h), refuses a body over max_body_bytes (413) from the head alone, reads
 // and discards a smaller one, and answers protocol errors (400, 408, 411, 413, 414, 431, 505)
 // itself. A parsed request goes first to `quick` on the loop thread (cheap answers: /healthz,
-// 401s), else to one of handler_threads threads running `handler`; answers are written by the
-// loop under write_deadline. Memory is bounded by the connection cap times the head cap plus
-// the answers being written; no byte of a refused body is kept.
+// 401s), else to one of handler_threads threads running `handler` (server/http_handler_pool.h);
+// answers are written by the loop under write_deadline. Memory is bounded by the connection cap
+// times the head cap plus the answers being written; no byte of a refused body is kept.
 #pragma once
 
 #include <functional>
