@@ -277,6 +277,23 @@ def seeds_token_file():
     put("token_file", "certificate", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
     put("token_file", "private_key", "-----BEGIN EC PRIVATE KEY-----\nMHcC\n-----END EC PRIVATE KEY-----\n")
 
+def seeds_http():
+    put("http_request", "get_events", b"GET /api/v1/jobs/job-1/events?after=3&limit=2 HTTP/1.1\r\n"
+        b"Host: 127.0.0.1:9090\r\nAuthorization: Bearer s3cret\r\nCookie: a=1; accel_token=t\r\n\r\n")
+    put("http_request", "login", b"GET /?token=a%2Bb+c HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+    put("http_request", "post_body", b"POST /metrics HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello")
+    put("http_request", "bare_lf", b"HEAD /healthz HTTP/1.1\nConnection: close\n\n")
+    put("http_request", "bad_percent", b"GET /api/v1/jobs/job-%ff HTTP/1.1\r\n\r\n")
+    put("http_request", "utf8_path", b"GET /jobs/%C3%A9t%C3%A9 HTTP/1.1\r\n\r\n")
+    put("http_request", "chunked", b"GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+    put("http_request", "two_lengths", b"GET / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n")
+    put("http_request", "too_large", b"GET / HTTP/1.1\r\nContent-Length: 400000000\r\n\r\n")
+    put("http_request", "folded", b"GET / HTTP/1.1\r\nA: b\r\n c\r\n\r\n")
+    put("http_request", "long_line", b"GET /" + b"a" * 3000 + b" HTTP/1.1\r\n\r\n")
+    put("http_request", "http2", b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+
+
+if __name__ == "__main__":
     seeds_safetensors()
     seeds_rank_file()
     seeds_checkpoint_metadata()
@@ -285,3 +302,4 @@ def seeds_token_file():
     seeds_configs()
     seeds_rpc()
     seeds_token_file()
+    seeds_http()

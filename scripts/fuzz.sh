@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TARGETS=(safetensors checkpoint_metadata rank_file token_shard job_file accelerate_yaml
-         deepspeed_json rpc_request token_file)
+         deepspeed_json rpc_request token_file http_request)
 if [ "${1:-}" = "list" ]; then
   printf '%s\n' "${TARGETS[@]}"
   exit 0

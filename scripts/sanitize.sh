@@ -48,9 +48,9 @@ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release "-DACCEL_SANITIZE=$SA
   "-DACCEL_SANITIZE_SKIP_DIRS=$SKIP_DIRS" >/dev/null
 
 # TSan covers the multi-threaded, multi-process parts: the communicators and stores, the RPC
-# glue, acceld's core and services, its HTTP side (httplib's thread pool over the registry and
-# telemetry) with the dashboard in Chromium, the worker, the control plane end to end, and the
-# Python client driving acceld (its stubs are a custom target).
+# glue, acceld's core and services, its HTTP side (event loop and handler threads over the
+# registry and telemetry) with the dashboard in Chromium, the worker, the control plane end to
+# end, and the Python client driving acceld (its stubs are a custom target).
 TSAN_TARGETS=(accel_comm_test accel_rpc_test accel_server_core_test accel_server_test acceld
               accel-worker accel_worker_daemon_test accel_worker_e2e_test
               accel_controlplane_e2e_test accelctl accel_server_http_test accel_dashboard_api_test

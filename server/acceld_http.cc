@@ -1,7 +1,6 @@
 // Acceld's HTTP side: the telemetry that /metrics renders, and the server that serves it with
 // the dashboard. Only with --http-listen; without it acceld follows no telemetry.
 #include "engine/base/status_macros.h"
-#include "httplib.h"
 #include "server/acceld.h"
 #include "server/dashboard.h"
 #include "server/metrics_page.h"
@@ -47,11 +46,14 @@ absl::Status Acceld::StartHttp() {
   dashboard.store = store_.get();
   dashboard.manager = manager_.get();
   dashboard.version = kAcceldVersion;
-  ACCEL_ASSIGN_OR_RETURN(http_, HttpServer::Start(http, [&](httplib::Server& server) {
-    server.Get("/metrics", [sources](const httplib::Request&, httplib::Response& res) {
-      res.set_content(RenderMetrics(sources), "text/plain; version=0.0.4; charset=utf-8");
+  ACCEL_ASSIGN_OR_RETURN(http_, HttpServer::Start(http, [&](HttpRoutes& routes) {
+    routes.Get("/metrics", [sources](const HttpRequest&, const std::vector<std::string>&) {
+      HttpResponse res;
+      res.content_type = "text/plain; version=0.0.4; charset=utf-8";
+      res.body = RenderMetrics(sources);
+      return res;
     });
-    RegisterDashboardRoutes(server, dashboard);
+    RegisterDashboardRoutes(routes, dashboard);
   }));
   return absl::OkStatus();
 }

@@ -17,59 +17,58 @@ const WebAsset* FindWebAsset(std::string_view path) {
   return nullptr;
 }
 
-void Send(const HttpReply& reply, httplib::Response& res) {
-  res.status = reply.status;
-  res.set_content(reply.body, reply.content_type.c_str());
-  res.set_header("Cache-Control", "no-store");
-}
-
-// Wraps a handler so that no exception (bad_alloc, json) leaves it for httplib's thread.
+// Wraps a handler so that no exception (bad_alloc, json) leaves it for the server's thread.
 template <typename F>
-httplib::Server::Handler Guarded(F handler) {
-  return [handler](const httplib::Request& req, httplib::Response& res) {
+HttpRoutes::Handler Guarded(F handler) {
+  return [handler](const HttpRequest& req, const std::vector<std::string>& captures) {
     try {
-      Send(handler(req), res);
+      return handler(req, captures);
     } catch (const std::exception& e) {
-      Send(ErrorReply(absl::InternalError(e.what())), res);
+      return ErrorReply(absl::InternalError(e.what()));
     }
   };
 }
 
-void ServeAsset(httplib::Server& server, const std::string& route, std::string_view asset_path) {
+void ServeAsset(HttpRoutes& routes, const std::string& route, std::string_view asset_path) {
   const WebAsset* asset = FindWebAsset(asset_path);
   if (asset == nullptr) return;  // the build embeds all three; nothing to serve otherwise
-  server.Get(route, [asset](const httplib::Request&, httplib::Response& res) {
-    res.set_content(asset->body.data(), asset->body.size(), std::string(asset->content_type));
-    res.set_header("Cache-Control", "no-cache");
-    res.set_header("X-Content-Type-Options", "nosniff");
+  routes.Get(route, [asset](const HttpRequest&, const std::vector<std::string>&) {
+    HttpResponse res;
+    res.content_type = std::string(asset->content_type);
+    res.body = std::string(asset->body);
+    res.headers.emplace_back("Cache-Control", "no-cache");
+    res.headers.emplace_back("X-Content-Type-Options", "nosniff");
+    return res;
   });
 }
 
 }  // namespace
 
-void RegisterDashboardRoutes(httplib::Server& server, const DashboardDeps& deps) {
-  ServeAsset(server, "/", "/index.html");
-  ServeAsset(server, "/index.html", "/index.html");
-  ServeAsset(server, "/dashboard.js", "/dashboard.js");
-  ServeAsset(server, "/dashboard.css", "/dashboard.css");
+void RegisterDashboardRoutes(HttpRoutes& routes, const DashboardDeps& deps) {
+  ServeAsset(routes, "/", "/index.html");
+  ServeAsset(routes, "/index.html", "/index.html");
+  ServeAsset(routes, "/dashboard.js", "/dashboard.js");
+  ServeAsset(routes, "/dashboard.css", "/dashboard.css");
 
+  using Captures = std::vector<std::string>;
   const DashboardDeps d = deps;
-  server.Get("/api/v1/jobs", Guarded([d](const httplib::Request&) { return JobsReply(d); }));
-  server.Get(R"(/api/v1/jobs/([^/]+))", Guarded([d](const httplib::Request& req) {
-               return JobReply(d, req.matches[1]);
+  routes.Get("/api/v1/jobs",
+             Guarded([d](const HttpRequest&, const Captures&) { return JobsReply(d); }));
+  routes.Get("/api/v1/jobs/*", Guarded([d](const HttpRequest&, const Captures& id) {
+               return JobReply(d, id[0]);
              }));
-  server.Get(R"(/api/v1/jobs/([^/]+)/events)", Guarded([d](const httplib::Request& req) {
-               return JobEventsReply(d, req.matches[1], req.get_param_value("after"),
-                                     req.get_param_value("limit"));
+  routes.Get("/api/v1/jobs/*/events", Guarded([d](const HttpRequest& req, const Captures& id) {
+               return JobEventsReply(d, id[0], req.Param("after"), req.Param("limit"));
              }));
-  server.Get(R"(/api/v1/jobs/([^/]+)/checkpoints)", Guarded([d](const httplib::Request& req) {
-               return CheckpointsReply(d, req.matches[1]);
+  routes.Get("/api/v1/jobs/*/checkpoints", Guarded([d](const HttpRequest&, const Captures& id) {
+               return CheckpointsReply(d, id[0]);
              }));
-  server.Get("/api/v1/cluster", Guarded([d](const httplib::Request&) { return ClusterReply(d); }));
-  // Registered last: httplib tries routes in order, so only what nothing above took lands here.
-  server.Get(R"(/api/v1/.*)", Guarded([](const httplib::Request& req) {
-               return ErrorReply(absl::NotFoundError("no such API route: " + req.path));
-             }));
+  routes.Get("/api/v1/cluster",
+             Guarded([d](const HttpRequest&, const Captures&) { return ClusterReply(d); }));
+  // Only what no route above matched lands here, whatever the method.
+  routes.Fallback("/api/v1/", Guarded([](const HttpRequest& req, const Captures&) {
+                    return ErrorReply(absl::NotFoundError("no such API route: " + req.path));
+                  }));
 }
 
 }  // namespace accel::server

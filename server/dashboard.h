@@ -14,11 +14,10 @@
 // for a bad id or parameter, 404 for an unknown job or route, 500 for the store's errors.
 #pragma once
 
-#include <httplib.h>
-
 #include <string>
 
 #include "server/event_log.h"
+#include "server/http_routes.h"
 #include "server/job_manager.h"
 #include "server/job_registry.h"
 #include "server/state_store.h"
@@ -34,10 +33,8 @@ struct DashboardDeps {
   std::string version;
 };
 
-// Registers the GET routes above on `server`, and last a catch-all that answers any other GET
-// under /api/v1/ with a JSON 404: register other /api/v1/ routes before calling this (httplib
-// takes the first route that matches). Handlers are thread-safe (httplib runs them on its
-// thread pool).
-void RegisterDashboardRoutes(httplib::Server& server, const DashboardDeps& deps);
+// Registers the GET routes above on `routes`, and a fallback that answers any other path under
+// /api/v1/ with a JSON 404. Handlers are thread-safe (the server runs several at once).
+void RegisterDashboardRoutes(HttpRoutes& routes, const DashboardDeps& deps);
 
 }  // namespace accel::server

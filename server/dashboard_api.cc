@@ -29,7 +29,17 @@ int HttpStatusOf(absl::StatusCode code) {
   }
 }
 
-HttpReply Ok(std::string body) { return HttpReply{.status = 200, .body = std::move(body)}; }
+// JSON the browser must not cache: every answer is the state of now.
+HttpResponse JsonReply(int status, std::string body) {
+  HttpResponse res;
+  res.status = status;
+  res.content_type = "application/json";
+  res.body = std::move(body);
+  res.headers.emplace_back("Cache-Control", "no-store");
+  return res;
+}
+
+HttpResponse Ok(std::string body) { return JsonReply(200, std::move(body)); }
 
 // Elements already in JSON joined into a JSON array.
 std::string JsonArray(const std::vector<std::string>& items) {
@@ -63,14 +73,14 @@ absl::StatusOr<int64_t> IntParam(const char* name, const std::string& text, int6
 
 }  // namespace
 
-HttpReply ErrorReply(const absl::Status& status) {
+HttpResponse ErrorReply(const absl::Status& status) {
   nlohmann::json body = {{"error",
                           {{"code", absl::StatusCodeToString(status.code())},
                            {"message", std::string(status.message())}}}};
-  return HttpReply{.status = HttpStatusOf(status.code()), .body = body.dump()};
+  return JsonReply(HttpStatusOf(status.code()), body.dump());
 }
 
-HttpReply JobsReply(const DashboardDeps& d) {
+HttpResponse JobsReply(const DashboardDeps& d) {
   std::vector<JobRecord> jobs = d.registry->List();
   std::reverse(jobs.begin(), jobs.end());  // newest first, as ListJobs answers
   std::vector<std::string> job_json;
@@ -89,7 +99,7 @@ HttpReply JobsReply(const DashboardDeps& d) {
   return Ok(absl::StrCat("{\"jobs\":", JsonArray(job_json), ",\"metrics\":", metrics, "}}"));
 }
 
-HttpReply JobReply(const DashboardDeps& d, const std::string& job_id) {
+HttpResponse JobReply(const DashboardDeps& d, const std::string& job_id) {
   absl::StatusOr<JobRecord> job = NamedJob(d, job_id);
   if (!job.ok()) return ErrorReply(job.status());
   absl::Status error;
@@ -98,7 +108,7 @@ HttpReply JobReply(const DashboardDeps& d, const std::string& job_id) {
   return Ok(MessageToJson(proto));
 }
 
-HttpReply JobEventsReply(const DashboardDeps& d, const std::string& job_id,
+HttpResponse JobEventsReply(const DashboardDeps& d, const std::string& job_id,
                          const std::string& after, const std::string& limit) {
   absl::StatusOr<JobRecord> job = NamedJob(d, job_id);
   if (!job.ok()) return ErrorReply(job.status());
@@ -126,7 +136,7 @@ HttpReply JobEventsReply(const DashboardDeps& d, const std::string& job_id,
   return Ok(absl::StrCat("{\"events\":", JsonArray(event_json), ",\"last_seq\":", newest, "}"));
 }
 
-HttpReply CheckpointsReply(const DashboardDeps& d, const std::string& job_id) {
+HttpResponse CheckpointsReply(const DashboardDeps& d, const std::string& job_id) {
   absl::StatusOr<JobRecord> job = NamedJob(d, job_id);
   if (!job.ok()) return ErrorReply(job.status());
   absl::StatusOr<std::vector<CheckpointRecord>> list = d.store->ListCheckpoints(job_id);
@@ -136,7 +146,7 @@ HttpReply CheckpointsReply(const DashboardDeps& d, const std::string& job_id) {
   return Ok(absl::StrCat("{\"checkpoints\":", JsonArray(items), "}"));
 }
 
-HttpReply ClusterReply(const DashboardDeps& d) {
+HttpResponse ClusterReply(const DashboardDeps& d) {
   return Ok(MessageToJson(ClusterToProto(d.manager->Cluster(), d.version)));
 }
 

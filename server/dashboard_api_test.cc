@@ -166,6 +166,29 @@ TEST_F(DashboardApiTest, GetsOneJobAndRefusesUnknownOrBadIds) {
   EXPECT_EQ(no_route["error"]["code"], "NOT_FOUND");
 }
 
+TEST_F(DashboardApiTest, ABadlyEncodedIdIs400AndOtherMethodsAre405) {
+  // A byte 0xff in the id: the client's error (it was a 500 when the JSON error could not
+  // carry it), refused by the server's parser before the routes, in text/plain.
+  for (const char* path : {"/api/v1/jobs/job-%ff", "/api/v1/jobs/job-%ff/events"}) {
+    httplib::Result res = client_->Get(path);
+    ASSERT_TRUE(res) << path;
+    EXPECT_EQ(res->status, 400) << path;
+    EXPECT_THAT(res->body, HasSubstr("does not decode to UTF-8")) << path;
+  }
+  for (const char* method : {"POST", "PUT", "DELETE"}) {
+    for (const std::string& path : {std::string("/api/v1/jobs"), "/api/v1/jobs/" + job_id_,
+                                     std::string("/api/v1/cluster")}) {
+      httplib::Request req;
+      req.method = method;
+      req.path = path;
+      httplib::Result res = client_->send(req);
+      ASSERT_TRUE(res) << method << " " << path;
+      EXPECT_EQ(res->status, 405) << method << " " << path;
+      EXPECT_EQ(res->get_header_value("Allow"), "GET, HEAD") << method << " " << path;
+    }
+  }
+}
+
 TEST_F(DashboardApiTest, PagesThroughEventsAfterASequenceNumber) {
   AppendTraining();
   absl::StatusOr<int64_t> last = daemon_->events().LastSeq(job_id_);

@@ -1,21 +1,20 @@
 // Test helpers of the dashboard's tests: an in-process acceld, and the dashboard's routes on an
-// httplib server of their own, on 127.0.0.1 and a free port, served from a thread (no auth:
-// acceld's HTTP server adds that in front).
+// HTTP front of their own (server/http_front.h), on 127.0.0.1 and a free port (no auth: acceld's
+// HTTP server adds that in front). The tests' clients are cpp-httplib's (included here).
 #pragma once
 
 #include <httplib.h>
 
 #include <sys/stat.h>
 
-#include <chrono>
 #include <fstream>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "gtest/gtest.h"
 #include "server/acceld.h"
 #include "server/dashboard.h"
+#include "server/http_server.h"
 
 namespace accel::server {
 
@@ -54,22 +53,20 @@ inline DashboardDeps DepsOf(Acceld& d) {
 class DashboardTestServer {
  public:
   explicit DashboardTestServer(const DashboardDeps& deps) {
-    RegisterDashboardRoutes(server_, deps);
-    // Bound and listening once this returns, so clients may connect before the thread runs.
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    EXPECT_GT(port_, 0) << "could not bind 127.0.0.1";
-    if (port_ <= 0) return;
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    // stop() does nothing before the accept loop runs, so wait for it (at most 10 s).
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!server_.is_running() && std::chrono::steady_clock::now() < give_up) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    EXPECT_TRUE(server_.is_running()) << "the dashboard's server did not start";
+    RegisterDashboardRoutes(routes_, deps);
+    // Bound and listening once this returns, so clients may connect at once.
+    absl::StatusOr<HttpListener> listener = ListenHttp("127.0.0.1:0");
+    EXPECT_TRUE(listener.ok()) << listener.status();
+    if (!listener.ok()) return;
+    port_ = listener->port;
+    absl::StatusOr<std::unique_ptr<HttpFront>> front = HttpFront::Start(
+        listener->fd, HttpLimits(), nullptr,
+        [this](const HttpRequest& req) { return routes_.Serve(req); });
+    EXPECT_TRUE(front.ok()) << front.status();
+    if (front.ok()) front_ = std::move(*front);
   }
   ~DashboardTestServer() {
-    server_.stop();
-    if (thread_.joinable()) thread_.join();
+    if (front_) front_->Stop();
   }
   DashboardTestServer(const DashboardTestServer&) = delete;
   DashboardTestServer& operator=(const DashboardTestServer&) = delete;
@@ -78,9 +75,9 @@ class DashboardTestServer {
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
 
  private:
-  httplib::Server server_;
+  HttpRoutes routes_;
+  std::unique_ptr<HttpFront> front_;
   int port_ = -1;
-  std::thread thread_;
 };
 
 }  // namespace accel::server

@@ -1,8 +1,9 @@
 #include "server/http_server.h"
 
+#include <netdb.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
-
-#include <chrono>
+#include <unistd.h>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -10,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "engine/base/logging.h"
-#include "httplib.h"
+#include "engine/base/status_macros.h"
 #include "server/same_secret.h"
 
 namespace accel::server {
@@ -21,31 +22,35 @@ constexpr char kHowToAuthenticate[] =
     "401 Unauthorized: send `Authorization: Bearer <token>` (acceld's client token file), or "
     "open /?token=<token> once in a browser\n";
 
-httplib::Server::HandlerResponse Authenticate(const std::string& token,
-                                              const httplib::Request& req,
-                                              httplib::Response& res) {
-  if (req.path == "/healthz") return httplib::Server::HandlerResponse::Unhandled;
-  if (req.has_param("token")) {
-    if (!SameSecret(req.get_param_value("token"), token)) {
-      res.status = 401;
-      res.set_content(kHowToAuthenticate, "text/plain; charset=utf-8");
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    // The path only: the token leaves the address bar (and the browser's history of it).
-    res.set_header("Set-Cookie", absl::StrCat(kCookie, "=", token,
-                                              "; Path=/; HttpOnly; SameSite=Strict"));
-    res.set_redirect(req.path, 303);
-    return httplib::Server::HandlerResponse::Handled;
+HttpResponse Unauthorized() {
+  HttpResponse res = TextResponse(401, kHowToAuthenticate);
+  res.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"acceld\"");
+  return res;
+}
+
+// Answers on the event loop what needs no handler thread: /healthz, and every request without
+// the token (401, or the ?token= login's redirect). nullopt: authenticated, for the routes.
+std::optional<HttpResponse> Authenticate(const std::string& token, const HttpRequest& req) {
+  if (req.path == "/healthz") {
+    if (req.method == "GET" || req.method == "HEAD") return TextResponse(200, "ok");
+    HttpResponse res = TextResponse(405, "405 Method Not Allowed: /healthz answers GET and HEAD");
+    res.headers.emplace_back("Allow", "GET, HEAD");
+    return res;
   }
-  const std::string presented =
-      PresentedToken(req.get_header_value("Authorization"), req.get_header_value("Cookie"));
-  if (!presented.empty() && SameSecret(presented, token)) {
-    return httplib::Server::HandlerResponse::Unhandled;
+  if (req.HasParam("token")) {
+    if (!SameSecret(req.Param("token"), token)) return TextResponse(401, kHowToAuthenticate);
+    // The path only (as sent: plain ASCII): the token leaves the address bar (and the
+    // browser's history of it).
+    HttpResponse res;
+    res.status = 303;
+    res.headers.emplace_back(
+        "Set-Cookie", absl::StrCat(kCookie, "=", token, "; Path=/; HttpOnly; SameSite=Strict"));
+    res.headers.emplace_back("Location", req.target.substr(0, req.target.find('?')));
+    return res;
   }
-  res.status = 401;
-  res.set_header("WWW-Authenticate", "Bearer realm=\"acceld\"");
-  res.set_content(kHowToAuthenticate, "text/plain; charset=utf-8");
-  return httplib::Server::HandlerResponse::Handled;
+  const std::string presented = PresentedToken(req.Header("Authorization"), req.Header("Cookie"));
+  if (!presented.empty() && SameSecret(presented, token)) return std::nullopt;
+  return Unauthorized();
 }
 
 }  // namespace
@@ -63,67 +68,79 @@ std::string PresentedToken(const std::string& authorization, const std::string& 
   return "";
 }
 
-absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
-    const HttpOptions& options, const std::function<void(httplib::Server&)>& routes) {
-  if (options.token.empty()) return absl::InvalidArgumentError("--http-listen: no client token");
-  const size_t colon = options.listen.rfind(':');
+absl::StatusOr<HttpListener> ListenHttp(const std::string& listen) {
+  const size_t colon = listen.rfind(':');
   int port = -1;
-  if (colon == std::string::npos || !absl::SimpleAtoi(options.listen.substr(colon + 1), &port) ||
+  if (colon == std::string::npos || !absl::SimpleAtoi(listen.substr(colon + 1), &port) ||
       port < 0 || port > 65535) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--http-listen: expected host:port (e.g. 127.0.0.1:9090), got \"", options.listen, "\""));
+        "--http-listen: expected host:port (e.g. 127.0.0.1:9090), got \"", listen, "\""));
   }
-  std::string host = options.listen.substr(0, colon);
+  std::string host = listen.substr(0, colon);
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
     host = host.substr(1, host.size() - 2);
   }
   if (host.empty()) host = "127.0.0.1";
+  const absl::Status unavailable = absl::UnavailableError(absl::StrCat(
+      "--http-listen: cannot listen on ", listen, " (port in use, or not this machine's address)"));
 
-  std::unique_ptr<HttpServer> s(new HttpServer());
-  s->server_ = std::make_unique<httplib::Server>();
-  httplib::Server& http = *s->server_;
-  // SO_REUSEADDR (restart while old connections linger) but not httplib's default
-  // SO_REUSEPORT: a second server on a taken port must fail to bind.
-  http.set_socket_options([](socket_t sock) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) {
+    return unavailable;
+  }
+  int fd = -1;
+  for (addrinfo* ai = found; ai != nullptr && fd < 0; ai = ai->ai_next) {
+    fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0) continue;
+    // SO_REUSEADDR (restart while old connections linger) but never SO_REUSEPORT: a second
+    // server on a taken port must fail to bind.
     int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-  });
-  http.set_read_timeout(10, 0);
-  http.set_write_timeout(10, 0);
-  http.set_payload_max_length(1 << 20);  // acceld's HTTP side takes no uploads
-  const std::string token = options.token;
-  http.set_pre_routing_handler([token](const httplib::Request& req, httplib::Response& res) {
-    return Authenticate(token, req, res);
-  });
-  http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("ok\n", "text/plain; charset=utf-8");
-  });
-  if (routes) routes(http);
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || ::listen(fd, SOMAXCONN) != 0) {
+      close(fd);
+      fd = -1;
+    }
+  }
+  freeaddrinfo(found);
+  if (fd < 0) return unavailable;
+  sockaddr_storage bound{};
+  socklen_t len = sizeof(bound);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
+  port = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6&>(bound).sin6_port
+                                           : reinterpret_cast<sockaddr_in&>(bound).sin_port);
+  return HttpListener{
+      .fd = fd,
+      .port = port,
+      .address = absl::StrCat(host.find(':') != std::string::npos ? "[" + host + "]" : host, ":",
+                              port)};
+}
 
-  if (port == 0) {
-    port = http.bind_to_any_port(host);
-  } else if (!http.bind_to_port(host, port)) {
-    port = -1;
-  }
-  if (port <= 0) {
-    return absl::UnavailableError(absl::StrCat("--http-listen: cannot listen on ", options.listen,
-                                               " (port in use, or not this machine's address)"));
-  }
-  s->port_ = port;
-  s->address_ = absl::StrCat(host.find(':') != std::string::npos ? "[" + host + "]" : host, ":",
-                             port);
-  s->thread_ = std::thread([&http] { http.listen_after_bind(); });
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
+    const HttpOptions& options, const std::function<void(HttpRoutes&)>& routes,
+    const HttpLimits& limits) {
+  if (options.token.empty()) return absl::InvalidArgumentError("--http-listen: no client token");
+  std::unique_ptr<HttpServer> s(new HttpServer());
+  if (routes) routes(s->routes_);
+  ACCEL_ASSIGN_OR_RETURN(HttpListener listener, ListenHttp(options.listen));
+  s->port_ = listener.port;
+  s->address_ = listener.address;
+  const HttpRoutes* served = &s->routes_;
+  ACCEL_ASSIGN_OR_RETURN(
+      s->front_,
+      HttpFront::Start(
+          listener.fd, limits,
+          [token = options.token](const HttpRequest& req) { return Authenticate(token, req); },
+          [served](const HttpRequest& req) { return served->Serve(req); }));
   ACCEL_LOG(info, "acceld: HTTP (metrics, dashboard) on http://{}/", s->address_);
   return s;
 }
 
 void HttpServer::Stop() {
-  // stop() only acts on a running server: give a just-started thread its moment to begin.
-  for (int i = 0; i < 200 && server_ && thread_.joinable() && !server_->is_running(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  if (server_) server_->stop();
-  if (thread_.joinable()) thread_.join();
+  if (front_) front_->Stop();
 }
 
 HttpServer::~HttpServer() { Stop(); }

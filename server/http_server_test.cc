@@ -17,9 +17,12 @@ using ::testing::HasSubstr;
 class HttpServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto s = HttpServer::Start({"127.0.0.1:0", "s3cret"}, [](httplib::Server& http) {
-      http.Get("/metrics", [](const httplib::Request&, httplib::Response& res) {
-        res.set_content("accel_up 1\n", "text/plain");
+    auto s = HttpServer::Start({"127.0.0.1:0", "s3cret"}, [](HttpRoutes& routes) {
+      routes.Get("/metrics", [](const HttpRequest&, const std::vector<std::string>&) {
+        HttpResponse res;
+        res.content_type = "text/plain";
+        res.body = "accel_up 1\n";
+        return res;
       });
     });
     ASSERT_TRUE(s.ok()) << s.status();
@@ -96,6 +99,41 @@ TEST_F(HttpServerTest, ATakenPortAndAMalformedAddressAreRefusedAtStart) {
   }
   EXPECT_EQ(HttpServer::Start({"127.0.0.1:0", ""}, nullptr).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(HttpServerTest, OtherMethodsAre405WithAllowAndBadPathsAre400) {
+  const httplib::Headers auth = {{"Authorization", "Bearer s3cret"}};
+  for (const char* method : {"POST", "PUT", "DELETE", "PATCH"}) {
+    httplib::Request req;
+    req.method = method;
+    req.path = "/metrics";
+    req.headers = auth;
+    auto res = client_->send(req);
+    ASSERT_TRUE(res) << method;
+    EXPECT_EQ(res->status, 405) << method;
+    EXPECT_EQ(res->get_header_value("Allow"), "GET, HEAD") << method;
+  }
+  // Without the token a known path still says nothing but 401; /healthz needs none.
+  auto anonymous = client_->Post("/metrics", "", "text/plain");
+  ASSERT_TRUE(anonymous);
+  EXPECT_EQ(anonymous->status, 401);
+  auto healthz = client_->Delete("/healthz");
+  ASSERT_TRUE(healthz);
+  EXPECT_EQ(healthz->status, 405);
+  EXPECT_EQ(healthz->get_header_value("Allow"), "GET, HEAD");
+  auto head = client_->Head("/metrics", auth);
+  ASSERT_TRUE(head);
+  EXPECT_EQ(head->status, 200);
+  EXPECT_EQ(head->body, "");
+  // Bad percent-encoding or a path that is not UTF-8: the client's error, before the routes.
+  for (const char* path : {"/api/v1/jobs/job-%ff", "/api/v1/jobs/job-%zz", "/metrics%00"}) {
+    auto res = client_->Get(path, auth);
+    ASSERT_TRUE(res) << path;
+    EXPECT_EQ(res->status, 400) << path;
+  }
+  auto large = client_->Post("/healthz", std::string((1 << 20) + 1, 'x'), "text/plain");
+  ASSERT_TRUE(large);
+  EXPECT_EQ(large->status, 413);
 }
 
 TEST(PresentedTokenTest, HeaderWinsThenTheCookieAmongOthers) {
