@@ -118,6 +118,7 @@ absl::StatusOr<std::unique_ptr<Acceld>> Acceld::Start(AcceldOptions o) {
   }
   if (o.cpu_slots <= 0) o.cpu_slots = std::max(1u, std::thread::hardware_concurrency());
   if (o.token_file.empty()) o.token_file = o.state_dir + "/token";
+  ACCEL_ASSIGN_OR_RETURN(const std::vector<std::string> data_roots, rpc::DataRoots(o.data_roots));
   // Workers speak plaintext gRPC: with TLS on the TCP port they reach acceld through a private
   // unix socket (the given one, else <state_dir>/acceld.sock).
   const bool tls = !o.tls_cert.empty() && !o.listen.empty();
@@ -197,6 +198,7 @@ absl::StatusOr<std::unique_ptr<Acceld>> Acceld::Start(AcceldOptions o) {
   deps.events = d->events_.get();
   deps.store = d->store_.get();
   deps.version = kAcceldVersion;
+  deps.data_roots = data_roots;
   d->coordinator_ = std::make_unique<CoordinatorService>(deps);
   d->worker_service_ = std::make_unique<WorkerServiceImpl>(deps);
   builder.RegisterService(d->coordinator_.get());

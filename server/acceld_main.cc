@@ -55,6 +55,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--token-file", o.token_file, "client token file (default <state-dir>/token; "
                                                "created 0600 when absent)");
+  app.add_option("--data-root", o.data_roots,
+                 "a directory every path a job names must resolve under (repeatable); without "
+                 "it any path (docs/rpc.md, \"What acceld reads on a client's behalf\")");
   app.add_option("--worker-bin", o.worker_bin, "the accel-worker executable")->capture_default_str();
   app.add_option("--tls-cert", o.tls_cert, "PEM certificate chain: serve TLS on --listen");
   app.add_option("--tls-key", o.tls_key, "PEM private key for --tls-cert");
