@@ -121,6 +121,8 @@ TEST_F(ServicesTest, PathsAJobNamesAreCheckedAtTheDoor) {
   ASSERT_TRUE(layout.ok());
   const std::vector<float> params(layout->num_params(), 0.01f);
   const std::string single = dir_ + "/single", sharded = dir_ + "/sharded";
+  std::filesystem::create_directories(single);
+  std::filesystem::create_directories(sharded);
   ASSERT_TRUE(checkpoint::SaveHfWeights(Env::Default(), single + "/model.safetensors", *layout,
                                         params.data()).ok());
   ASSERT_TRUE(checkpoint::SaveHfWeights(Env::Default(), sharded + "/model.safetensors", *layout,

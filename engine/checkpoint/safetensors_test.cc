@@ -307,7 +307,8 @@ TEST_F(SafetensorsTest, InvalidJson) {
   // Found by fuzz/safetensors_fuzz.cc: a number beyond double threw out of Open.
   s = OpenStatus(WriteBytes("overflow", Assemble(R"({"__metadata__":{"k":1E400}})", "")));
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
-  EXPECT_THAT(s.message(), HasSubstr("number overflow"));
+  EXPECT_THAT(s.message(), HasSubstr("a number out of range"));
+  EXPECT_THAT(s.message(), Not(HasSubstr("1E400")));  // the parser's message quoted it
 }
 
 TEST_F(SafetensorsTest, OffsetsOutOfRange) {

@@ -257,7 +257,9 @@ TEST_P(MalformedTest, FailsForAClientWithoutQuotingTheFile) {
   auto plan = ResolveForClient(c);
   ASSERT_FALSE(plan.ok()) << c.name << " resolved";
   EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(plan.status().message()), ::testing::Not(::testing::HasSubstr("did you mean")))
+  if (!c.env.empty()) return;  // the environment is acceld's own, not a client's file
+  EXPECT_THAT(std::string(plan.status().message()),
+              ::testing::Not(::testing::HasSubstr("did you mean")))
       << c.name;
 }
 

@@ -181,7 +181,8 @@ std::optional<int64_t> Reader::Int(const KeyPath& path, int64_t min, int64_t max
     return std::nullopt;
   }
   if (out < min || out > max) {
-    Error(path, absl::StrCat(Show(json(out)), " is out of range [", min, ", ", max, "]"));
+    Error(path, absl::StrCat(doc_.echo == Echo::kContent ? absl::StrCat(out) : "a number",
+                             " is out of range [", min, ", ", max, "]"));
     return std::nullopt;
   }
   return out;
@@ -197,7 +198,8 @@ std::optional<double> Reader::Number(const KeyPath& path, double min, double max
     return std::nullopt;
   }
   if (!(out >= min && out <= max)) {
-    Error(path, absl::StrCat(Show(json(out)), " is out of range [", min, ", ", max, "]"));
+    Error(path, absl::StrCat(doc_.echo == Echo::kContent ? absl::StrCat(out) : "a number",
+                             " is out of range [", min, ", ", max, "]"));
     return std::nullopt;
   }
   return out;
