@@ -11,6 +11,7 @@
 #include "engine/base/path_checks.h"
 #include "engine/base/status_macros.h"
 #include "engine/checkpoint/hf_model_file.h"
+#include "engine/checkpoint/hf_shards.h"
 #include "rpc/job_placement.h"
 #include "engine/config/train_plan.h"
 #include "engine/model/model_config.h"
@@ -76,6 +77,11 @@ absl::Status CheckWeightsFiles(const std::string& path) {
     absl::StatusOr<std::vector<std::string>> files =
         checkpoint::HfWeightsFiles(Env::Default(), path);
     if (!files.ok()) return files.status();
+    if (files->size() == 1 && files->front() == path) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": a directory without ", checkpoint::kHfIndexFileName,
+                       " or model.safetensors"));
+    }
     for (const std::string& f : *files) ACCEL_RETURN_IF_ERROR(CheckReadableFile(f));
     return absl::OkStatus();
   }

@@ -138,7 +138,8 @@ TEST_F(ServicesTest, PathsAJobNamesAreCheckedAtTheDoor) {
   std::filesystem::create_directories(dir_ + "/empty");
   empty_dir.mutable_model()->set_init_weights(dir_ + "/empty");
   EXPECT_THAT(Submit(empty_dir, token_, nullptr).error_message(),
-              HasSubstr("model.init_weights: " + dir_ + "/empty: neither a weights file"));
+              HasSubstr("model.init_weights: " + dir_ + "/empty: a directory without "
+                        "model.safetensors.index.json or model.safetensors"));
   std::string shard;
   for (const auto& e : std::filesystem::directory_iterator(sharded)) {
     if (e.path().filename().string().starts_with("model-")) shard = e.path().string();
