@@ -46,9 +46,8 @@ absl::Status FileAccess::Check(std::string_view key, const std::string& path) co
       if (Under(real, root)) return absl::OkStatus();
     }
   }
-  return absl::PermissionDeniedError(absl::StrCat(std::string(key), ": ", path,
-                                                  " is outside --data-root (",
-                                                  absl::StrJoin(roots, ", "), ")"));
+  return absl::PermissionDeniedError(absl::StrCat(
+      std::string(key), ": ", path, " is outside --data-root (", absl::StrJoin(roots, ", "), ")"));
 }
 
 absl::StatusOr<std::vector<std::string>> DataRoots(const std::vector<std::string>& dirs) {

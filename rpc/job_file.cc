@@ -114,8 +114,7 @@ Handler Int(const Ctx& c, std::function<void(int64_t)> set, int64_t min = INT64_
       return Bad(c, n, path, absl::StrCat("must be an integer", Got(c, n)));
     }
     if (v < min || v > max) {
-      return Bad(c, n, path,
-                 absl::StrCat("must be an integer from ", min, " to ", max, Got(c, n)));
+      return Bad(c, n, path, absl::StrCat("must be an integer from ", min, " to ", max, Got(c, n)));
     }
     set(v);
     return absl::OkStatus();
@@ -406,8 +405,7 @@ absl::StatusOr<JobSpec> ParseJobYaml(const std::string& text, const std::string&
   return spec;
 }
 
-absl::StatusOr<JobSpec> ParseJobFile(const std::string& path,
-                                     const std::string& accelerate_config,
+absl::StatusOr<JobSpec> ParseJobFile(const std::string& path, const std::string& accelerate_config,
                                      const std::string& deepspeed_config,
                                      const FileAccess& access) {
   ACCEL_RETURN_IF_ERROR(access.Check("job_file", path));

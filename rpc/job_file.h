@@ -29,9 +29,9 @@ namespace accel::rpc {
     const std::string& deepspeed_config = "", const FileAccess& access = {});
 // `text` as the job file named `source`, whose relative paths resolve against `base_dir`.
 [[nodiscard]] absl::StatusOr<accel::v1::JobSpec> ParseJobYaml(const std::string& text,
-                                                             const std::string& source,
-                                                             const std::string& base_dir,
-                                                             const FileAccess& access = {});
+                                                              const std::string& source,
+                                                              const std::string& base_dir,
+                                                              const FileAccess& access = {});
 
 // A spec with every default, as an empty job file would give (data.path still empty).
 accel::v1::JobSpec DefaultJobSpec();

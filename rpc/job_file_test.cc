@@ -189,7 +189,8 @@ TEST(JobFileTest, ForAClientNoErrorQuotesTheFile) {
   const FileAccess client{Echo::kPositionsOnly, {}};
   const std::pair<const char*, const char*> cases[] = {
       {"root:*:20228:0:99999:7:::\n", "j.yaml:1:1: the job file: "},  // yaml-cpp: a mapping
-      {"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln\n", "j.yaml:1:1: the job file: must be a mapping"},
+      {"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln\n",
+       "j.yaml:1:1: the job file: must be a mapping"},
       {"password: hunter2\n", "j.yaml:1:1: the job file: unknown key"},
       {"train:\n  passwrd: hunter2\n", "j.yaml:2:3: train: unknown key"},
       {"train:\n  steps: hunter2\n", "j.yaml:2:10: train.steps: must be an integer"},
@@ -223,16 +224,19 @@ TEST(JobFileTest, ForAClientNoErrorQuotesTheFile) {
 // `acceld --data-root`: the job file and every config it names is checked before it is read;
 // a path that climbs out with ".." or a symlink is outside.
 TEST(JobFileTest, DataRootsAreCheckedBeforeEachFileIsRead) {
-  const std::filesystem::path dir =
-      std::filesystem::path(::testing::TempDir()) / ("accel_job_file_roots_" + std::to_string(getpid()));
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) /
+                                    ("accel_job_file_roots_" + std::to_string(getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir / "root" / "cfg");
   std::ofstream(dir / "root" / "cfg" / "fsdp.yaml") << "distributed_type: FSDP\n";
   std::ofstream(dir / "outside.yaml") << "distributed_type: FSDP\n";
-  std::ofstream(dir / "root" / "job.yaml") << "data: {path: d.txt}\naccelerate_config: cfg/fsdp.yaml\n";
-  std::ofstream(dir / "root" / "escape.yaml") << "data: {path: d.txt}\naccelerate_config: ../outside.yaml\n";
+  std::ofstream(dir / "root" / "job.yaml")
+      << "data: {path: d.txt}\naccelerate_config: cfg/fsdp.yaml\n";
+  std::ofstream(dir / "root" / "escape.yaml")
+      << "data: {path: d.txt}\naccelerate_config: ../outside.yaml\n";
   std::filesystem::create_symlink(dir / "outside.yaml", dir / "root" / "link.yaml");
-  std::ofstream(dir / "root" / "linked.yaml") << "data: {path: d.txt}\naccelerate_config: link.yaml\n";
+  std::ofstream(dir / "root" / "linked.yaml")
+      << "data: {path: d.txt}\naccelerate_config: link.yaml\n";
   absl::StatusOr<std::vector<std::string>> roots = DataRoots({(dir / "root").string()});
   ASSERT_TRUE(roots.ok()) << roots.status();
   const FileAccess access{Echo::kPositionsOnly, *roots};
@@ -245,14 +249,15 @@ TEST(JobFileTest, DataRootsAreCheckedBeforeEachFileIsRead) {
   }
   EXPECT_EQ(ParseJobFile((dir / "outside.yaml").string(), "", "", access).status().code(),
             absl::StatusCode::kPermissionDenied);
-  EXPECT_EQ(ParseJobFile((dir / "root" / "job.yaml").string(), (dir / "outside.yaml").string(),
-                         "", access)
+  EXPECT_EQ(ParseJobFile((dir / "root" / "job.yaml").string(), (dir / "outside.yaml").string(), "",
+                         access)
                 .status()
                 .code(),
             absl::StatusCode::kPermissionDenied);
   // A path not there yet is judged by its nearest existing ancestor.
   EXPECT_TRUE(access.Check("checkpoint.dir", (dir / "root" / "new" / "ckpt").string()).ok());
-  EXPECT_FALSE(access.Check("checkpoint.dir", (dir / "root" / "new" / ".." / ".." / "x").string()).ok());
+  EXPECT_FALSE(
+      access.Check("checkpoint.dir", (dir / "root" / "new" / ".." / ".." / "x").string()).ok());
   EXPECT_TRUE(FileAccess{}.Check("data.path", "/anywhere").ok());  // no roots: any path
   EXPECT_THAT(Msg(DataRoots({(dir / "missing").string()}).status()), HasSubstr("--data-root"));
   std::filesystem::remove_all(dir);

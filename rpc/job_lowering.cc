@@ -61,8 +61,8 @@ absl::StatusOr<config::TrainOptions> JobOptionsFromSpec(const accel::v1::JobSpec
   return o;
 }
 
-absl::StatusOr<config::LoweredJob> LowerJobSpec(const accel::v1::JobSpec& spec,
-                                                bool check_files, Env* env, Echo texts) {
+absl::StatusOr<config::LoweredJob> LowerJobSpec(const accel::v1::JobSpec& spec, bool check_files,
+                                                Env* env, Echo texts) {
   config::LoweringInputs in;
   ACCEL_ASSIGN_OR_RETURN(in.job, JobOptionsFromSpec(spec));
   if (!spec.accelerate_config_text().empty()) {

@@ -25,8 +25,10 @@ absl::Status CheckJobPaths(const accel::v1::JobSpec& spec, const FileAccess& acc
     if (path.empty()) continue;
     if (path[0] != '/') {
       return absl::InvalidArgumentError(absl::StrCat(
-          key, ": must be an absolute path (acceld opens it, from its own working directory), "
-               "got \"", path, "\""));
+          key,
+          ": must be an absolute path (acceld opens it, from its own working directory), "
+          "got \"",
+          path, "\""));
     }
     ACCEL_RETURN_IF_ERROR(access.Check(key, path));
   }

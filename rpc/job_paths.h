@@ -16,8 +16,7 @@ namespace accel::rpc {
 // not the client's (accelctl sends absolute paths; a raw client must too). InvalidArgument
 // "KEY: must be an absolute path ..." otherwise. Then each must pass access.Check (the
 // --data-root roots): PermissionDenied naming the key and the path.
-[[nodiscard]] absl::Status CheckJobPaths(const accel::v1::JobSpec& spec,
-                                         const FileAccess& access);
+[[nodiscard]] absl::Status CheckJobPaths(const accel::v1::JobSpec& spec, const FileAccess& access);
 
 // The job's init_weights as the loader opens them, against the model they must fit: every
 // header, the index's map, tensor names, shapes and dtypes (hf_model_file.h), so that a rank

@@ -12,12 +12,12 @@
 #include "engine/base/status_macros.h"
 #include "engine/checkpoint/hf_model_file.h"
 #include "engine/checkpoint/hf_shards.h"
-#include "rpc/job_placement.h"
 #include "engine/config/train_plan.h"
 #include "engine/model/model_config.h"
 #include "engine/optim/lr_schedule.h"
 #include "engine/shard/shard_plan.h"
 #include "rpc/job_file.h"
+#include "rpc/job_placement.h"
 
 namespace accel::rpc {
 namespace {
@@ -73,24 +73,15 @@ std::string GotText(Echo echo, const std::string& text) {
 // shard blocked a rank past its heartbeat deadline).
 absl::Status CheckWeightsFiles(const std::string& path) {
   std::error_code ec;
-  if (fs::is_directory(path, ec)) {
-    absl::StatusOr<std::vector<std::string>> files =
-        checkpoint::HfWeightsFiles(Env::Default(), path);
-    if (!files.ok()) return files.status();
-    if (files->size() == 1 && files->front() == path) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ": a directory without ", checkpoint::kHfIndexFileName,
-                       " or model.safetensors"));
-    }
-    for (const std::string& f : *files) ACCEL_RETURN_IF_ERROR(CheckReadableFile(f));
-    return absl::OkStatus();
+  const bool directory = fs::is_directory(path, ec);
+  if (!directory) ACCEL_RETURN_IF_ERROR(CheckReadableFile(path));
+  ACCEL_ASSIGN_OR_RETURN(const std::vector<std::string> files,
+                         checkpoint::HfWeightsFiles(Env::Default(), path));
+  if (directory && files == std::vector<std::string>{path}) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": a directory without ", checkpoint::kHfIndexFileName, " or model.safetensors"));
   }
-  ACCEL_RETURN_IF_ERROR(CheckReadableFile(path));
-  if (path.ends_with(".json")) {
-    ACCEL_ASSIGN_OR_RETURN(std::vector<std::string> files,
-                           checkpoint::HfWeightsFiles(Env::Default(), path));
-    for (const std::string& f : files) ACCEL_RETURN_IF_ERROR(CheckReadableFile(f));
-  }
+  for (const std::string& f : files) ACCEL_RETURN_IF_ERROR(CheckReadableFile(f));
   return absl::OkStatus();
 }
 
@@ -152,9 +143,11 @@ absl::Status ValidateJobSpec(const JobSpec& s, bool check_files, Echo echo) {
   if (s.model().config().empty()) {
     const std::vector<std::string> presets = model::ModelPresetNames();
     if (std::find(presets.begin(), presets.end(), s.model().preset()) == presets.end()) {
-      return Invalid("model.preset",
-                     absl::StrCat("unknown preset", echo == Echo::kContent ? absl::StrCat(" '", s.model().preset(), "'") : "",
-                                  "; known: ", absl::StrJoin(presets, ", ")));
+      return Invalid(
+          "model.preset",
+          absl::StrCat("unknown preset",
+                       echo == Echo::kContent ? absl::StrCat(" '", s.model().preset(), "'") : "",
+                       "; known: ", absl::StrJoin(presets, ", ")));
     }
   }
   if (s.data().path().empty()) return Invalid("data.path", "required");

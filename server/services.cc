@@ -62,8 +62,8 @@ absl::StatusOr<accel::v1::JobSpec> RequestedSpec(const accel::v1::SubmitJobReque
           absl::StrCat(key, ": must be an absolute path (acceld reads it), got \"", *path, "\""));
     }
   }
-  absl::StatusOr<accel::v1::JobSpec> spec = rpc::ParseJobFile(
-      req.job_file(), req.accelerate_config(), req.deepspeed_config(), access);
+  absl::StatusOr<accel::v1::JobSpec> spec =
+      rpc::ParseJobFile(req.job_file(), req.accelerate_config(), req.deepspeed_config(), access);
   if (!spec.ok()) return Refused("", spec.status());
   return spec;
 }

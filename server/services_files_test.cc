@@ -69,7 +69,8 @@ TEST_F(ServicesTest, NoErrorQuotesAFileAcceldReadForTheClient) {
   }
   // What was expected, in our words, at the key's position.
   grpc::Status s = SubmitFile(coord_.get(), token_, dir_ + "/value.yaml", "", "");
-  EXPECT_THAT(s.error_message(), HasSubstr(dir_ + "/value.yaml:2:10: train.steps: must be an integer"));
+  EXPECT_THAT(s.error_message(),
+              HasSubstr(dir_ + "/value.yaml:2:10: train.steps: must be an integer"));
   s = SubmitFile(coord_.get(), token_, dir_ + "/nested.yaml", "", "");
   EXPECT_THAT(s.error_message(), HasSubstr(dir_ + "/nested.yaml:2:3: train: unknown key"));
   // A model config.json named by a spec is read by acceld too.
@@ -124,9 +125,11 @@ TEST_F(ServicesTest, PathsAJobNamesAreCheckedAtTheDoor) {
   std::filesystem::create_directories(single);
   std::filesystem::create_directories(sharded);
   ASSERT_TRUE(checkpoint::SaveHfWeights(Env::Default(), single + "/model.safetensors", *layout,
-                                        params.data()).ok());
+                                        params.data())
+                  .ok());
   ASSERT_TRUE(checkpoint::SaveHfWeights(Env::Default(), sharded + "/model.safetensors", *layout,
-                                        params.data(), DType::kF32, 1 << 20).ok());
+                                        params.data(), DType::kF32, 1 << 20)
+                  .ok());
   ASSERT_TRUE(std::filesystem::exists(sharded + "/model.safetensors.index.json"));
   for (const std::string& weights : {single, sharded, single + "/model.safetensors"}) {
     v1::JobSpec spec = Spec(1);
@@ -138,7 +141,8 @@ TEST_F(ServicesTest, PathsAJobNamesAreCheckedAtTheDoor) {
   std::filesystem::create_directories(dir_ + "/empty");
   empty_dir.mutable_model()->set_init_weights(dir_ + "/empty");
   EXPECT_THAT(Submit(empty_dir, token_, nullptr).error_message(),
-              HasSubstr("model.init_weights: " + dir_ + "/empty: a directory without "
+              HasSubstr("model.init_weights: " + dir_ +
+                        "/empty: a directory without "
                         "model.safetensors.index.json or model.safetensors"));
   std::string shard;
   for (const auto& e : std::filesystem::directory_iterator(sharded)) {

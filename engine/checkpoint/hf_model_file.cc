@@ -79,8 +79,8 @@ absl::StatusOr<HfIndex> ReadHfIndex(Env* env, const std::string& index_path) {
   for (const auto& [tensor, file] : j["weight_map"].items()) {
     if (!file.is_string() || file.get<std::string>().empty() ||
         absl::StrContains(file.get<std::string>(), "/")) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          index_path, ": weight_map[", tensor, "] must name a file beside the index"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(index_path, ": weight_map[", tensor, "] must name a file beside the index"));
     }
     const std::string path = JoinPath(DirName(index_path), file.get<std::string>());
     auto [it, inserted] = shard_of_file.emplace(path, static_cast<int>(index.shards.size()));

@@ -54,7 +54,7 @@ struct HfIndex {
 // Every file the loader opens for the weights at `path` (ResolveHfWeightsPath): that file, or
 // the index followed by each shard it names. For the checks at submit.
 [[nodiscard]] absl::StatusOr<std::vector<std::string>> HfWeightsFiles(Env* env,
-                                                                    const std::string& path);
+                                                                      const std::string& path);
 
 class HfModelFile {
  public:

@@ -79,13 +79,13 @@ absl::StatusOr<std::unique_ptr<SafetensorsReader>> SafetensorsReader::Open(
   // The length is the file's first 8 bytes: never printed, since acceld opens weights for
   // clients that may not read them (docs/rpc.md), and a text file's 8 bytes would be its start.
   if (header_len > kMaxHeaderBytes) {
-    return absl::DataLossError(absl::StrCat(path, ": the header length at offset 0 exceeds the "
-                                            "limit of ", kMaxHeaderBytes,
-                                            " bytes (not a safetensors file?)"));
+    return absl::DataLossError(absl::StrCat(path,
+                                            ": the header length at offset 0 exceeds the limit of ",
+                                            kMaxHeaderBytes, " bytes (not a safetensors file?)"));
   }
   if (8 + header_len > size) {
-    return absl::DataLossError(absl::StrCat(path, ": the header length at offset 0 runs past "
-                                            "the end of the file (", size, " bytes)"));
+    return absl::DataLossError(absl::StrCat(
+        path, ": the header length at offset 0 runs past the end of the file (", size, " bytes)"));
   }
   std::string header(header_len, '\0');
   ACCEL_RETURN_IF_ERROR(file->Read(8, header_len, header.data()));

@@ -148,10 +148,10 @@ void ReadFsdpSection(Reader& r, FsdpSection* out) {
       r.Warn(*p, "legacy key ignored: fsdp_backward_prefetch is also given");
     } else if (legacy) {
       out->backward_prefetch = legacy;
-      r.Warn(*p, absl::StrCat("legacy key; read as fsdp_backward_prefetch: ",
-                              r.Find(*p)->is_string() ? r.Find(*p)->get<std::string>()
-                                                      : r.Show(*r.Find(*p)),
-                              " (Accelerate 1.x ignores this key and would not prefetch)"));
+      r.Warn(*p, absl::StrCat(
+                     "legacy key; read as fsdp_backward_prefetch: ",
+                     r.Find(*p)->is_string() ? r.Find(*p)->get<std::string>() : r.Show(*r.Find(*p)),
+                     " (Accelerate 1.x ignores this key and would not prefetch)"));
     }
   }
   out->forward_prefetch = boolean("fsdp_forward_prefetch");
@@ -195,8 +195,7 @@ void ReadDeepSpeedSection(Reader& r, DeepSpeedSection* out) {
     if (!known) {
       r.Error(Ds("deepspeed_multinode_launcher"),
               absl::StrCat(r.Show(*out->multinode_launcher), " is not one of ",
-                           JoinNames(kLaunchers),
-                           r.Hint(*out->multinode_launcher, kLaunchers)));
+                           JoinNames(kLaunchers), r.Hint(*out->multinode_launcher, kLaunchers)));
     }
   }
   out->hostfile = r.String(Ds("deepspeed_hostfile"));

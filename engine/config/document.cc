@@ -257,8 +257,8 @@ absl::StatusOr<Document> ParseYamlDocument(std::string_view text, std::string_vi
         absl::StrCat(Located(doc.source, e.mark.is_null() ? Mark{} : mark), ": malformed YAML",
                      quote ? absl::StrCat(": ", e.msg) : ""));
   } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(doc.source, ": malformed YAML",
-                                                   quote ? absl::StrCat(": ", e.what()) : ""));
+    return absl::InvalidArgumentError(
+        absl::StrCat(doc.source, ": malformed YAML", quote ? absl::StrCat(": ", e.what()) : ""));
   }
   return doc;
 }
@@ -298,8 +298,8 @@ absl::StatusOr<Document> ParseJsonDocument(std::string_view text, std::string_vi
     return absl::InvalidArgumentError(absl::StrCat(Located(doc.source, mark), ": malformed JSON",
                                                    quote ? absl::StrCat(": ", reason) : ""));
   } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(doc.source, ": malformed JSON",
-                                                   quote ? absl::StrCat(": ", e.what()) : ""));
+    return absl::InvalidArgumentError(
+        absl::StrCat(doc.source, ": malformed JSON", quote ? absl::StrCat(": ", e.what()) : ""));
   }
   return doc;
 }

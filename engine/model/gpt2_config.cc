@@ -31,8 +31,8 @@ absl::Status CheckImplemented(const nlohmann::json& j, const Gpt2Config& c,
                               const std::string& src) {
   auto refuse = [&](const char* key, const std::string& why) {
     // The value is not quoted (config_json.h): the key and what is implemented say enough.
-    return absl::InvalidArgumentError(absl::StrCat(
-        src, ": ", key, ": this value is not implemented by this engine (", why, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(src, ": ", key, ": this value is not implemented by this engine (", why, ")"));
   };
   if (j.contains("activation_function") && j["activation_function"] != "gelu_new" &&
       j["activation_function"] != "gelu_pytorch_tanh") {
@@ -126,8 +126,9 @@ absl::StatusOr<Gpt2Config> Gpt2ConfigFromJson(std::string_view json_text, std::s
   ACCEL_ASSIGN_OR_RETURN(nlohmann::json j, ParseConfigJson(json_text, src));
   if (j.contains("model_type") && j["model_type"] != "gpt2") {
     return absl::InvalidArgumentError(absl::StrCat(
-        src, ": model_type: only gpt2 is read here (llama, mistral and qwen2 files are read by "
-             "ModelConfigFromJson)"));
+        src,
+        ": model_type: only gpt2 is read here (llama, mistral and qwen2 files are read by "
+        "ModelConfigFromJson)"));
   }
   Gpt2Config c;
   c.name = src;

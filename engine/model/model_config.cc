@@ -110,8 +110,9 @@ absl::StatusOr<ModelConfig> ModelConfigFromJson(std::string_view json_text,
   }
   // Not quoted (config_json.h): the supported names say what to write.
   if (j.contains("model_type") && j["model_type"] != "gpt2") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        std::string(source), ": model_type: not supported (supported: gpt2, llama, mistral, qwen2)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(source),
+                     ": model_type: not supported (supported: gpt2, llama, mistral, qwen2)"));
   }
   ACCEL_ASSIGN_OR_RETURN(Gpt2Config c, Gpt2ConfigFromJson(json_text, source));
   return ModelConfig(std::move(c));
