@@ -358,7 +358,7 @@ TEST_F(SafetensorsTest, UnknownDtypeAndBadShape) {
 
   s = OpenStatus(OneTensorFile("neg", R"({"dtype":"F32","shape":[-1],"data_offsets":[0,0]})", 0));
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
-  EXPECT_THAT(s.message(), HasSubstr("not a non-negative integer: -1"));
+  EXPECT_THAT(s.message(), HasSubstr("has a shape entry that is not a non-negative integer"));
 
   s = OpenStatus(OneTensorFile("noshape", R"({"dtype":"F32","data_offsets":[0,0]})", 0));
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
