@@ -1,6 +1,12 @@
 // accelctl config: explain/validate/convert through RunAccelctl, with exit codes.
 #include "client/config_command.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <future>
 #include <sstream>
 
 #include "client/accelctl.h"
@@ -109,6 +115,34 @@ TEST(AccelctlConfigTest, ValidateManyFiles) {
             std::string::npos)
       << r.out;
   EXPECT_NE(r.err.find("1 of 2 file(s) invalid"), std::string::npos);
+}
+
+// A FIFO given as a config file blocked accelctl forever (issue 28): each command refuses it
+// now, naming the file, before reading a byte. Should one block again, the test opens the
+// FIFO's write end to release it and fails instead of hanging.
+TEST(AccelctlConfigTest, AFifoIsRefusedByEveryConfigCommand) {
+  const std::string fifo = ::testing::TempDir() + "/accelctl_fifo_" + std::to_string(::getpid());
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::vector<std::vector<std::string>> commands = {
+      {"config", "validate", fifo},
+      {"config", "explain", fifo},
+      {"config", "convert", fifo},
+      {"config", "explain", Src("configs/ds_zero3_nvme.yaml"), "--deepspeed-config", fifo},
+      {"config", "convert", Src("configs/ds_zero3_nvme.yaml"), "--deepspeed-config", fifo}};
+  for (const std::vector<std::string>& args : commands) {
+    std::future<Outcome> run = std::async(std::launch::async, [&] { return Accelctl(args); });
+    if (run.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+      ADD_FAILURE() << args[1] << " blocked on the FIFO";
+      const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+      if (fd >= 0) ::close(fd);
+    }
+    const Outcome r = run.get();
+    EXPECT_NE(r.code, kExitOk) << args[1];
+    EXPECT_NE((r.out + r.err).find(fifo + " is a FIFO, not a regular file"), std::string::npos)
+        << args[1] << ": " << r.out << r.err;
+  }
+  ::unlink(fifo.c_str());
 }
 
 TEST(AccelctlConfigTest, UsageErrorsExitWithTwo) {

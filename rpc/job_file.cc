@@ -24,6 +24,8 @@ using accel::v1::JobSpec;
 struct Ctx {
   std::string source;
   std::string base_dir;
+  FileAccess access;
+  bool quote() const { return access.echo == Echo::kContent; }
 };
 
 std::string Where(const Ctx& c, const YAML::Node& n) {
@@ -37,11 +39,12 @@ absl::Status Bad(const Ctx& c, const YAML::Node& n, const std::string& path,
   return absl::InvalidArgumentError(absl::StrCat(Where(c, n), ": ", path, ": ", what));
 }
 
-std::string Show(const YAML::Node& n) {
-  if (n.IsScalar()) return absl::StrCat("'", n.Scalar(), "'");
-  if (n.IsMap()) return "a mapping";
-  if (n.IsSequence()) return "a list";
-  return "nothing";
+// ", got <what n is>": the value itself only when the file's content may be quoted.
+std::string Got(const Ctx& c, const YAML::Node& n) {
+  if (n.IsScalar()) return c.quote() ? absl::StrCat(", got '", n.Scalar(), "'") : "";
+  if (n.IsMap()) return ", got a mapping";
+  if (n.IsSequence()) return ", got a list";
+  return ", got nothing";
 }
 
 size_t EditDistance(const std::string& a, const std::string& b) {
@@ -64,7 +67,7 @@ absl::Status Walk(const Ctx& c, const YAML::Node& node, const std::string& prefi
                   const std::map<std::string, Handler>& handlers) {
   const std::string where = prefix.empty() ? "the job file" : prefix;
   if (node.IsNull()) return absl::OkStatus();
-  if (!node.IsMap()) return Bad(c, node, where, absl::StrCat("must be a mapping, got ", Show(node)));
+  if (!node.IsMap()) return Bad(c, node, where, absl::StrCat("must be a mapping", Got(c, node)));
   // yaml-cpp keeps every pair of a mapping that repeats a key, and node[key] would see only the
   // first: a second value must be an error, not silently ignored.
   std::map<std::string, int> first_line;
@@ -77,6 +80,11 @@ absl::Status Walk(const Ctx& c, const YAML::Node& node, const std::string& prefi
                  absl::StrCat("duplicate key (first given on line ", seen->second, ")"));
     }
     auto h = handlers.find(key);
+    if (h == handlers.end() && !c.quote()) {
+      // The key is the file's, not ours: its position only (an unknown key ends the walk
+      // before a repeat of it could be reported as a duplicate).
+      return Bad(c, it->first, where, "unknown key (docs/job.md lists the keys)");
+    }
     if (h == handlers.end()) {
       std::string best;
       size_t best_d = 3;
@@ -103,11 +111,10 @@ Handler Int(const Ctx& c, std::function<void(int64_t)> set, int64_t min = INT64_
   return [&c, set, min, max](const YAML::Node& n, const std::string& path) -> absl::Status {
     int64_t v;
     if (!n.IsScalar() || !YAML::convert<int64_t>::decode(n, v)) {
-      return Bad(c, n, path, absl::StrCat("must be an integer, got ", Show(n)));
+      return Bad(c, n, path, absl::StrCat("must be an integer", Got(c, n)));
     }
     if (v < min || v > max) {
-      return Bad(c, n, path,
-                 absl::StrCat("must be an integer from ", min, " to ", max, ", got ", Show(n)));
+      return Bad(c, n, path, absl::StrCat("must be an integer from ", min, " to ", max, Got(c, n)));
     }
     set(v);
     return absl::OkStatus();
@@ -121,10 +128,10 @@ Handler Real(const Ctx& c, std::function<void(double)> set) {
   return [&c, set](const YAML::Node& n, const std::string& path) -> absl::Status {
     double v;
     if (!n.IsScalar() || !YAML::convert<double>::decode(n, v)) {
-      return Bad(c, n, path, absl::StrCat("must be a number, got ", Show(n)));
+      return Bad(c, n, path, absl::StrCat("must be a number", Got(c, n)));
     }
     if (!std::isfinite(v)) {
-      return Bad(c, n, path, absl::StrCat("must be a finite number, got ", Show(n)));
+      return Bad(c, n, path, absl::StrCat("must be a finite number", Got(c, n)));
     }
     set(v);
     return absl::OkStatus();
@@ -134,7 +141,7 @@ Handler Bool(const Ctx& c, std::function<void(bool)> set) {
   return [&c, set](const YAML::Node& n, const std::string& path) -> absl::Status {
     bool v;
     if (!n.IsScalar() || !YAML::convert<bool>::decode(n, v)) {
-      return Bad(c, n, path, absl::StrCat("must be true or false, got ", Show(n)));
+      return Bad(c, n, path, absl::StrCat("must be true or false", Got(c, n)));
     }
     set(v);
     return absl::OkStatus();
@@ -142,7 +149,7 @@ Handler Bool(const Ctx& c, std::function<void(bool)> set) {
 }
 Handler Str(const Ctx& c, std::function<void(const std::string&)> set) {
   return [&c, set](const YAML::Node& n, const std::string& path) -> absl::Status {
-    if (!n.IsScalar()) return Bad(c, n, path, absl::StrCat("must be text, got ", Show(n)));
+    if (!n.IsScalar()) return Bad(c, n, path, absl::StrCat("must be text", Got(c, n)));
     set(n.Scalar());
     return absl::OkStatus();
   };
@@ -289,7 +296,7 @@ absl::Status Invalid(const std::string& path, const std::string& what) {
 // while the spec carries none: read it here, where the file is (beside the YAML first, then as
 // given, as `accelerate launch` does), so acceld and the workers get its text. A YAML that does
 // not parse is left to acceld's resolver, which names the problem.
-absl::Status AttachNamedDeepSpeedJson(JobSpec& spec) {
+absl::Status AttachNamedDeepSpeedJson(JobSpec& spec, const FileAccess& access) {
   if (!spec.deepspeed_config_text().empty() || spec.accelerate_config_text().empty()) {
     return absl::OkStatus();
   }
@@ -308,6 +315,8 @@ absl::Status AttachNamedDeepSpeedJson(JobSpec& spec) {
     const fs::path beside = fs::path(spec.accelerate_config_path()).parent_path() / path;
     path = fs::exists(beside) ? beside : fs::absolute(path);
   }
+  ACCEL_RETURN_IF_ERROR(access.Check("accelerate_config: deepspeed_config.deepspeed_config_file",
+                                     path.lexically_normal().string()));
   absl::StatusOr<std::string> text = ReadText(path.lexically_normal().string());
   if (!text.ok()) {
     return Invalid("accelerate_config", absl::StrCat("deepspeed_config.deepspeed_config_file: ",
@@ -355,22 +364,26 @@ JobSpec DefaultJobSpec() {
 }
 
 absl::StatusOr<JobSpec> ParseJobYaml(const std::string& text, const std::string& source,
-                                     const std::string& base_dir) {
-  Ctx c{source, base_dir};
+                                     const std::string& base_dir, const FileAccess& access) {
+  Ctx c{source, base_dir, access};
   JobSpec spec = DefaultJobSpec();
   YAML::Node root;
   try {
     root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
+    // yaml-cpp's message can carry a character of the text ("unknown escape character: x").
     return absl::InvalidArgumentError(absl::StrCat(source, ":", e.mark.line + 1, ":",
-                                                   e.mark.column + 1, ": malformed YAML: ", e.msg));
+                                                   e.mark.column + 1, ": malformed YAML",
+                                                   c.quote() ? absl::StrCat(": ", e.msg) : ""));
   }
   try {
     ACCEL_RETURN_IF_ERROR(ParseInto(c, root, spec));
   } catch (const YAML::Exception& e) {
+    if (!c.quote()) return absl::InvalidArgumentError(absl::StrCat(source, ": unreadable YAML"));
     return absl::InvalidArgumentError(absl::StrCat(source, ": ", e.what()));
   }
   if (!spec.accelerate_config_path().empty()) {
+    ACCEL_RETURN_IF_ERROR(access.Check("accelerate_config", spec.accelerate_config_path()));
     absl::StatusOr<std::string> cfg = ReadText(spec.accelerate_config_path());
     if (!cfg.ok()) {
       return Invalid("accelerate_config", std::string(cfg.status().message()));
@@ -378,6 +391,7 @@ absl::StatusOr<JobSpec> ParseJobYaml(const std::string& text, const std::string&
     spec.set_accelerate_config_text(*cfg);
   }
   if (!spec.deepspeed_config_path().empty()) {
+    ACCEL_RETURN_IF_ERROR(access.Check("deepspeed_config", spec.deepspeed_config_path()));
     absl::StatusOr<std::string> cfg = ReadText(spec.deepspeed_config_path());
     if (!cfg.ok()) {
       return Invalid("deepspeed_config", std::string(cfg.status().message()));
@@ -391,16 +405,16 @@ absl::StatusOr<JobSpec> ParseJobYaml(const std::string& text, const std::string&
   return spec;
 }
 
-absl::StatusOr<JobSpec> ParseJobFile(const std::string& path,
-                                     const std::string& accelerate_config,
-                                     const std::string& deepspeed_config) {
+absl::StatusOr<JobSpec> ParseJobFile(const std::string& path, const std::string& accelerate_config,
+                                     const std::string& deepspeed_config,
+                                     const FileAccess& access) {
+  ACCEL_RETURN_IF_ERROR(access.Check("job_file", path));
   ACCEL_ASSIGN_OR_RETURN(std::string text, ReadText(path));
   const std::string base = fs::absolute(fs::path(path)).parent_path().string();
-  std::string source = path;
-  std::string yaml = text;
-  ACCEL_ASSIGN_OR_RETURN(JobSpec spec, ParseJobYaml(yaml, source, base));
+  ACCEL_ASSIGN_OR_RETURN(JobSpec spec, ParseJobYaml(text, path, base, access));
   if (!accelerate_config.empty()) {
     const std::string abs = fs::absolute(fs::path(accelerate_config)).lexically_normal().string();
+    ACCEL_RETURN_IF_ERROR(access.Check("accelerate_config", abs));
     absl::StatusOr<std::string> cfg = ReadText(abs);
     if (!cfg.ok()) return Invalid("--config", std::string(cfg.status().message()));
     spec.set_accelerate_config_path(abs);
@@ -408,12 +422,13 @@ absl::StatusOr<JobSpec> ParseJobFile(const std::string& path,
   }
   if (!deepspeed_config.empty()) {
     const std::string abs = fs::absolute(fs::path(deepspeed_config)).lexically_normal().string();
+    ACCEL_RETURN_IF_ERROR(access.Check("deepspeed_config", abs));
     absl::StatusOr<std::string> cfg = ReadText(abs);
     if (!cfg.ok()) return Invalid("--deepspeed-config", std::string(cfg.status().message()));
     spec.set_deepspeed_config_path(abs);
     spec.set_deepspeed_config_text(*cfg);
   }
-  ACCEL_RETURN_IF_ERROR(AttachNamedDeepSpeedJson(spec));
+  ACCEL_RETURN_IF_ERROR(AttachNamedDeepSpeedJson(spec, access));
   return spec;
 }
 

@@ -12,6 +12,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "accel/v1/job.pb.h"
+#include "engine/base/echo.h"
+#include "rpc/file_access.h"
 
 namespace accel::rpc {
 
@@ -19,13 +21,17 @@ namespace accel::rpc {
 // `deepspeed_config` (--deepspeed-config) override the job file's keys of those names. The
 // configs' texts travel inside the spec; a DeepSpeed JSON that only the Accelerate config names
 // (deepspeed_config.deepspeed_config_file) is read too, beside the YAML first.
+// `access` (file_access.h): acceld passes its --data-root roots, checked before each file is
+// opened, and Echo::kPositionsOnly, under which no error quotes a file's content: a value, an
+// unknown key's name or a YAML parser's excerpt (positions and our words only).
 [[nodiscard]] absl::StatusOr<accel::v1::JobSpec> ParseJobFile(
     const std::string& path, const std::string& accelerate_config = "",
-    const std::string& deepspeed_config = "");
+    const std::string& deepspeed_config = "", const FileAccess& access = {});
 // `text` as the job file named `source`, whose relative paths resolve against `base_dir`.
 [[nodiscard]] absl::StatusOr<accel::v1::JobSpec> ParseJobYaml(const std::string& text,
-                                                             const std::string& source,
-                                                             const std::string& base_dir);
+                                                              const std::string& source,
+                                                              const std::string& base_dir,
+                                                              const FileAccess& access = {});
 
 // A spec with every default, as an empty job file would give (data.path still empty).
 accel::v1::JobSpec DefaultJobSpec();
@@ -36,7 +42,12 @@ accel::v1::JobSpec DefaultJobSpec();
 // InvalidArgument naming the key).
 // Also: the spec at most 1 MiB serialized, `name` at most 256 bytes of UTF-8 without control
 // characters.
-[[nodiscard]] absl::Status ValidateJobSpec(const accel::v1::JobSpec& spec, bool check_files);
+// init_weights may be a safetensors file, an index, or a directory holding
+// model.safetensors.index.json or model.safetensors (as the loader reads it); every file the
+// loader would open (each shard an index names) must be a readable regular file. Under
+// Echo::kPositionsOnly (a spec acceld read from a job file) no text value of the spec is quoted.
+[[nodiscard]] absl::Status ValidateJobSpec(const accel::v1::JobSpec& spec, bool check_files,
+                                           Echo echo = Echo::kContent);
 
 // The shortest heartbeat deadline a job (heartbeat_timeout_s, 0 = acceld's) or acceld
 // (--heartbeat-timeout) may set: ranks report every 2 s (acceld's heartbeat interval), so a

@@ -15,7 +15,9 @@
 namespace accel::rpc {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string Msg(const absl::Status& s) { return std::string(s.message()); }
 
@@ -194,6 +196,87 @@ TEST(JobFileTest, FilesAreCheckedForTheirKindAtTheDoor) {
     EXPECT_THAT(with([&](auto& s) { s.mutable_checkpoint()->set_dir(dir + "/ro"); }),
                 HasSubstr("is not writable"));
   }
+  std::filesystem::remove_all(dir);
+}
+
+// Issue 28: acceld parses job files for RPC clients, who may have no right to read them. Under
+// Echo::kPositionsOnly an error names the file, the position and what was expected, never a
+// value, an unknown key or yaml-cpp's excerpt; accelctl (kContent) keeps quoting.
+TEST(JobFileTest, ForAClientNoErrorQuotesTheFile) {
+  const FileAccess client{Echo::kPositionsOnly, {}};
+  const std::pair<const char*, const char*> cases[] = {
+      {"root:*:20228:0:99999:7:::\n", "j.yaml:1:1: the job file: "},  // yaml-cpp: a mapping
+      {"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln\n",
+       "j.yaml:1:1: the job file: must be a mapping"},
+      {"password: hunter2\n", "j.yaml:1:1: the job file: unknown key"},
+      {"train:\n  passwrd: hunter2\n", "j.yaml:2:3: train: unknown key"},
+      {"train:\n  steps: hunter2\n", "j.yaml:2:10: train.steps: must be an integer"},
+      {"train:\n  steps: 3000000000000000000000\n", "j.yaml:2:10: train.steps: must be an integer"},
+      {"train: {lr: .nan}\n", "train.lr: must be a finite number"},
+      {"name: \"hunter2\\q\"\n", "malformed YAML"},
+      {"train:\n  steps: [hunter2]\n", "train.steps: must be an integer, got a list"}};
+  for (const auto& [text, want] : cases) {
+    const absl::Status s = ParseJobYaml(text, "j.yaml", "/", client).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << text;
+    EXPECT_THAT(Msg(s), HasSubstr(want)) << text;
+    for (const char* secret : {"root", "20228", "eyJ", "hunter2", "password", "passwrd", "nan",
+                               "3000000000000000000000", "escape"}) {
+      EXPECT_THAT(Msg(s), Not(HasSubstr(secret))) << Msg(s);
+    }
+  }
+  // A preset, schedule or device the file gives is a value: not quoted either.
+  auto spec = ParseJobYaml("model: hunter2\ndata: {path: /d}\ntrain: {schedule: hunter2}\n",
+                           "j.yaml", "/", client);
+  ASSERT_TRUE(spec.ok());
+  EXPECT_THAT(Msg(ValidateJobSpec(*spec, false, Echo::kPositionsOnly)),
+              AllOf(HasSubstr("model.preset: unknown preset; known:"), Not(HasSubstr("hunter2"))));
+  spec->mutable_model()->set_preset("gpt2-tiny");
+  EXPECT_THAT(Msg(ValidateJobSpec(*spec, false, Echo::kPositionsOnly)),
+              AllOf(HasSubstr("train.schedule: must be constant"), Not(HasSubstr("hunter2"))));
+  // accelctl on the user's own file still quotes and suggests.
+  EXPECT_THAT(Msg(ParseJobYaml("train:\n  steps: many\n", "j.yaml", "/").status()),
+              HasSubstr("got 'many'"));
+}
+
+// `acceld --data-root`: the job file and every config it names is checked before it is read;
+// a path that climbs out with ".." or a symlink is outside.
+TEST(JobFileTest, DataRootsAreCheckedBeforeEachFileIsRead) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) /
+                                    ("accel_job_file_roots_" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "root" / "cfg");
+  std::ofstream(dir / "root" / "cfg" / "fsdp.yaml") << "distributed_type: FSDP\n";
+  std::ofstream(dir / "outside.yaml") << "distributed_type: FSDP\n";
+  std::ofstream(dir / "root" / "job.yaml")
+      << "data: {path: d.txt}\naccelerate_config: cfg/fsdp.yaml\n";
+  std::ofstream(dir / "root" / "escape.yaml")
+      << "data: {path: d.txt}\naccelerate_config: ../outside.yaml\n";
+  std::filesystem::create_symlink(dir / "outside.yaml", dir / "root" / "link.yaml");
+  std::ofstream(dir / "root" / "linked.yaml")
+      << "data: {path: d.txt}\naccelerate_config: link.yaml\n";
+  absl::StatusOr<std::vector<std::string>> roots = DataRoots({(dir / "root").string()});
+  ASSERT_TRUE(roots.ok()) << roots.status();
+  const FileAccess access{Echo::kPositionsOnly, *roots};
+  EXPECT_TRUE(ParseJobFile((dir / "root" / "job.yaml").string(), "", "", access).ok());
+  for (const char* job : {"escape.yaml", "linked.yaml"}) {
+    const absl::Status s = ParseJobFile((dir / "root" / job).string(), "", "", access).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << job;
+    EXPECT_THAT(Msg(s), HasSubstr("accelerate_config: ")) << job;
+    EXPECT_THAT(Msg(s), HasSubstr(" is outside --data-root (" + (*roots)[0] + ")")) << job;
+  }
+  EXPECT_EQ(ParseJobFile((dir / "outside.yaml").string(), "", "", access).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(ParseJobFile((dir / "root" / "job.yaml").string(), (dir / "outside.yaml").string(), "",
+                         access)
+                .status()
+                .code(),
+            absl::StatusCode::kPermissionDenied);
+  // A path not there yet is judged by its nearest existing ancestor.
+  EXPECT_TRUE(access.Check("checkpoint.dir", (dir / "root" / "new" / "ckpt").string()).ok());
+  EXPECT_FALSE(
+      access.Check("checkpoint.dir", (dir / "root" / "new" / ".." / ".." / "x").string()).ok());
+  EXPECT_TRUE(FileAccess{}.Check("data.path", "/anywhere").ok());  // no roots: any path
+  EXPECT_THAT(Msg(DataRoots({(dir / "missing").string()}).status()), HasSubstr("--data-root"));
   std::filesystem::remove_all(dir);
 }
 

@@ -61,8 +61,8 @@ absl::StatusOr<config::TrainOptions> JobOptionsFromSpec(const accel::v1::JobSpec
   return o;
 }
 
-absl::StatusOr<config::LoweredJob> LowerJobSpec(const accel::v1::JobSpec& spec,
-                                                bool check_files, Env* env) {
+absl::StatusOr<config::LoweredJob> LowerJobSpec(const accel::v1::JobSpec& spec, bool check_files,
+                                                Env* env, Echo texts) {
   config::LoweringInputs in;
   ACCEL_ASSIGN_OR_RETURN(in.job, JobOptionsFromSpec(spec));
   if (!spec.accelerate_config_text().empty()) {
@@ -75,6 +75,9 @@ absl::StatusOr<config::LoweredJob> LowerJobSpec(const accel::v1::JobSpec& spec,
                                                          : spec.deepspeed_config_path(),
                     spec.deepspeed_config_text()};
   }
+  // A config the spec only names is opened here, for the client: never quoted.
+  in.accelerate.echo = spec.accelerate_config_text().empty() ? Echo::kPositionsOnly : texts;
+  in.deepspeed.echo = spec.deepspeed_config_text().empty() ? Echo::kPositionsOnly : texts;
   if (spec.resources().has_num_processes()) {
     in.launcher_world = spec.resources().num_processes();
     in.launcher_world_source = "resources.num_processes";

@@ -23,9 +23,14 @@ namespace accel::rpc {
 
 // The lowered job. check_files: the files the options name must be usable from here (the NVMe
 // offload directory); acceld and its workers share a file system.
+// `texts`: whether errors may quote the config texts the spec carries. Echo::kContent only when
+// the client sent them itself (SubmitJob with a spec); acceld's reads of a job_file and the
+// workers' lowering are kPositionsOnly. A config the spec names without its text is read here
+// and never quoted (docs/rpc.md, "What acceld reads on a client's behalf").
 [[nodiscard]] absl::StatusOr<config::LoweredJob> LowerJobSpec(const accel::v1::JobSpec& spec,
                                                               bool check_files = true,
-                                                              Env* env = Env::Default());
+                                                              Env* env = Env::Default(),
+                                                              Echo texts = Echo::kPositionsOnly);
 
 // The spec as it runs: resources.num_processes is the gang's size, and the `sharding` section
 // holds what the lowering decided (strategy, hybrid group, prefetch, resharding, module-state

@@ -13,11 +13,14 @@
 #include "engine/base/status_macros.h"
 #include "rpc/job_placement.h"
 #include "engine/config/batch_bounds.h"
+#include "engine/checkpoint/hf_model_file.h"
+#include "engine/checkpoint/hf_shards.h"
 #include "engine/config/train_plan.h"
 #include "engine/model/model_config.h"
 #include "engine/optim/lr_schedule.h"
 #include "engine/shard/shard_plan.h"
 #include "rpc/job_file.h"
+#include "rpc/job_placement.h"
 
 namespace accel::rpc {
 namespace {
@@ -63,6 +66,28 @@ absl::Status Invalid(const std::string& path, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
 }
 
+// ", got 'TEXT'", or nothing when the text came from a file acceld read for a client.
+std::string GotText(Echo echo, const std::string& text) {
+  return echo == Echo::kContent ? absl::StrCat(", got '", text, "'") : "";
+}
+
+// What the loader opens for init_weights (hf_model_file.h): a file, or a directory's index and
+// every shard it names, or its model.safetensors; each must be a readable regular file (a FIFO
+// shard blocked a rank past its heartbeat deadline).
+absl::Status CheckWeightsFiles(const std::string& path) {
+  std::error_code ec;
+  const bool directory = fs::is_directory(path, ec);
+  if (!directory) ACCEL_RETURN_IF_ERROR(CheckReadableFile(path));
+  ACCEL_ASSIGN_OR_RETURN(const std::vector<std::string> files,
+                         checkpoint::HfWeightsFiles(Env::Default(), path));
+  if (directory && files == std::vector<std::string>{path}) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": a directory without ", checkpoint::kHfIndexFileName, " or model.safetensors"));
+  }
+  for (const std::string& f : files) ACCEL_RETURN_IF_ERROR(CheckReadableFile(f));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidateJobId(const std::string& id) {
@@ -74,7 +99,7 @@ absl::Status ValidateJobId(const std::string& id) {
   return absl::OkStatus();
 }
 
-absl::Status ValidateJobSpec(const JobSpec& s, bool check_files) {
+absl::Status ValidateJobSpec(const JobSpec& s, bool check_files, Echo echo) {
   const auto& t = s.train();
   const auto& r = s.resources();
   const auto& sh = s.sharding();
@@ -121,8 +146,11 @@ absl::Status ValidateJobSpec(const JobSpec& s, bool check_files) {
   if (s.model().config().empty()) {
     const std::vector<std::string> presets = model::ModelPresetNames();
     if (std::find(presets.begin(), presets.end(), s.model().preset()) == presets.end()) {
-      return Invalid("model.preset", absl::StrCat("unknown preset '", s.model().preset(),
-                                                  "'; known: ", absl::StrJoin(presets, ", ")));
+      return Invalid(
+          "model.preset",
+          absl::StrCat("unknown preset",
+                       echo == Echo::kContent ? absl::StrCat(" '", s.model().preset(), "'") : "",
+                       "; known: ", absl::StrJoin(presets, ", ")));
     }
   }
   if (s.data().path().empty()) return Invalid("data.path", "required");
@@ -160,7 +188,7 @@ absl::Status ValidateJobSpec(const JobSpec& s, bool check_files) {
   }
   if (!optim::ParseScheduleKind(t.schedule()).ok()) {
     return Invalid("train.schedule",
-                   absl::StrCat("must be constant, linear or cosine, got '", t.schedule(), "'"));
+                   absl::StrCat("must be constant, linear or cosine", GotText(echo, t.schedule())));
   }
   if (!(t.beta1() >= 0 && t.beta1() < 1)) return Invalid("train.beta1", "must be in [0, 1)");
   if (!(t.beta2() >= 0 && t.beta2() < 1)) return Invalid("train.beta2", "must be in [0, 1)");
@@ -180,10 +208,15 @@ absl::Status ValidateJobSpec(const JobSpec& s, bool check_files) {
   ACCEL_RETURN_IF_ERROR(ValidatePlacement(r, num_processes));
   // Whether the acceld has GPUs is acceld's to say (at submit).
   if (r.device() != "cpu" && r.device() != "cuda") {
-    return Invalid("resources.device", absl::StrCat("must be cpu or cuda, got '", r.device(), "'"));
+    return Invalid("resources.device",
+                   absl::StrCat("must be cpu or cuda", GotText(echo, r.device())));
   }
   absl::StatusOr<shard::Strategy> strategy = shard::ParseStrategy(sh.strategy());
-  if (!strategy.ok()) return Invalid("sharding.strategy", std::string(strategy.status().message()));
+  if (!strategy.ok()) {
+    return Invalid("sharding.strategy", echo == Echo::kContent
+                                            ? std::string(strategy.status().message())
+                                            : "not a strategy this engine knows (docs/job.md)");
+  }
   // Across nodes a hybrid job with no group size shards within a node (FSDP's rule).
   if (shard::IsHybrid(*strategy) && !(NodesOf(r) > 1 && sh.hybrid_group_size() == 0)) {
     if (sh.hybrid_group_size() < 1 || num_processes % sh.hybrid_group_size() != 0) {
@@ -196,7 +229,9 @@ absl::Status ValidateJobSpec(const JobSpec& s, bool check_files) {
   if (absl::StatusOr<shard::BackwardPrefetch> bp =
           config::ParseBackwardPrefetch(sh.backward_prefetch());
       !bp.ok()) {
-    return Invalid("sharding.backward_prefetch", std::string(bp.status().message()));
+    return Invalid("sharding.backward_prefetch",
+                   echo == Echo::kContent ? std::string(bp.status().message())
+                                          : "must be backward_pre, backward_post or none");
   }
   ACCEL_RETURN_IF_ERROR(at_least("checkpoint.every_n_steps", k.every_n_steps(), 0));
   ACCEL_RETURN_IF_ERROR(at_least("checkpoint.keep_last", k.keep_last(), 0));
@@ -222,11 +257,15 @@ absl::Status ValidateJobSpec(const JobSpec& s, bool check_files) {
     // can write checkpoints into.
     for (const auto& [key, path] :
          {std::pair<const char*, std::string>{"data.path", s.data().path()},
-          {"model.config", s.model().config()},
-          {"model.init_weights", s.model().init_weights()}}) {
+          {"model.config", s.model().config()}}) {
       if (path.empty()) continue;
       if (absl::Status f = CheckReadableFile(path); !f.ok()) {
         return Invalid(key, std::string(f.message()));
+      }
+    }
+    if (!s.model().init_weights().empty()) {
+      if (absl::Status f = CheckWeightsFiles(s.model().init_weights()); !f.ok()) {
+        return Invalid("model.init_weights", std::string(f.message()));
       }
     }
     if (!k.dir().empty()) {

@@ -139,6 +139,7 @@ absl::StatusOr<std::unique_ptr<Acceld>> Acceld::Start(AcceldOptions o) {
         "cluster launcher: this acceld could run no job; give --cpu-slots 1 or more");
   }
   if (o.token_file.empty()) o.token_file = o.state_dir + "/token";
+  ACCEL_ASSIGN_OR_RETURN(const std::vector<std::string> data_roots, rpc::DataRoots(o.data_roots));
   // Workers speak plaintext gRPC: with TLS on the TCP port they reach acceld through a private
   // unix socket (the given one, else <state_dir>/acceld.sock).
   const bool tls = !o.tls_cert.empty() && !o.listen.empty();
@@ -215,6 +216,7 @@ absl::StatusOr<std::unique_ptr<Acceld>> Acceld::Start(AcceldOptions o) {
   deps.events = d->events_.get();
   deps.store = d->store_.get();
   deps.version = kAcceldVersion;
+  deps.data_roots = data_roots;
   d->coordinator_ = std::make_unique<CoordinatorService>(deps);
   d->worker_service_ = std::make_unique<WorkerServiceImpl>(deps);
   builder.RegisterService(d->coordinator_.get());

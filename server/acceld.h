@@ -61,6 +61,9 @@ struct AcceldOptions {
   // host:port of the HTTP side (/metrics, the dashboard, /healthz); "" = none. Port 0 picks one.
   std::string http_listen;
   std::string http_address_file;  // written with "host:port" of the HTTP side once serving
+  // --data-root (repeatable): the directories every path a job names must resolve under;
+  // empty: any path (docs/rpc.md, "What acceld reads on a client's behalf").
+  std::vector<std::string> data_roots;
 };
 
 class Acceld {

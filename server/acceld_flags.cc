@@ -131,6 +131,9 @@ int ParseAcceldFlags(const std::vector<std::string>& args, AcceldOptions* option
   app.add_option("--token-file", o.token_file,
                  "client token file (default <state-dir>/token; "
                  "created 0600 when absent)");
+  app.add_option("--data-root", o.data_roots,
+                 "a directory every path a job names must resolve under (repeatable); without "
+                 "it any path (docs/rpc.md, \"What acceld reads on a client's behalf\")");
   app.add_option("--worker-bin", o.worker_bin, "the accel-worker executable")
       ->capture_default_str();
   app.add_option("--tls-cert", o.tls_cert, "PEM certificate chain: serve TLS on --listen");

@@ -8,6 +8,7 @@
 #include "engine/base/logging.h"
 #include "rpc/job_file.h"
 #include "rpc/job_lowering.h"
+#include "rpc/job_paths.h"
 #include "rpc/status.h"
 #include "server/convert.h"
 #include "server/same_secret.h"
@@ -31,8 +32,19 @@ const grpc::Status kNoToken(grpc::StatusCode::UNAUTHENTICATED,
                             "missing `authorization: Bearer <token>` metadata");
 const grpc::Status kBadToken(grpc::StatusCode::UNAUTHENTICATED, "wrong token");
 
-// The spec a SubmitJob asks for: `spec`, or the job file it names, parsed here.
-absl::StatusOr<accel::v1::JobSpec> RequestedSpec(const accel::v1::SubmitJobRequest& req) {
+// A refusal at the door, prefixed with the job file when there is one: PermissionDenied (a path
+// outside --data-root) keeps its code, everything else is InvalidArgument.
+absl::Status Refused(const std::string& source, const absl::Status& s) {
+  return absl::Status(s.code() == absl::StatusCode::kPermissionDenied
+                          ? s.code()
+                          : absl::StatusCode::kInvalidArgument,
+                      absl::StrCat(source, s.message()));
+}
+
+// The spec a SubmitJob asks for: `spec`, or the job file it names, parsed here under `access`
+// (no error quotes a file acceld read; each file under --data-root when given).
+absl::StatusOr<accel::v1::JobSpec> RequestedSpec(const accel::v1::SubmitJobRequest& req,
+                                                 const rpc::FileAccess& access) {
   const bool from_file = !req.job_file().empty();
   if (!from_file) {
     if (!req.accelerate_config().empty() || !req.deepspeed_config().empty()) {
@@ -51,8 +63,8 @@ absl::StatusOr<accel::v1::JobSpec> RequestedSpec(const accel::v1::SubmitJobReque
     }
   }
   absl::StatusOr<accel::v1::JobSpec> spec =
-      rpc::ParseJobFile(req.job_file(), req.accelerate_config(), req.deepspeed_config());
-  if (!spec.ok()) return absl::InvalidArgumentError(spec.status().message());
+      rpc::ParseJobFile(req.job_file(), req.accelerate_config(), req.deepspeed_config(), access);
+  if (!spec.ok()) return Refused("", spec.status());
   return spec;
 }
 
@@ -80,22 +92,38 @@ grpc::Status CoordinatorService::SubmitJob(grpc::ServerContext* ctx,
                                            const accel::v1::SubmitJobRequest* req,
                                            accel::v1::SubmitJobResponse* resp) {
   if (grpc::Status s = CheckClient(ctx); !s.ok()) return s;
-  absl::StatusOr<accel::v1::JobSpec> requested = RequestedSpec(*req);
+  // Every file acceld opens here is opened for the client: no error quotes one, and each lies
+  // under --data-root when given (docs/rpc.md, "What acceld reads on a client's behalf").
+  const rpc::FileAccess access{Echo::kPositionsOnly, d_.data_roots};
+  absl::StatusOr<accel::v1::JobSpec> requested = RequestedSpec(*req, access);
   if (!requested.ok()) return ToGrpc(requested.status());
   accel::v1::JobSpec spec = *std::move(requested);
   // The stored spec says where the job runs, whatever acceld's default later becomes.
   if (spec.resources().launcher().empty()) {
     spec.mutable_resources()->set_launcher(d_.manager->default_launcher());
   }
-  // A job file's errors name it, as accelctl's do.
+  // A job file's errors name it, as accelctl's do; its values are acceld's reading of a file,
+  // not the client's words, so they are not quoted. A spec's own values are the client's.
   const std::string source = req->job_file().empty() ? "" : req->job_file() + ": ";
-  if (absl::Status s = rpc::ValidateJobSpec(spec, /*check_files=*/true); !s.ok()) {
-    return ToGrpc(absl::InvalidArgumentError(absl::StrCat(source, s.message())));
+  const Echo texts = req->job_file().empty() ? Echo::kContent : Echo::kPositionsOnly;
+  if (absl::Status s = rpc::CheckJobPaths(spec, access); !s.ok()) {
+    return ToGrpc(Refused(source, s));
+  }
+  if (absl::Status s = rpc::ValidateJobSpec(spec, /*check_files=*/true, texts); !s.ok()) {
+    return ToGrpc(Refused(source, s));
   }
   // The one lowering the workers will run on the same spec: what it refuses, they would.
-  absl::StatusOr<config::LoweredJob> lowered = rpc::LowerJobSpec(spec, /*check_files=*/true);
-  if (!lowered.ok()) {
-    return ToGrpc(absl::InvalidArgumentError(absl::StrCat(source, lowered.status().message())));
+  absl::StatusOr<config::LoweredJob> lowered =
+      rpc::LowerJobSpec(spec, /*check_files=*/true, Env::Default(), texts);
+  if (!lowered.ok()) return ToGrpc(Refused(source, lowered.status()));
+  if (absl::Status s = rpc::CheckWeightsFit(*lowered, Env::Default()); !s.ok()) {
+    return ToGrpc(Refused(source, s));
+  }
+  // The NVMe offload directory a config names is written by the ranks: under the roots too.
+  if (const std::string& dir = lowered->options.shard.offload_dir; !dir.empty()) {
+    if (absl::Status s = access.Check("offload_dir", dir); !s.ok()) {
+      return ToGrpc(Refused(source, s));
+    }
   }
   absl::StatusOr<JobRecord> record = JobRecordFromSpec(spec, *lowered);
   if (!record.ok()) return ToGrpc(record.status());

@@ -10,6 +10,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <string>
+#include <vector>
 
 #include "accel/v1/coordinator.grpc.pb.h"
 #include "accel/v1/worker.grpc.pb.h"
@@ -29,6 +30,9 @@ struct ServiceDeps {
   std::string version;
   // How long CancelJob waits for the workers to be gone before answering.
   absl::Duration cancel_wait = absl::Seconds(60);
+  // --data-root, canonical (rpc::DataRoots): every path a job names must lie under one; empty:
+  // any path (docs/rpc.md, "What acceld reads on a client's behalf").
+  std::vector<std::string> data_roots;
 };
 
 class CoordinatorService final : public accel::v1::Coordinator::Service {

@@ -18,12 +18,13 @@ namespace accel {
 const char* DescribeFileKind(mode_t mode);
 
 // OK for a readable regular file (symlinks followed). InvalidArgument naming the path and what
-// it is instead ("a directory", "a FIFO", "missing", "not readable").
+// it is instead ("a directory", "a FIFO", "missing", "not readable", "under /proc": the
+// kernel's file systems /proc and /sys hold no job's files).
 [[nodiscard]] absl::Status CheckReadableFile(const std::string& path);
 
 // OK for an existing writable directory, or a path that does not exist yet whose nearest
-// existing ancestor is a writable directory (the writer creates the rest). InvalidArgument
-// naming the path otherwise.
+// existing ancestor is a writable directory (the writer creates the rest), not under /proc or
+// /sys. InvalidArgument naming the path otherwise.
 [[nodiscard]] absl::Status CheckWritableDirectory(const std::string& path);
 
 }  // namespace accel

@@ -1,6 +1,7 @@
 // Llama-family weights through LoadHfWeights / SaveHfWeights / HfModelFile: Hugging Face names,
 // sharded checkpoints (model.safetensors.index.json), bf16 files, a tied lm_head and the buffers
 // old files carry.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <map>
@@ -19,6 +20,7 @@
 namespace accel::checkpoint {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 class HfLlamaWeightsTest : public ::testing::TestWithParam<bool> {
@@ -172,6 +174,63 @@ TEST_P(HfLlamaWeightsTest, UnknownMissingAndDuplicatedTensorsNameTheFile) {
   EXPECT_THAT(twice.status().message(), HasSubstr("model.norm.weight is also in"));
   EXPECT_THAT(HfModelFile::Open(Env::Default(), dir_ + "/nothing", layout_.get()).status().message(),
               HasSubstr("model.safetensors.index.json"));
+}
+
+// The index is the loader's map (issue 28): an entry its shard does not hold is an error naming
+// both, a tensor held nowhere is blamed on the index (not on the first shard), and each shard
+// it names must be a regular file (a FIFO blocked a rank past its heartbeat deadline).
+TEST_P(HfLlamaWeightsTest, TheIndexIsTheMapAndEachShardItNamesIsARegularFile) {
+  const std::string dir = WriteHf(2, DType::kF32);
+  const std::string index_path = dir + "/model.safetensors.index.json";
+  const std::string shard0 = dir + "/" + ShardName(0, 2), shard1 = dir + "/" + ShardName(1, 2);
+  auto files = HfWeightsFiles(Env::Default(), dir);
+  ASSERT_TRUE(files.ok()) << files.status();
+  EXPECT_THAT(*files, ElementsAre(index_path, shard0, shard1));
+  auto text = ReadFileToString(Env::Default(), index_path);
+  ASSERT_TRUE(text.ok());
+  const nlohmann::json index = nlohmann::json::parse(*text);
+  auto write_index = [&](const nlohmann::json& j) {
+    ASSERT_TRUE(WriteFileAtomic(Env::Default(), index_path, j.dump()).ok());
+  };
+
+  nlohmann::json ghost = index;
+  ghost["weight_map"]["model.ghost.weight"] = ShardName(1, 2);
+  write_index(ghost);
+  auto ghosted = HfModelFile::Open(Env::Default(), dir, layout_.get());
+  ASSERT_FALSE(ghosted.ok());
+  EXPECT_THAT(ghosted.status().message(),
+              HasSubstr(index_path + ": weight_map names tensor model.ghost.weight in " + shard1 +
+                        ", which does not hold it"));
+
+  // entries[0] leaves shard 0 and the index: no shard is to blame, the index is.
+  const std::vector<LayoutEntry>& entries = layout_->flat().entries();
+  nlohmann::json without = index;
+  without["weight_map"].erase(entries[0].name);
+  write_index(without);
+  SafetensorsWriter rest;
+  for (size_t i = 2; i < entries.size(); i += 2) {
+    const LayoutEntry& e = entries[i];
+    ASSERT_TRUE(rest.AddConverted(e.name, e.shape, values_.data() + e.offset, DType::kF32).ok());
+  }
+  ASSERT_TRUE(rest.Write(Env::Default(), shard0).ok());
+  auto missing = HfModelFile::Open(Env::Default(), dir, layout_.get());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(missing.status().message(),
+              HasSubstr(index_path + ": tensor " + entries[0].name + " is missing"));
+  EXPECT_THAT(missing.status().message(), ::testing::Not(HasSubstr(shard0)));
+  EXPECT_THAT(missing.status().message(), ::testing::Not(HasSubstr(shard1)));
+
+  write_index(index);
+  ASSERT_EQ(::unlink(shard1.c_str()), 0);
+  ASSERT_EQ(::mkfifo(shard1.c_str(), 0600), 0);
+  auto fifo = HfModelFile::Open(Env::Default(), dir, layout_.get());
+  ASSERT_FALSE(fifo.ok());
+  EXPECT_THAT(fifo.status().message(), HasSubstr(shard1 + " is a FIFO, not a regular file"));
+  ASSERT_EQ(::unlink(shard1.c_str()), 0);
+  ASSERT_EQ(::symlink("/dev/zero", shard1.c_str()), 0);
+  auto zero = HfModelFile::Open(Env::Default(), dir, layout_.get());
+  ASSERT_FALSE(zero.ok());
+  EXPECT_THAT(zero.status().message(), HasSubstr(shard1 + " is a device, not a regular file"));
 }
 
 INSTANTIATE_TEST_SUITE_P(TiedAndUntied, HfLlamaWeightsTest, ::testing::Bool());

@@ -66,7 +66,7 @@ absl::StatusOr<std::unique_ptr<HfModelFile>> HfModelFile::Open(Env* env, const s
   return f;
 }
 
-absl::Status HfModelFile::OpenIndex(Env* env, const std::string& index_path) {
+absl::StatusOr<HfIndex> ReadHfIndex(Env* env, const std::string& index_path) {
   ACCEL_ASSIGN_OR_RETURN(std::string text, ReadFileToString(env, index_path));
   nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object() || !j.contains("weight_map") ||
@@ -74,24 +74,51 @@ absl::Status HfModelFile::OpenIndex(Env* env, const std::string& index_path) {
     return absl::InvalidArgumentError(
         absl::StrCat(index_path, ": not a safetensors index (a JSON object with weight_map)"));
   }
-  // Each shard file opens once, in the order the index first names it.
+  HfIndex index;
   absl::flat_hash_map<std::string, int> shard_of_file;
   for (const auto& [tensor, file] : j["weight_map"].items()) {
     if (!file.is_string() || file.get<std::string>().empty() ||
         absl::StrContains(file.get<std::string>(), "/")) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          index_path, ": weight_map[", tensor, "] must name a file beside the index, got ",
-          file.dump()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(index_path, ": weight_map[", tensor, "] must name a file beside the index"));
     }
-    const std::string name = file.get<std::string>();
-    if (shard_of_file.contains(name)) continue;
+    const std::string path = JoinPath(DirName(index_path), file.get<std::string>());
+    auto [it, inserted] = shard_of_file.emplace(path, static_cast<int>(index.shards.size()));
+    if (inserted) index.shards.push_back(path);
+    index.weight_map.emplace_back(tensor, it->second);
+  }
+  if (index.shards.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(index_path, ": weight_map is empty"));
+  }
+  return index;
+}
+
+absl::StatusOr<std::vector<std::string>> HfWeightsFiles(Env* env, const std::string& path) {
+  ACCEL_ASSIGN_OR_RETURN(const std::string resolved, ResolveHfWeightsPath(env, path));
+  if (!absl::EndsWith(resolved, ".json")) return std::vector<std::string>{resolved};
+  ACCEL_ASSIGN_OR_RETURN(HfIndex index, ReadHfIndex(env, resolved));
+  std::vector<std::string> files = {resolved};
+  files.insert(files.end(), index.shards.begin(), index.shards.end());
+  return files;
+}
+
+absl::Status HfModelFile::OpenIndex(Env* env, const std::string& index_path) {
+  ACCEL_ASSIGN_OR_RETURN(const HfIndex index, ReadHfIndex(env, index_path));
+  index_path_ = index_path;
+  // Each shard file opens once, in the order the index first names it.
+  for (const std::string& shard : index.shards) {
     ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsReader> reader,
-                           SafetensorsReader::Open(env, JoinPath(DirName(index_path), name)));
-    shard_of_file[name] = static_cast<int>(shards_.size());
+                           SafetensorsReader::Open(env, shard));
     shards_.push_back(std::move(reader));
   }
-  if (shards_.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(index_path, ": weight_map is empty"));
+  // The index is the loader's map: an entry whose shard lacks the tensor would otherwise pass
+  // unnoticed when the tensor is not a parameter, or blame the wrong file when it is.
+  for (const auto& [tensor, s] : index.weight_map) {
+    if (shards_[s]->Find(tensor) == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(index_path, ": weight_map names tensor ",
+                                                     tensor, " in ", shards_[s]->path(),
+                                                     ", which does not hold it"));
+    }
   }
   return absl::OkStatus();
 }
@@ -120,8 +147,12 @@ absl::Status HfModelFile::Validate() {
       }
     }
     if (source.shard < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(shards_[0]->path(), ": tensor ", e.name,
-                                                     " is missing (model ", config.name(), ")"));
+      // With an index no shard is to blame: the index lists none for it.
+      const std::string& where = index_path_.empty() ? shards_[0]->path() : index_path_;
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": tensor ", e.name, " is missing",
+                       index_path_.empty() ? "" : " (no shard the index names holds it)",
+                       " (model ", config.name(), ")"));
     }
     const SafetensorsReader& reader = *shards_[source.shard];
     ACCEL_RETURN_IF_ERROR(reader.ExpectShape(source.name, e.shape));

@@ -14,7 +14,9 @@
 //          the rotary buffers model.layers.N.self_attn.rotary_emb.inv_freq old files carry
 //          (ignored).
 // Anything else unknown, a missing tensor, a tensor in two shards, a misshapen one or a dtype
-// other than F32/BF16/F16 is InvalidArgument naming tensor and file. F32, BF16 and F16 are
+// other than F32/BF16/F16 is InvalidArgument naming tensor and file; so is an index whose
+// weight_map names a tensor in a shard that does not hold it. A missing tensor is named in the
+// index when there is one (no single shard is to blame). F32, BF16 and F16 are
 // converted to f32 while reading.
 //
 // Reads go through Env's RandomAccessFile (pread): no file is read whole. Immutable after Open;
@@ -24,6 +26,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -37,6 +40,21 @@ namespace accel::checkpoint {
 // The file the weights at `path` are in: `path` itself when it is a file, else the directory's
 // model.safetensors.index.json if present, else its model.safetensors.
 [[nodiscard]] absl::StatusOr<std::string> ResolveHfWeightsPath(Env* env, const std::string& path);
+
+// A safetensors index (model.safetensors.index.json) as the loader reads it: each shard file (a
+// path beside the index) once, in the order the index first names it, and the shard the index
+// says holds each tensor. InvalidArgument when it is no index; messages name the index and
+// never quote a value of it (acceld reads indexes for clients; docs/rpc.md).
+struct HfIndex {
+  std::vector<std::string> shards;
+  std::vector<std::pair<std::string, int>> weight_map;  // tensor -> position in `shards`
+};
+[[nodiscard]] absl::StatusOr<HfIndex> ReadHfIndex(Env* env, const std::string& index_path);
+
+// Every file the loader opens for the weights at `path` (ResolveHfWeightsPath): that file, or
+// the index followed by each shard it names. For the checks at submit.
+[[nodiscard]] absl::StatusOr<std::vector<std::string>> HfWeightsFiles(Env* env,
+                                                                      const std::string& path);
 
 class HfModelFile {
  public:
@@ -70,6 +88,7 @@ class HfModelFile {
   [[nodiscard]] absl::Status Validate();
 
   const model::ModelLayout* layout_;
+  std::string index_path_;  // "" for a single file
   std::vector<std::unique_ptr<SafetensorsReader>> shards_;
   struct Source {
     int shard = 0;

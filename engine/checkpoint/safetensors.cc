@@ -76,15 +76,16 @@ absl::StatusOr<std::unique_ptr<SafetensorsReader>> SafetensorsReader::Open(
   ACCEL_RETURN_IF_ERROR(file->Read(0, 8, reinterpret_cast<char*>(len_bytes)));
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | len_bytes[i];
+  // The length is the file's first 8 bytes: never printed, since acceld opens weights for
+  // clients that may not read them (docs/rpc.md), and a text file's 8 bytes would be its start.
   if (header_len > kMaxHeaderBytes) {
-    return absl::DataLossError(absl::StrCat(path, ": header length ", header_len,
-                                            " at offset 0 exceeds the limit of ", kMaxHeaderBytes,
-                                            " bytes"));
+    return absl::DataLossError(absl::StrCat(path,
+                                            ": the header length at offset 0 exceeds the limit of ",
+                                            kMaxHeaderBytes, " bytes (not a safetensors file?)"));
   }
   if (8 + header_len > size) {
-    return absl::DataLossError(absl::StrCat(path, ": header length ", header_len,
-                                            " at offset 0 runs past the end of the file (", size,
-                                            " bytes)"));
+    return absl::DataLossError(absl::StrCat(
+        path, ": the header length at offset 0 runs past the end of the file (", size, " bytes)"));
   }
   std::string header(header_len, '\0');
   ACCEL_RETURN_IF_ERROR(file->Read(8, header_len, header.data()));
@@ -105,10 +106,11 @@ absl::Status SafetensorsReader::ParseHeader(std::string_view text) {
   try {
     root = nlohmann::json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::parse_error& e) {
-    return corrupt("invalid header JSON near file offset ", 8 + e.byte, ": ", e.what());
+    // The offset only: the parser's message quotes the text it read ("last read: '...'").
+    return corrupt("invalid header JSON near file offset ", 8 + e.byte);
   } catch (const nlohmann::json::exception& e) {
     // A number beyond double (1E400) is out_of_range, not a parse_error; it escaped (fuzzing).
-    return corrupt("invalid header JSON at offset 8: ", e.what());
+    return corrupt("invalid header JSON at offset 8 (a number out of range)");
   }
   if (!root.is_object()) return corrupt("header at offset 8 is not a JSON object");
 
@@ -148,7 +150,7 @@ absl::Status SafetensorsReader::ParseHeader(std::string_view text) {
       for (const auto& d : *sh) {
         uint64_t dim;
         if (!AsNonNegative(d, &dim) || dim > static_cast<uint64_t>(INT64_MAX)) {
-          return bad("has a shape entry that is not a non-negative integer: ", d.dump());
+          return bad("has a shape entry that is not a non-negative integer");
         }
         info.shape.push_back(static_cast<int64_t>(dim));
       }
@@ -181,7 +183,7 @@ absl::Status SafetensorsReader::ParseHeader(std::string_view text) {
     }
   } catch (const nlohmann::json::exception& e) {
     // The checks above should make this unreachable; a malformed header must still not throw.
-    return corrupt("malformed header: ", e.what());
+    return corrupt("malformed header");
   }
 
   std::sort(tensors_.begin(), tensors_.end(), [](const TensorInfo& a, const TensorInfo& b) {

@@ -16,6 +16,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class SafetensorsTest : public ::testing::Test {
  protected:
@@ -275,7 +276,9 @@ TEST_F(SafetensorsTest, HeaderLengthPastEof) {
   absl::Status s = OpenStatus(path);
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(s.message(), HasSubstr(path));
-  EXPECT_THAT(s.message(), HasSubstr("header length 100 at offset 0 runs past the end"));
+  EXPECT_THAT(s.message(), HasSubstr("header length at offset 0 runs past the end"));
+  // The length is the file's first 8 bytes, which are never printed (docs/rpc.md).
+  EXPECT_THAT(s.message(), Not(HasSubstr("100")));
 
   bytes[0] = 0;
   bytes[7] = 0x10;  // 2^60: beyond the 100 MB limit
@@ -290,6 +293,8 @@ TEST_F(SafetensorsTest, InvalidJson) {
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(s.message(), HasSubstr(path));
   EXPECT_THAT(s.message(), HasSubstr("invalid header JSON near file offset"));
+  // Not the parser's excerpt of the text ("last read: '[1,'").
+  EXPECT_THAT(s.message(), Not(HasSubstr("last read")));
 
   s = OpenStatus(WriteBytes("array", Assemble("[1, 2]  ", "")));
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
@@ -302,7 +307,8 @@ TEST_F(SafetensorsTest, InvalidJson) {
   // Found by fuzz/safetensors_fuzz.cc: a number beyond double threw out of Open.
   s = OpenStatus(WriteBytes("overflow", Assemble(R"({"__metadata__":{"k":1E400}})", "")));
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
-  EXPECT_THAT(s.message(), HasSubstr("number overflow"));
+  EXPECT_THAT(s.message(), HasSubstr("a number out of range"));
+  EXPECT_THAT(s.message(), Not(HasSubstr("1E400")));  // the parser's message quoted it
 }
 
 TEST_F(SafetensorsTest, OffsetsOutOfRange) {
@@ -352,7 +358,7 @@ TEST_F(SafetensorsTest, UnknownDtypeAndBadShape) {
 
   s = OpenStatus(OneTensorFile("neg", R"({"dtype":"F32","shape":[-1],"data_offsets":[0,0]})", 0));
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
-  EXPECT_THAT(s.message(), HasSubstr("not a non-negative integer: -1"));
+  EXPECT_THAT(s.message(), HasSubstr("has a shape entry that is not a non-negative integer"));
 
   s = OpenStatus(OneTensorFile("noshape", R"({"dtype":"F32","data_offsets":[0,0]})", 0));
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);

@@ -27,9 +27,9 @@ std::map<std::string, std::string> CanonicalFsdpKeys(Reader& r, const json& obj)
     for (std::string_view k : known) found = found || k == canonical;
     if (!found) {
       // Suggest against both spellings.
-      std::string hint = DidYouMean(key, known);
-      if (hint.empty()) hint = DidYouMean(canonical, known);
-      r.Error(Fsdp(key), absl::StrCat("unknown key", hint));
+      std::string hint = r.Hint(key, known);
+      if (hint.empty()) hint = r.Hint(canonical, known);
+      r.UnknownKey(Fsdp(key), hint);
       continue;
     }
     if (written.count(canonical) > 0) {
@@ -47,7 +47,7 @@ std::vector<std::string> SplitClassList(Reader& r, const KeyPath& path) {
   if (v->is_array()) {
     for (const json& item : *v) {
       if (!item.is_string()) {
-        r.Error(path, absl::StrCat("expected class names, got ", Quote(item)));
+        r.Error(path, absl::StrCat("expected class names, got ", r.Show(item)));
         return {};
       }
       raw.push_back(item.get<std::string>());
@@ -73,8 +73,8 @@ std::vector<std::string> SplitClassList(Reader& r, const KeyPath& path) {
   if (stripped) {
     std::string list;
     for (const std::string& n : names) absl::StrAppend(&list, list.empty() ? "" : ",", n);
-    r.Warn(path, absl::StrCat("spaces around class names removed; read as \"", list,
-                              "\" (Accelerate would look for the names with the spaces and "
+    r.Warn(path, absl::StrCat("spaces around class names removed; read as ", r.Show(list),
+                              " (Accelerate would look for the names with the spaces and "
                               "fail to find them)"));
   }
   return names;
@@ -149,10 +149,10 @@ void ReadFsdpSection(Reader& r, FsdpSection* out) {
       r.Warn(*p, "legacy key ignored: fsdp_backward_prefetch is also given");
     } else if (legacy) {
       out->backward_prefetch = legacy;
-      r.Warn(*p, absl::StrCat("legacy key; read as fsdp_backward_prefetch: ",
-                              r.Find(*p)->is_string() ? r.Find(*p)->get<std::string>()
-                                                      : Quote(*r.Find(*p)),
-                              " (Accelerate 1.x ignores this key and would not prefetch)"));
+      r.Warn(*p, absl::StrCat(
+                     "legacy key; read as fsdp_backward_prefetch: ",
+                     r.Find(*p)->is_string() ? r.Find(*p)->get<std::string>() : r.Show(*r.Find(*p)),
+                     " (Accelerate 1.x ignores this key and would not prefetch)"));
     }
   }
   out->forward_prefetch = boolean("fsdp_forward_prefetch");
@@ -195,9 +195,8 @@ void ReadDeepSpeedSection(Reader& r, DeepSpeedSection* out) {
     for (std::string_view l : kLaunchers) known = known || *out->multinode_launcher == l;
     if (!known) {
       r.Error(Ds("deepspeed_multinode_launcher"),
-              absl::StrCat(Quote(*out->multinode_launcher), " is not one of ",
-                           JoinNames(kLaunchers),
-                           DidYouMean(*out->multinode_launcher, kLaunchers)));
+              absl::StrCat(r.Show(*out->multinode_launcher), " is not one of ",
+                           JoinNames(kLaunchers), r.Hint(*out->multinode_launcher, kLaunchers)));
     }
   }
   out->hostfile = r.String(Ds("deepspeed_hostfile"));

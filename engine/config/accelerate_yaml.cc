@@ -43,8 +43,9 @@ void ReadDistributedType(Reader& r, AccelerateConfig* out) {
   if (v->is_string()) {
     for (std::string_view name : kUnsupportedTypes) {
       if (EqualsIgnoreCase(name, v->get_ref<const std::string&>())) {
-        r.Error(path, absl::StrCat(Quote(*v), " is not supported by this engine (supported: NO, "
-                                              "MULTI_CPU, MULTI_GPU, FSDP, DEEPSPEED)"));
+        r.Error(path, absl::StrCat(r.Show(*v),
+                                   " is not supported by this engine (supported: NO, "
+                                   "MULTI_CPU, MULTI_GPU, FSDP, DEEPSPEED)"));
         return;
       }
     }
@@ -155,7 +156,7 @@ void ReadIgnoredSections(Reader& r) {
   auto env = r.String({"compute_environment"});
   if (env.has_value() && !EqualsIgnoreCase(*env, "LOCAL_MACHINE")) {
     r.Error({"compute_environment"},
-            absl::StrCat(Quote(*env), " is not one of LOCAL_MACHINE, AMAZON_SAGEMAKER"));
+            absl::StrCat(r.Show(*env), " is not one of LOCAL_MACHINE, AMAZON_SAGEMAKER"));
   }
 }
 
@@ -223,9 +224,9 @@ AccelerateConfig ReadAccelerateConfig(const Document& doc, Diagnostics* diag) {
     bool known = false;
     for (std::string_view b : kBackends) known = known || *out.rdzv_backend == b;
     if (!known) {
-      r.Error({"rdzv_backend"}, absl::StrCat(Quote(*out.rdzv_backend), " is not one of ",
-                                             JoinNames(kBackends),
-                                             DidYouMean(*out.rdzv_backend, kBackends)));
+      r.Error({"rdzv_backend"},
+              absl::StrCat(r.Show(*out.rdzv_backend), " is not one of ", JoinNames(kBackends),
+                           r.Hint(*out.rdzv_backend, kBackends)));
     }
   }
   out.same_network = r.Bool({"same_network"});

@@ -171,8 +171,8 @@ void ReadOptimizer(Reader& r, DsOptimizer* out) {
   }
   if (out->type.empty()) {
     r.Error({"optimizer", "type"},
-            absl::StrCat(Quote(*type), " is not supported by this engine (supported: ",
-                         JoinNames(kTypes), ")", DidYouMean(*type, kTypes)));
+            absl::StrCat(r.Show(*type), " is not supported by this engine (supported: ",
+                         JoinNames(kTypes), ")", r.Hint(*type, kTypes)));
     return;
   }
   if (r.Object({"optimizer", "params"}) == nullptr) return;
@@ -198,7 +198,7 @@ void ReadOptimizer(Reader& r, DsOptimizer* out) {
       std::string error;
       if (!b->is_array() || b->size() != 2 || !ParseNumberValue((*b)[0], &b0, &error) ||
           !ParseNumberValue((*b)[1], &b1, &error) || b0 < 0 || b0 >= 1 || b1 < 0 || b1 >= 1) {
-        r.Error(key("betas"), absl::StrCat(Quote(*b), " is not a pair of numbers in [0, 1)"));
+        r.Error(key("betas"), absl::StrCat(r.Show(*b), " is not a pair of numbers in [0, 1)"));
       } else {
         out->betas = Autoable<std::array<double, 2>>::Of({b0, b1});
       }
@@ -228,8 +228,8 @@ void ReadScheduler(Reader& r, DsScheduler* out) {
   }
   if (out->type.empty()) {
     r.Error({"scheduler", "type"},
-            absl::StrCat(Quote(*type), " is not supported by this engine (supported: ",
-                         JoinNames(kTypes), ")", DidYouMean(*type, kTypes)));
+            absl::StrCat(r.Show(*type), " is not supported by this engine (supported: ",
+                         JoinNames(kTypes), ")", r.Hint(*type, kTypes)));
     return;
   }
   if (r.Object({"scheduler", "params"}) == nullptr) return;
@@ -253,7 +253,7 @@ void ReadScheduler(Reader& r, DsScheduler* out) {
   }
   if (auto wt = r.String(key("warmup_type"))) {
     if (*wt != "log" && *wt != "linear") {
-      r.Error(key("warmup_type"), absl::StrCat(Quote(*wt), " is not one of log, linear"));
+      r.Error(key("warmup_type"), absl::StrCat(r.Show(*wt), " is not one of log, linear"));
     } else {
       out->warmup_type = *wt;
     }

@@ -30,6 +30,11 @@ void Diagnostics::Error(const Document& doc, const KeyPath& path, std::string_vi
   errors_.push_back(Format(doc.source, doc.MarkOf(path), PathString(path), message));
 }
 
+void Diagnostics::Error(const Document& doc, Mark mark, const KeyPath& path,
+                        std::string_view message) {
+  errors_.push_back(Format(doc.source, mark, PathString(path), message));
+}
+
 void Diagnostics::Warn(const Document& doc, const KeyPath& path, std::string_view message) {
   warnings_.push_back(Format(doc.source, doc.MarkOf(path), PathString(path), message));
 }
@@ -45,7 +50,11 @@ void Diagnostics::Warn(std::string_view source, std::string_view path, std::stri
 
 void Diagnostics::DuplicateKeys(const Document& doc) {
   for (const DuplicateKey& d : doc.duplicate_keys) {
-    errors_.push_back(Format(doc.source, d.mark, PathString(d.path),
+    // The repeated key may be no key of ours: under its parent's path unless it may be quoted.
+    const KeyPath path = doc.echo == Echo::kContent || d.path.empty()
+                             ? d.path
+                             : KeyPath(d.path.begin(), d.path.end() - 1);
+    errors_.push_back(Format(doc.source, d.mark, PathString(path),
                              absl::StrCat("key given twice (also at line ", d.first_line, ")")));
   }
 }

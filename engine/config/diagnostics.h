@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "engine/base/echo.h"
 #include "nlohmann/json.hpp"
 
 namespace accel::config {
@@ -37,6 +38,9 @@ struct DuplicateKey {
 // repeated key (the tree keeps the first value); the readers report them as errors.
 struct Document {
   std::string source;
+  // kPositionsOnly: a file acceld read for a client; Reader::Show and Reader::UnknownKey quote
+  // nothing of it (engine/base/echo.h).
+  Echo echo = Echo::kContent;
   nlohmann::json root;
   std::map<std::string, Mark> marks;
   std::vector<DuplicateKey> duplicate_keys;
@@ -49,6 +53,8 @@ class Diagnostics {
  public:
   void Error(const Document& doc, const KeyPath& path, std::string_view message);
   void Warn(const Document& doc, const KeyPath& path, std::string_view message);
+  // At an explicit position (an unknown key reported under its parent's path).
+  void Error(const Document& doc, Mark mark, const KeyPath& path, std::string_view message);
   // For messages not tied to a document key (a path may still be given as text).
   void Error(std::string_view source, std::string_view path, std::string_view message);
   void Warn(std::string_view source, std::string_view path, std::string_view message);

@@ -229,9 +229,12 @@ Mark MarkAtOffset(std::string_view text, size_t offset) {
   return mark;
 }
 
-absl::StatusOr<Document> ParseYamlDocument(std::string_view text, std::string_view source) {
+absl::StatusOr<Document> ParseYamlDocument(std::string_view text, std::string_view source,
+                                           Echo echo) {
   Document doc;
   doc.source = std::string(source);
+  doc.echo = echo;
+  const bool quote = echo == Echo::kContent;
   if (text.size() > kMaxConfigBytes) {
     return absl::InvalidArgumentError(
         absl::StrCat(doc.source, ": file is larger than ", kMaxConfigBytes, " bytes"));
@@ -249,18 +252,23 @@ absl::StatusOr<Document> ParseYamlDocument(std::string_view text, std::string_vi
     }
   } catch (const YAML::Exception& e) {
     const Mark mark{e.mark.line + 1, e.mark.column + 1};
+    // yaml-cpp's message can carry a character of the text ("unknown escape character: x").
     return absl::InvalidArgumentError(
-        absl::StrCat(Located(doc.source, e.mark.is_null() ? Mark{} : mark),
-                     ": malformed YAML: ", e.msg));
+        absl::StrCat(Located(doc.source, e.mark.is_null() ? Mark{} : mark), ": malformed YAML",
+                     quote ? absl::StrCat(": ", e.msg) : ""));
   } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(doc.source, ": malformed YAML: ", e.what()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(doc.source, ": malformed YAML", quote ? absl::StrCat(": ", e.what()) : ""));
   }
   return doc;
 }
 
-absl::StatusOr<Document> ParseJsonDocument(std::string_view text, std::string_view source) {
+absl::StatusOr<Document> ParseJsonDocument(std::string_view text, std::string_view source,
+                                           Echo echo) {
   Document doc;
   doc.source = std::string(source);
+  doc.echo = echo;
+  const bool quote = echo == Echo::kContent;
   if (text.size() > kMaxConfigBytes) {
     return absl::InvalidArgumentError(
         absl::StrCat(doc.source, ": file is larger than ", kMaxConfigBytes, " bytes"));
@@ -286,10 +294,12 @@ absl::StatusOr<Document> ParseJsonDocument(std::string_view text, std::string_vi
     // "[json.exception.parse_error.101] parse error at line 1, column 2: syntax error ..."
     const size_t colon = reason.find(": ");
     if (colon != std::string::npos) reason = reason.substr(colon + 2);
-    return absl::InvalidArgumentError(
-        absl::StrCat(Located(doc.source, mark), ": malformed JSON: ", reason));
+    // The reason ends with the text the parser read ("last read: '...'").
+    return absl::InvalidArgumentError(absl::StrCat(Located(doc.source, mark), ": malformed JSON",
+                                                   quote ? absl::StrCat(": ", reason) : ""));
   } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(doc.source, ": malformed JSON: ", e.what()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(doc.source, ": malformed JSON", quote ? absl::StrCat(": ", e.what()) : ""));
   }
   return doc;
 }

@@ -31,10 +31,15 @@ inline constexpr size_t kMaxNodes = 100000;
 
 using EnvMap = std::map<std::string, std::string>;
 
+// Echo::kPositionsOnly (a file acceld read for a client; engine/base/echo.h): the parse errors
+// carry the position but not the parser's message (which quotes the text), and the Document
+// remembers it, so the readers quote no value and no unknown key of it either.
 [[nodiscard]] absl::StatusOr<Document> ParseYamlDocument(std::string_view text,
-                                                         std::string_view source);
+                                                         std::string_view source,
+                                                         Echo echo = Echo::kContent);
 [[nodiscard]] absl::StatusOr<Document> ParseJsonDocument(std::string_view text,
-                                                         std::string_view source);
+                                                         std::string_view source,
+                                                         Echo echo = Echo::kContent);
 // Every variable as a string member of one object; source "environment".
 Document EnvironmentDocument(const EnvMap& env);
 

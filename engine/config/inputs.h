@@ -51,6 +51,8 @@ struct ConfigInputs {
   std::optional<PrecisionMode> mixed_precision;  // --mixed-precision
   DefaultProfile defaults = DefaultProfile::kLauncher;
   bool job_complete = false;
+  // For the files ResolvePlan opens: kPositionsOnly when acceld opens them for a client.
+  Echo echo = Echo::kContent;
 };
 
 }  // namespace accel::config

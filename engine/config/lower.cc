@@ -26,7 +26,8 @@ absl::StatusOr<Document> ReadDocument(const ConfigFile& file, bool json, Env* en
   if (text.empty()) {
     ACCEL_ASSIGN_OR_RETURN(text, ReadFileToString(env, file.name));
   }
-  return json ? ParseJsonDocument(text, file.name) : ParseYamlDocument(text, file.name);
+  return json ? ParseJsonDocument(text, file.name, file.echo)
+              : ParseYamlDocument(text, file.name, file.echo);
 }
 
 // The YAML that a DeepSpeed JSON given alone runs under: DEEPSPEED on the launcher's count.
@@ -87,7 +88,10 @@ absl::StatusOr<TrainPlan> Resolve(const LoweringInputs& in, const model::ModelCo
   ci.num_machines = in.launcher_machines;
   ci.num_machines_source = in.launcher_machines_source;
   // A YAML named but not read: the resolver opens it, and the JSON it names beside it.
-  if (in.accelerate.given() && in.accelerate.text.empty()) return ResolvePlan(ci, env);
+  if (in.accelerate.given() && in.accelerate.text.empty()) {
+    ci.echo = in.accelerate.echo;
+    return ResolvePlan(ci, env);
+  }
   std::optional<Document> json;
   if (in.deepspeed.given()) {
     ACCEL_ASSIGN_OR_RETURN(json, ReadDocument(in.deepspeed, true, env));

@@ -38,6 +38,8 @@ namespace accel::config {
 struct ConfigFile {
   std::string name;
   std::string text;
+  // kPositionsOnly: a file acceld reads (or read) for a client; no error quotes it (echo.h).
+  Echo echo = Echo::kContent;
   bool given() const { return !name.empty() || !text.empty(); }
 };
 

@@ -1,9 +1,13 @@
 // Malformed and conflicting inputs: each must fail with InvalidArgument and a message naming
 // the key path (and file, and line where the YAML gives one).
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "engine/config/document.h"
+#include "engine/config/resolve.h"
 #include "engine/config/test_util.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace accel::config {
@@ -229,6 +233,66 @@ TEST_P(MalformedTest, FailsNamingTheKey) {
   EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(plan.status().message().find(c.expect), std::string::npos)
       << c.name << "\n  message: " << plan.status().message() << "\n  expected: " << c.expect;
+}
+
+// The same files as acceld reads them for an RPC client (Echo::kPositionsOnly; docs/rpc.md):
+// still refused, still at a position, with no "did you mean" about a name of the file.
+absl::StatusOr<TrainPlan> ResolveForClient(const Case& c) {
+  ConfigInputs inputs;
+  for (const auto& [k, v] : c.env) inputs.env[k] = v;
+  inputs.job_complete = c.job_complete;
+  absl::StatusOr<Document> yaml = ParseYamlDocument(c.yaml, "test.yaml", Echo::kPositionsOnly);
+  if (!yaml.ok()) return yaml.status();
+  std::optional<Document> json;
+  if (!c.json.empty()) {
+    absl::StatusOr<Document> parsed = ParseJsonDocument(c.json, "test.json", Echo::kPositionsOnly);
+    if (!parsed.ok()) return parsed.status();
+    json = *std::move(parsed);
+  }
+  return ResolveDocuments(*yaml, json ? &*json : nullptr, inputs);
+}
+
+TEST_P(MalformedTest, FailsForAClientWithoutQuotingTheFile) {
+  const Case& c = GetParam();
+  auto plan = ResolveForClient(c);
+  ASSERT_FALSE(plan.ok()) << c.name << " resolved";
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+  if (!c.env.empty()) return;  // the environment is acceld's own, not a client's file
+  EXPECT_THAT(std::string(plan.status().message()),
+              ::testing::Not(::testing::HasSubstr("did you mean")))
+      << c.name;
+}
+
+// Issue 28: each place a value or a key of the file reached a message, with a secret in it.
+TEST(MalformedForAClientTest, NoMessageCarriesTheFilesWords) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"root:*:20228:0:99999:7:::\n", ""},
+      {"distributed_type: FSDP\nhunter2: 1\n", ""},
+      {"distributed_type: FSDP\nhunter2: 1\nhunter2: 2\n", ""},
+      {"distributed_type: FSDP\nfsdp_config:\n  fsdp_hunter2: 1\n", ""},
+      {"distributed_type: hunter2\n", ""},
+      {"distributed_type: FSDP\nnum_processes: hunter2\n", ""},
+      {"distributed_type: FSDP\nfsdp_config:\n  fsdp_offload_params: hunter2\n", ""},
+      {"distributed_type: FSDP\nfsdp_config: hunter2\n", ""},
+      {"distributed_type: FSDP\ncompute_environment: hunter2\n", ""},
+      {"distributed_type: FSDP\nrdzv_backend: hunter2\n", ""},
+      {"name: \"hunter2\\q\"\n", ""},
+      {kDsFile, "{\"hunter2\": 1}"},
+      {kDsFile, "{\"a\": hunter2}"},
+      {kDsFile, "{\"optimizer\": {\"type\": \"hunter2\"}}"},
+      {kDsFile, "{\"scheduler\": {\"type\": \"hunter2\"}}"},
+      {kDsFile, "{\"optimizer\": {\"type\": \"AdamW\", \"params\": {\"betas\": \"hunter2\"}}}"},
+      {kDsFile, "{\"zero_optimization\": {\"stage\": \"hunter2\"}}"}};
+  for (const auto& [yaml, json] : cases) {
+    Case c{"secret", yaml, json, {}, ""};
+    auto plan = ResolveForClient(c);
+    ASSERT_FALSE(plan.ok()) << yaml << json;
+    const std::string message(plan.status().message());
+    for (const char* secret : {"hunter2", "root", "20228", "escape"}) {
+      EXPECT_THAT(message, ::testing::Not(::testing::HasSubstr(secret))) << message;
+    }
+    EXPECT_THAT(message, ::testing::HasSubstr(json.empty() ? "test.yaml" : "test.json")) << message;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Inputs, MalformedTest, ::testing::ValuesIn(Cases()),

@@ -225,7 +225,7 @@ absl::StatusOr<TrainPlan> ResolvePlan(const ConfigInputs& inputs, Env* env) {
   ACCEL_ASSIGN_OR_RETURN(std::string yaml_text,
                          ReadFileToString(env, inputs.accelerate_config));
   ACCEL_ASSIGN_OR_RETURN(Document yaml_doc,
-                         ParseYamlDocument(yaml_text, inputs.accelerate_config));
+                         ParseYamlDocument(yaml_text, inputs.accelerate_config, inputs.echo));
 
   // Peek at the YAML for the JSON's path; ResolveDocuments reports the YAML's own problems.
   Diagnostics peek;
@@ -252,7 +252,7 @@ absl::StatusOr<TrainPlan> ResolvePlan(const ConfigInputs& inputs, Env* env) {
                                        ": deepspeed_config_file: cannot read ", path, ": ",
                                        std::string(text.status().message())));
     }
-    ACCEL_ASSIGN_OR_RETURN(json_doc, ParseJsonDocument(*text, path));
+    ACCEL_ASSIGN_OR_RETURN(json_doc, ParseJsonDocument(*text, path, inputs.echo));
   }
   return ResolveDocuments(yaml_doc, json_doc ? &*json_doc : nullptr, inputs);
 }

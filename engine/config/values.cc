@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "absl/strings/match.h"
+
 namespace accel::config {
 namespace {
 
@@ -105,6 +107,35 @@ bool ParseIntValue(const json& v, int64_t* out, std::string* error) {
   return false;
 }
 
+std::string Reader::Show(const json& v) const {
+  if (doc_.echo == Echo::kContent) return Quote(v);
+  if (v.is_string()) return "a string";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_number()) return "a number";
+  if (v.is_array()) return "a list";
+  if (v.is_object()) return "a mapping";
+  return "null";
+}
+
+std::string Reader::Hint(std::string_view name, const std::vector<std::string_view>& known) const {
+  return doc_.echo == Echo::kContent ? DidYouMean(name, known) : "";
+}
+
+void Reader::UnknownKey(const KeyPath& key_path, const std::string& hint) {
+  if (doc_.echo == Echo::kContent) {
+    Error(key_path, absl::StrCat("unknown key", hint));
+    return;
+  }
+  const KeyPath parent(key_path.begin(), key_path.end() - 1);
+  diag_->Error(doc_, doc_.MarkOf(key_path), parent, "unknown key");
+}
+
+std::string Reader::Restated(const json& v, const std::string& error) const {
+  if (doc_.echo == Echo::kContent) return error;
+  const std::string quoted = Quote(v);
+  return absl::StartsWith(error, quoted) ? Show(v) + error.substr(quoted.size()) : "bad value";
+}
+
 const json* Reader::Find(const KeyPath& path) const {
   const json* node = &doc_.root;
   for (const std::string& key : path) {
@@ -134,7 +165,7 @@ std::optional<bool> Reader::Bool(const KeyPath& path) {
   bool out = false;
   std::string error;
   if (!ParseBoolValue(*v, &out, &error)) {
-    Error(path, error);
+    Error(path, Restated(*v, error));
     return std::nullopt;
   }
   return out;
@@ -146,11 +177,12 @@ std::optional<int64_t> Reader::Int(const KeyPath& path, int64_t min, int64_t max
   int64_t out = 0;
   std::string error;
   if (!ParseIntValue(*v, &out, &error)) {
-    Error(path, error);
+    Error(path, Restated(*v, error));
     return std::nullopt;
   }
   if (out < min || out > max) {
-    Error(path, absl::StrCat(out, " is out of range [", min, ", ", max, "]"));
+    Error(path, absl::StrCat(doc_.echo == Echo::kContent ? absl::StrCat(out) : "a number",
+                             " is out of range [", min, ", ", max, "]"));
     return std::nullopt;
   }
   return out;
@@ -162,11 +194,12 @@ std::optional<double> Reader::Number(const KeyPath& path, double min, double max
   double out = 0;
   std::string error;
   if (!ParseNumberValue(*v, &out, &error)) {
-    Error(path, error);
+    Error(path, Restated(*v, error));
     return std::nullopt;
   }
   if (!(out >= min && out <= max)) {
-    Error(path, absl::StrCat(out, " is out of range [", min, ", ", max, "]"));
+    Error(path, absl::StrCat(doc_.echo == Echo::kContent ? absl::StrCat(out) : "a number",
+                             " is out of range [", min, ", ", max, "]"));
     return std::nullopt;
   }
   return out;
@@ -177,7 +210,7 @@ std::optional<std::string> Reader::String(const KeyPath& path) {
   if (v == nullptr || RejectAuto(path, *v)) return std::nullopt;
   if (v->is_string()) return v->get<std::string>();
   if (v->is_number() || v->is_boolean()) return v->dump();  // main_process_ip: 1234
-  Error(path, absl::StrCat(Quote(*v), " is not a string"));
+  Error(path, absl::StrCat(Show(*v), " is not a string"));
   return std::nullopt;
 }
 
@@ -185,7 +218,7 @@ const json* Reader::Object(const KeyPath& path) {
   const json* v = Find(path);
   if (v == nullptr) return nullptr;
   if (!v->is_object()) {
-    Error(path, absl::StrCat("expected a mapping of keys, got ", Quote(*v)));
+    Error(path, absl::StrCat("expected a mapping of keys, got ", Show(*v)));
     return nullptr;
   }
   return v;
@@ -200,7 +233,7 @@ void Reader::CheckKeys(const KeyPath& path, const std::vector<std::string_view>&
     if (found) continue;
     KeyPath key_path = path;
     key_path.push_back(key);
-    Error(key_path, absl::StrCat("unknown key", DidYouMean(key, known)));
+    UnknownKey(key_path, Hint(key, known));
   }
 }
 

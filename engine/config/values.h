@@ -55,11 +55,23 @@ class Reader {
   // Reports each key of the object at `path` missing from `known`, with "did you mean".
   void CheckKeys(const KeyPath& path, const std::vector<std::string_view>& known);
 
+  // `v` as a message shows it: Quote(v), or only its kind ("a string") when the document is a
+  // file acceld read for a client (Document::echo; engine/base/echo.h).
+  std::string Show(const nlohmann::json& v) const;
+  // DidYouMean(name, known) for a name taken from the document; "" when it may not be quoted
+  // (the hint would tell how close the hidden name is to one of ours).
+  std::string Hint(std::string_view name, const std::vector<std::string_view>& known) const;
+  // An unknown key: "PATH.KEY: unknown key<hint>", or, when the document may not be quoted,
+  // "PATH: unknown key" at the key's own line and column.
+  void UnknownKey(const KeyPath& key_path, const std::string& hint);
+
   void Error(const KeyPath& path, std::string_view message) { diag_->Error(doc_, path, message); }
   void Warn(const KeyPath& path, std::string_view message) { diag_->Warn(doc_, path, message); }
   Diagnostics* diagnostics() const { return diag_; }
 
  private:
+  // `error` from a Parse*Value on v (which starts with Quote(v)) with v shown as Show(v).
+  std::string Restated(const nlohmann::json& v, const std::string& error) const;
   // Reports `"auto"` in a place nothing fills; true when it did.
   bool RejectAuto(const KeyPath& path, const nlohmann::json& v);
 
@@ -94,8 +106,7 @@ std::optional<E> Reader::Enum(const KeyPath& path, const std::vector<EnumName<E>
     if (EqualsIgnoreCase(n.name, text)) return n.value;
     if (n.listed) listed.push_back(n.name);
   }
-  Error(path, absl::StrCat(Quote(*v), " is not one of ", JoinNames(listed),
-                           DidYouMean(text, listed)));
+  Error(path, absl::StrCat(Show(*v), " is not one of ", JoinNames(listed), Hint(text, listed)));
   return std::nullopt;
 }
 

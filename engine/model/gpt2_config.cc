@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/base/status_macros.h"
+#include "engine/model/config_json.h"
 #include "nlohmann/json.hpp"
 
 namespace accel::model {
@@ -29,9 +30,9 @@ constexpr Preset kPresets[] = {
 absl::Status CheckImplemented(const nlohmann::json& j, const Gpt2Config& c,
                               const std::string& src) {
   auto refuse = [&](const char* key, const std::string& why) {
-    return absl::InvalidArgumentError(absl::StrCat(src, ": ", key, ": ", j[key].dump(),
-                                                   " is not implemented by this engine (", why,
-                                                   ")"));
+    // The value is not quoted (config_json.h): the key and what is implemented say enough.
+    return absl::InvalidArgumentError(
+        absl::StrCat(src, ": ", key, ": this value is not implemented by this engine (", why, ")"));
   };
   if (j.contains("activation_function") && j["activation_function"] != "gelu_new" &&
       j["activation_function"] != "gelu_pytorch_tanh") {
@@ -122,13 +123,12 @@ absl::StatusOr<Gpt2Config> Gpt2Preset(std::string_view name) {
 
 absl::StatusOr<Gpt2Config> Gpt2ConfigFromJson(std::string_view json_text, std::string_view source) {
   const std::string src(source);
-  nlohmann::json j = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat(src, ": not a JSON object"));
-  }
+  ACCEL_ASSIGN_OR_RETURN(nlohmann::json j, ParseConfigJson(json_text, src));
   if (j.contains("model_type") && j["model_type"] != "gpt2") {
-    return absl::InvalidArgumentError(absl::StrCat(src, ": model_type is ", j["model_type"].dump(),
-                                                   ", only \"gpt2\" is supported"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        src,
+        ": model_type: only gpt2 is read here (llama, mistral and qwen2 files are read by "
+        "ModelConfigFromJson)"));
   }
   Gpt2Config c;
   c.name = src;
@@ -138,7 +138,7 @@ absl::StatusOr<Gpt2Config> Gpt2ConfigFromJson(std::string_view json_text, std::s
     if (!j.contains(k)) return absl::InvalidArgumentError(absl::StrCat(src, ": missing key ", key));
     if (!j[k].is_number_integer()) {
       return absl::InvalidArgumentError(
-          absl::StrCat(src, ": key ", k, " must be an integer, got ", j[k].dump()));
+          absl::StrCat(src, ": key ", k, " must be an integer, got ", JsonKind(j[k])));
     }
     *out = j[k].get<int64_t>();
     return absl::OkStatus();

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
+#include "engine/model/config_json.h"
 #include "nlohmann/json.hpp"
 
 namespace accel::model {
@@ -48,11 +49,11 @@ std::vector<LlamaConfig> Presets() {
   return p;
 }
 
-absl::Status Refuse(const std::string& src, const char* key, const Json& value,
+// The value is not quoted (config_json.h): the key and what is implemented say enough.
+absl::Status Refuse(const std::string& src, const char* key, const Json& /*value*/,
                     const std::string& why) {
-  return absl::InvalidArgumentError(absl::StrCat(src, ": ", key, ": ", value.dump(),
-                                                 " is not implemented by this engine (", why,
-                                                 ")"));
+  return absl::InvalidArgumentError(
+      absl::StrCat(src, ": ", key, ": this value is not implemented by this engine (", why, ")"));
 }
 
 // Reads the optional integer `key` into *out (left as is when absent or null).
@@ -60,7 +61,7 @@ absl::Status ReadInt(const Json& j, const std::string& src, const char* key, int
   if (!j.contains(key) || j[key].is_null()) return absl::OkStatus();
   if (!j[key].is_number_integer()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(src, ": key ", key, " must be an integer, got ", j[key].dump()));
+        absl::StrCat(src, ": key ", key, " must be an integer, got ", JsonKind(j[key])));
   }
   *out = j[key].get<int64_t>();
   return absl::OkStatus();
@@ -70,7 +71,10 @@ absl::Status ReadDouble(const Json& j, const std::string& src, const char* key, 
   if (!j.contains(key) || j[key].is_null()) return absl::OkStatus();
   if (!j[key].is_number()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(src, ": key ", key, " must be a number, got ", j[key].dump()));
+        absl::StrCat(src, ": key ", key, " must be a number, got ", JsonKind(j[key])));
+  }
+  if (!std::isfinite(j[key].get<double>())) {
+    return absl::InvalidArgumentError(absl::StrCat(src, ": key ", key, " must be finite"));
   }
   *out = j[key].get<double>();
   return absl::OkStatus();
@@ -80,7 +84,7 @@ absl::Status ReadBool(const Json& j, const std::string& src, const char* key, bo
   if (!j.contains(key) || j[key].is_null()) return absl::OkStatus();
   if (!j[key].is_boolean()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(src, ": key ", key, " must be true or false, got ", j[key].dump()));
+        absl::StrCat(src, ": key ", key, " must be true or false, got ", JsonKind(j[key])));
   }
   *out = j[key].get<bool>();
   return absl::OkStatus();
@@ -92,7 +96,7 @@ absl::StatusOr<RopeScaling> ReadRopeScaling(const Json& j, const std::string& sr
   const Json& r = j["rope_scaling"];
   if (!r.is_object()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(src, ": key rope_scaling must be an object or null, got ", r.dump()));
+        absl::StrCat(src, ": key rope_scaling must be an object or null, got ", JsonKind(r)));
   }
   // Hugging Face renamed "type" to "rope_type" and reads either.
   const char* type_key = r.contains("rope_type") ? "rope_type" : "type";
@@ -278,10 +282,7 @@ bool IsLlamaModelType(std::string_view model_type) {
 absl::StatusOr<LlamaConfig> LlamaConfigFromJson(std::string_view json_text,
                                                 std::string_view source) {
   const std::string src(source);
-  Json j = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat(src, ": not a JSON object"));
-  }
+  ACCEL_ASSIGN_OR_RETURN(Json j, ParseConfigJson(json_text, src));
   if (!j.contains("model_type") || !j["model_type"].is_string() ||
       !IsLlamaModelType(j["model_type"].get<std::string>())) {
     return absl::InvalidArgumentError(

@@ -13,6 +13,7 @@ namespace accel::model {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // The parameter counts the published checkpoints have (their model.safetensors' numel).
 TEST(LlamaConfigTest, PresetsHaveThePublishedParameterCounts) {
@@ -132,6 +133,32 @@ TEST(LlamaConfigTest, Llama3RopeScalingFollowsTheWavelengthBands) {
   LlamaConfig linear = plain;
   linear.rope_scaling = {RopeScaling::Type::kLinear, 4.0};
   EXPECT_DOUBLE_EQ(linear.InverseFrequencies()[3], base[3] / 4);
+}
+
+// Python's json writes NaN and Infinity; they were "not a JSON object" (issue 28). The key is
+// named now, and no reader quotes the file (acceld reads config.json files for clients).
+TEST(LlamaConfigTest, NonFiniteNumbersNameTheKeyAndNothingQuotesTheFile) {
+  const std::string base = R"("model_type": "llama", "hidden_size": 32,
+      "intermediate_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2)";
+  for (const char* value : {"NaN", "Infinity", "-Infinity"}) {
+    auto c = ModelConfigFromJson("{" + base + R"(, "rope_theta": )" + value + "}", "m.json");
+    ASSERT_FALSE(c.ok()) << value;
+    EXPECT_THAT(c.status().message(), HasSubstr("m.json: key rope_theta must be finite")) << value;
+  }
+  // Inside a string the word is text, not a number.
+  EXPECT_TRUE(ModelConfigFromJson("{" + base + R"(, "note": "NaN Infinity"})", "m.json").ok());
+  for (const std::string& text :
+       {std::string("root:*:20228:0:99999:7:::\n"), std::string("{\"hidden_size\": \"s3cr3t\"}"),
+        "{" + base + R"(, "hidden_act": "s3cr3t"})", std::string(R"({"model_type": "s3cr3t"})"),
+        std::string("{\"a\": s3cr3t}")}) {
+    auto c = ModelConfigFromJson(text, "m.json");
+    ASSERT_FALSE(c.ok()) << text;
+    EXPECT_THAT(c.status().message(), HasSubstr("m.json")) << text;
+    EXPECT_THAT(c.status().message(), Not(HasSubstr("s3cr3t"))) << c.status();
+    EXPECT_THAT(c.status().message(), Not(HasSubstr("root"))) << c.status();
+  }
+  EXPECT_THAT(ModelConfigFromJson("{\n\"a\": s3cr3t}", "m.json").status().message(),
+              HasSubstr("m.json: not valid JSON (line 2, column 6)"));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/base/status_macros.h"
+#include "engine/model/config_json.h"
 #include "nlohmann/json.hpp"
 
 namespace accel::model {
@@ -101,16 +102,17 @@ absl::StatusOr<ModelConfig> ModelPreset(std::string_view name) {
 
 absl::StatusOr<ModelConfig> ModelConfigFromJson(std::string_view json_text,
                                                 std::string_view source) {
-  nlohmann::json j = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_object() && j.contains("model_type") && j["model_type"].is_string() &&
+  ACCEL_ASSIGN_OR_RETURN(nlohmann::json j, ParseConfigJson(json_text, std::string(source)));
+  if (j.contains("model_type") && j["model_type"].is_string() &&
       IsLlamaModelType(j["model_type"].get<std::string>())) {
     ACCEL_ASSIGN_OR_RETURN(LlamaConfig c, LlamaConfigFromJson(json_text, source));
     return ModelConfig(std::move(c));
   }
-  if (j.is_object() && j.contains("model_type") && j["model_type"] != "gpt2") {
+  // Not quoted (config_json.h): the supported names say what to write.
+  if (j.contains("model_type") && j["model_type"] != "gpt2") {
     return absl::InvalidArgumentError(
-        absl::StrCat(std::string(source), ": model_type is ", j["model_type"].dump(),
-                     ", supported: gpt2, llama, mistral, qwen2"));
+        absl::StrCat(std::string(source),
+                     ": model_type: not supported (supported: gpt2, llama, mistral, qwen2)"));
   }
   ACCEL_ASSIGN_OR_RETURN(Gpt2Config c, Gpt2ConfigFromJson(json_text, source));
   return ModelConfig(std::move(c));

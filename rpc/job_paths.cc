@@ -1,0 +1,65 @@
+#include "rpc/job_paths.h"
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/base/env.h"
+#include "engine/base/status_macros.h"
+#include "engine/checkpoint/hf_model_file.h"
+#include "engine/model/param_specs.h"
+
+namespace accel::rpc {
+
+absl::Status CheckJobPaths(const accel::v1::JobSpec& spec, const FileAccess& access) {
+  std::vector<std::pair<const char*, std::string>> paths = {
+      {"data.path", spec.data().path()},
+      {"model.config", spec.model().config()},
+      {"model.init_weights", spec.model().init_weights()},
+      {"checkpoint.dir", spec.checkpoint().dir()}};
+  // The configs travel as texts (rpc::LowerJobSpec opens no config path): their paths are only
+  // names. A job_file's configs were checked when ParseJobFile read them.
+  for (const auto& [key, path] : paths) {
+    if (path.empty()) continue;
+    if (path[0] != '/') {
+      return absl::InvalidArgumentError(absl::StrCat(
+          key,
+          ": must be an absolute path (acceld opens it, from its own working directory), "
+          "got \"",
+          path, "\""));
+    }
+    ACCEL_RETURN_IF_ERROR(access.Check(key, path));
+  }
+  // The index and the shards it names are opened too; each one a symlink could take outside.
+  if (!access.roots.empty() && !spec.model().init_weights().empty()) {
+    // The index is checked before it is read for the shards' names.
+    absl::StatusOr<std::string> resolved =
+        checkpoint::ResolveHfWeightsPath(Env::Default(), spec.model().init_weights());
+    if (!resolved.ok()) return absl::OkStatus();  // ValidateJobSpec names what is wrong
+    ACCEL_RETURN_IF_ERROR(access.Check("model.init_weights", *resolved));
+    absl::StatusOr<std::vector<std::string>> files =
+        checkpoint::HfWeightsFiles(Env::Default(), *resolved);
+    if (files.ok()) {  // else ValidateJobSpec names what is wrong with them
+      for (const std::string& f : *files) {
+        ACCEL_RETURN_IF_ERROR(access.Check("model.init_weights", f));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckWeightsFit(const config::LoweredJob& job, Env* env) {
+  if (job.options.init_weights.empty()) return absl::OkStatus();
+  ACCEL_ASSIGN_OR_RETURN(model::ModelLayout layout, model::ModelLayout::Create(job.model));
+  absl::StatusOr<std::unique_ptr<checkpoint::HfModelFile>> weights =
+      checkpoint::HfModelFile::Open(env, job.options.init_weights, &layout);
+  if (!weights.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model.init_weights: ", weights.status().message()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace accel::rpc
