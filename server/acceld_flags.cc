@@ -66,6 +66,23 @@ absl::Status WritableFolderOf(const char* flag, const std::string& path) {
   return absl::OkStatus();
 }
 
+// A host:port to listen on ("" = none where the flag allows it): port 0 (any free port) to
+// 65535 in digits. gRPC and the kernel would wrap 99999 into another port without a word.
+absl::Status ListenAddressIn(const char* flag, const std::string& address) {
+  if (address.empty()) return absl::OkStatus();
+  const size_t colon = address.rfind(':');
+  const std::string port =
+      colon == std::string::npos ? std::string() : address.substr(colon + 1);
+  bool digits = !port.empty() && port.size() <= 5;
+  for (char c : port) digits = digits && c >= '0' && c <= '9';
+  if (colon == 0 || !digits || std::stoi(port) > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        flag, ": must be host:port with a port from 0 (any free port) to 65535, got '", address,
+        "'"));
+  }
+  return absl::OkStatus();
+}
+
 struct RawValues {
   double grace_s = 10;
   double heartbeat_s = 60;
@@ -87,6 +104,8 @@ absl::Status Check(const RawValues& raw, AcceldOptions& o) {
            SecondsIn("--stop-grace", raw.grace_s, 0, kMaxStopGraceS),
            WritableFolderOf("--address-file", o.address_file),
            WritableFolderOf("--http-address-file", o.http_address_file),
+           ListenAddressIn("--listen", o.listen),
+           ListenAddressIn("--http-listen", o.http_listen),
        }) {
     if (!s.ok()) return s;
   }

@@ -93,6 +93,16 @@ TEST(AcceldFlagsTest, AddressFilesNeedAnExistingWritableFolder) {
   }
 }
 
+TEST(AcceldFlagsTest, ListenPortsAreInRange) {
+  for (const char* flag : {"--listen", "--http-listen"}) {
+    for (const char* v : {"127.0.0.1:99999", "127.0.0.1:", "127.0.0.1", ":80", "h:-1", "h:8x"}) {
+      ExpectRefused({flag, v}, absl::StrCat(flag, ": must be host:port with a port from 0"));
+    }
+    EXPECT_EQ(Parse({flag, "127.0.0.1:0"}).code, kStartAcceld);
+    EXPECT_EQ(Parse({flag, "[::1]:65535"}).code, kStartAcceld);
+  }
+}
+
 TEST(AcceldFlagsTest, MalformedFlagsExit2) {
   EXPECT_EQ(Parse({"--cpu-slots", "many"}).code, 2);
   EXPECT_EQ(Parse({"--no-such-flag"}).code, 2);

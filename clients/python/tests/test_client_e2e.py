@@ -8,6 +8,7 @@ ACCEL_TEST_TMPDIR. A Python without grpc fails here (import error); it never ski
 import os
 import re
 import shutil
+import struct
 import tempfile
 import time
 import unittest
@@ -49,11 +50,11 @@ class AcceldE2ETest(unittest.TestCase):
         cls.client = accel_client.Client(cls.acceld.address, token_file=cls.acceld.token_file)
         cls.addClassCleanup(cls.client.close)
 
-    def write_job(self, name, body, model="{preset: gpt2-tiny}"):
+    def write_job(self, name, body, model="{preset: gpt2-tiny}", data=None):
         path = os.path.join(self.dir, name + ".yaml")
         with open(path, "w", encoding="utf-8") as f:
             f.write(f"name: {name}\nmodel: {model}\n"
-                    f"data: {{path: {env('ACCEL_DATA')}}}\nresources: {{num_processes: 1}}\n"
+                    f"data: {{path: {data or env('ACCEL_DATA')}}}\nresources: {{num_processes: 1}}\n"
                     f"{body}")
         return path
 
@@ -169,13 +170,14 @@ class AcceldE2ETest(unittest.TestCase):
         final = run_accel_job(ok, target=self.acceld.address, token_file=self.acceld.token_file,
                               timeout_s=DEADLINE_S)
         self.assertEqual(final["state"], "SUCCEEDED")
-        # Weights that exist (submit checks that) but are no safetensors file: rank 0 fails.
-        weights = os.path.join(self.dir, "garbage.safetensors")
-        with open(weights, "wb") as f:
-            f.write(b"not a safetensors file")
+        # Submit checks that the data file is a regular file, not what it holds: an llm.c token
+        # shard of a version the reader does not know passes submit and fails rank 0 at start.
+        # (Weights are opened at submit now, so they cannot be the failing input.)
+        shard = os.path.join(self.dir, "unknown_version.bin")
+        with open(shard, "wb") as f:
+            f.write(struct.pack("<256i", 20240520, 7, 64, *([0] * 253)) + b"\0" * 128)
         failing = self.write_job("sched-fail", "train: {steps: 2, micro_batch: 2, seq_len: 32}\n"
-                                               "max_restarts: 0\n",
-                                 model=f"{{preset: gpt2-tiny, init_weights: {weights}}}")
+                                               "max_restarts: 0\n", data=shard)
         with self.assertRaisesRegex(RuntimeError, r"accel job job-\d+ FAILED: .+"):
             run_accel_job(failing, target=self.acceld.address, token_file=self.acceld.token_file,
                           timeout_s=DEADLINE_S)
