@@ -293,9 +293,6 @@ TEST(EnvPathsTest, JoinPathAndDirName) {
   EXPECT_EQ(DirName("z"), ".");
 }
 
-}  // namespace
-}  // namespace accel
-
 // A FIFO would block open() and read() forever and a device such as /dev/zero never ends: the
 // POSIX Env refuses both before reading a byte, naming the path and what it is.
 TEST(PosixEnvTest, FifosAndDevicesAreRefusedWithoutBlocking) {
@@ -312,3 +309,6 @@ TEST(PosixEnvTest, FifosAndDevicesAreRefusedWithoutBlocking) {
   EXPECT_THAT(std::string(s.message()), HasSubstr("/dev/zero is a device, not a regular file"));
   std::filesystem::remove_all(dir);
 }
+
+}  // namespace
+}  // namespace accel
