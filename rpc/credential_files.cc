@@ -40,29 +40,35 @@ absl::StatusOr<std::string> ReadCredentialFile(Env* env, const std::string& path
   return contents;
 }
 
-absl::StatusOr<std::string> ParseToken(absl::string_view contents, const std::string& path) {
+absl::StatusOr<std::string> ParseBearerToken(absl::string_view contents, const std::string& path,
+                                             absl::string_view what, size_t max_token_bytes,
+                                             absl::string_view carrier) {
   const absl::string_view token = absl::StripAsciiWhitespace(contents);
   if (token.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("token file ", path, " is empty"));
+    return absl::InvalidArgumentError(absl::StrCat(what, " ", path, " is empty"));
   }
-  // A bearer token travels in a gRPC metadata header: at most a few KiB of printable ASCII.
+  // A bearer token travels in a metadata / HTTP header: at most a few KiB of printable ASCII.
   // gRPC aborts the process on a header value with a control character (a newline inside the
   // token), so the check is here, before any call is made.
-  if (token.size() > kMaxTokenBytes) {
+  if (token.size() > max_token_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "token file ", path, " holds a ", token.size(), "-byte token; a token is at most ",
-        kMaxTokenBytes, " (it travels in a gRPC header): is it the right file?"));
+        what, " ", path, " holds a ", token.size(), "-byte token; a token is at most ",
+        max_token_bytes, " (it travels in ", carrier, "): is it the right file?"));
   }
   for (size_t i = 0; i < token.size(); ++i) {
     const unsigned char ch = static_cast<unsigned char>(token[i]);
     if (ch < 0x21 || ch > 0x7e) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "token file ", path, " holds a character that cannot travel in a header (byte ",
+          what, " ", path, " holds a character that cannot travel in a header (byte ",
           static_cast<int>(ch), " at offset ", (token.data() - contents.data()) + i,
           "; a token is printable ASCII without spaces, on one line)"));
     }
   }
   return std::string(token);
+}
+
+absl::StatusOr<std::string> ParseToken(absl::string_view contents, const std::string& path) {
+  return ParseBearerToken(contents, path, "token file", kMaxTokenBytes, "a gRPC header");
 }
 
 absl::StatusOr<std::string> ReadToken(Env* env, const std::string& path) {

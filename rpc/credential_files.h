@@ -43,6 +43,16 @@ inline constexpr uint64_t kMaxPemFileBytes = 1 << 20;
 [[nodiscard]] absl::StatusOr<std::string> ParseToken(absl::string_view contents,
                                                      const std::string& path);
 
+// The same rules for another bearer token: `what` names the file's role in messages ("token
+// file", "--kube-token-file"), `max_token_bytes` replaces kMaxTokenBytes (a Kubernetes
+// service-account JWT may be longer than acceld's own tokens) and `carrier` says where it
+// travels ("a gRPC header", "an HTTP header").
+[[nodiscard]] absl::StatusOr<std::string> ParseBearerToken(absl::string_view contents,
+                                                           const std::string& path,
+                                                           absl::string_view what,
+                                                           size_t max_token_bytes,
+                                                           absl::string_view carrier);
+
 // ReadCredentialFile(kMaxTokenFileBytes) then ParseToken.
 [[nodiscard]] absl::StatusOr<std::string> ReadToken(Env* env, const std::string& path);
 

@@ -18,25 +18,14 @@ namespace {
 constexpr uint64_t kMaxKubeTokenFileBytes = 64 << 10;
 
 // The bearer token in --kube-token-file: a regular file (never a FIFO or a device, which would
-// block or grow acceld), its text without surrounding whitespace, one header value (printable
-// ASCII without spaces). Errors name the flag and the file, never the file's content.
+// block or grow acceld) under the client token's rules (rpc::ParseBearerToken) with a larger
+// cap. Errors name the flag and the file, never the file's content.
 absl::StatusOr<std::string> ReadKubeToken(const std::string& path) {
   absl::StatusOr<std::string> text =
       rpc::ReadCredentialFile(Env::Default(), path, "--kube-token-file", kMaxKubeTokenFileBytes);
   if (!text.ok()) return text.status();
-  const absl::string_view token = absl::StripAsciiWhitespace(*text);
-  if (token.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("--kube-token-file ", path, " is empty"));
-  }
-  for (size_t i = 0; i < token.size(); ++i) {
-    const unsigned char c = static_cast<unsigned char>(token[i]);
-    if (c <= 0x20 || c >= 0x7f) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--kube-token-file ", path, ": byte ", i,
-          " of the token is not printable ASCII (a bearer token is one header value)"));
-    }
-  }
-  return std::string(token);
+  return rpc::ParseBearerToken(*text, path, "--kube-token-file", kMaxKubeTokenFileBytes,
+                               "an HTTP header");
 }
 
 absl::Status HttpError(int code, const std::string& text) {
