@@ -17,7 +17,7 @@
 #include "client/event_format.h"
 #include "client/watch_view.h"
 #include "rpc/channel.h"
-#include "rpc/job_file.h"
+#include "job/job_file.h"
 #include "rpc/status.h"
 
 namespace accel::client {
@@ -182,12 +182,12 @@ class Session {
   }
 
   int Submit() {
-    absl::StatusOr<v1::JobSpec> spec = rpc::ParseJobFile(c_.job_file, c_.accelerate_config, c_.deepspeed_config);
+    absl::StatusOr<v1::JobSpec> spec = job::ParseJobFile(c_.job_file, c_.accelerate_config, c_.deepspeed_config);
     if (!spec.ok()) {
       err_ << "accelctl: " << spec.status().message() << "\n";
       return spec.status().code() == absl::StatusCode::kNotFound ? kFailure : kInvalid;
     }
-    if (absl::Status s = rpc::ValidateJobSpec(*spec, /*check_files=*/true); !s.ok()) {
+    if (absl::Status s = job::ValidateJobSpec(*spec, /*check_files=*/true); !s.ok()) {
       err_ << "accelctl: " << c_.job_file << ": " << s.message() << "\n";
       return kInvalid;
     }
@@ -378,11 +378,11 @@ int RunParsedJobCommand(JobCommand& c, std::ostream& out, std::ostream& err) {
   if (c.chosen == "submit") return session.Submit();  // connects after checking the file
   // delete names its jobs in job_ids, checked below.
   const bool names_a_job = c.chosen != "list" && c.chosen != "cluster" && c.chosen != "delete";
-  if (absl::Status s = rpc::ValidateJobId(c.job_id); names_a_job && !s.ok()) {
+  if (absl::Status s = job::ValidateJobId(c.job_id); names_a_job && !s.ok()) {
     return session.Fail(s);  // before sending: a huge id must not reach the wire
   }
   for (const std::string& id : c.job_ids) {
-    if (absl::Status s = rpc::ValidateJobId(id); !s.ok()) return session.Fail(s);
+    if (absl::Status s = job::ValidateJobId(id); !s.ok()) return session.Fail(s);
   }
   if (absl::Status s = session.Connect(); !s.ok()) return session.Fail(s);
   if (c.chosen == "status") return session.Status();

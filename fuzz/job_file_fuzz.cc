@@ -1,4 +1,4 @@
-// Fuzz target: the YAML job file (rpc/job_file.h ParseJobYaml) and the validation acceld applies
+// Fuzz target: the YAML job file (job/job_file.h ParseJobYaml) and the validation acceld applies
 // to the spec it becomes (ValidateJobSpec).
 // Properties: an error is InvalidArgument (nothing thrown by yaml-cpp escapes); a parsed spec
 // has data.path; a spec that validates survives the wire and acceld's JSON store unchanged and
@@ -8,18 +8,18 @@
 
 #include "fuzz/fuzz_check.h"
 #include "fuzz/job_spec_checks.h"
-#include "rpc/job_file.h"
+#include "job/job_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace accel::fuzz;
   const std::string text(AsText(data, size));
-  auto spec = accel::rpc::ParseJobYaml(text, "job.yaml", "/nonexistent-fuzz-dir");
+  auto spec = accel::job::ParseJobYaml(text, "job.yaml", "/nonexistent-fuzz-dir");
   if (!spec.ok()) {
     CheckError(spec.status(), {absl::StatusCode::kInvalidArgument}, "");
     return 0;
   }
   FUZZ_CHECK(!spec->data().path().empty(), "a parsed spec without data.path");
-  absl::Status valid = accel::rpc::ValidateJobSpec(*spec, /*check_files=*/false);
+  absl::Status valid = accel::job::ValidateJobSpec(*spec, /*check_files=*/false);
   if (!valid.ok()) {
     CheckError(valid, {absl::StatusCode::kInvalidArgument}, "");
     return 0;

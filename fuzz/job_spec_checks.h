@@ -7,7 +7,7 @@
 #include "accel/v1/job.pb.h"
 #include "engine/testing/mem_env.h"
 #include "fuzz/fuzz_check.h"
-#include "rpc/job_file.h"
+#include "job/job_file.h"
 #include "rpc/job_lowering.h"
 
 namespace accel::fuzz {
@@ -22,8 +22,8 @@ inline void CheckAcceptedSpec(const accel::v1::JobSpec& spec) {
   FUZZ_CHECK(from_wire.ParseFromString(wire),
              "an accepted spec does not parse back from the wire: " + spec.ShortDebugString());
   FUZZ_CHECK(MessageDifferencer::Equals(spec, from_wire), "the wire changed an accepted spec");
-  const std::string json = rpc::JobSpecToJson(spec);
-  absl::StatusOr<accel::v1::JobSpec> stored = rpc::JobSpecFromJson(json);
+  const std::string json = job::JobSpecToJson(spec);
+  absl::StatusOr<accel::v1::JobSpec> stored = job::JobSpecFromJson(json);
   FUZZ_CHECK(stored.ok(), "an accepted spec's stored JSON does not read back: " +
                               stored.status().ToString() + "\n" + json);
   // Fields this build does not know (a newer client's, or garbage) are not stored, by design.

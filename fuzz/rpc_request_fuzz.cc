@@ -17,7 +17,7 @@
 #include "engine/testing/mem_env.h"
 #include "fuzz/fuzz_check.h"
 #include "fuzz/job_spec_checks.h"
-#include "rpc/job_file.h"
+#include "job/job_file.h"
 #include "rpc/job_lowering.h"
 #include "server/convert.h"
 
@@ -28,9 +28,9 @@ void Submit(const uint8_t* data, size_t size) {
   accel::v1::SubmitJobRequest req;
   if (!req.ParseFromArray(data, static_cast<int>(size))) return;  // gRPC refuses it first
   const accel::v1::JobSpec& spec = req.spec();
-  absl::Status valid = rpc::ValidateJobSpec(spec, /*check_files=*/false);
+  absl::Status valid = job::ValidateJobSpec(spec, /*check_files=*/false);
   // With file checks (acceld's call) the answer can only get stricter.
-  absl::Status with_files = rpc::ValidateJobSpec(spec, /*check_files=*/true);
+  absl::Status with_files = job::ValidateJobSpec(spec, /*check_files=*/true);
   FUZZ_CHECK(valid.ok() || !with_files.ok(), "file checks accepted what the others refused");
   if (!valid.ok()) {
     CheckError(valid, {absl::StatusCode::kInvalidArgument}, "");
@@ -45,9 +45,9 @@ void Submit(const uint8_t* data, size_t size) {
     CheckError(record.status(), {absl::StatusCode::kInvalidArgument}, "");
     return;
   }
-  absl::StatusOr<accel::v1::JobSpec> stored = rpc::JobSpecFromJson(record->spec_json);
+  absl::StatusOr<accel::v1::JobSpec> stored = job::JobSpecFromJson(record->spec_json);
   FUZZ_CHECK(stored.ok(), "the stored spec does not read back: " + stored.status().ToString());
-  absl::Status v = rpc::ValidateJobSpec(*stored, /*check_files=*/false);
+  absl::Status v = job::ValidateJobSpec(*stored, /*check_files=*/false);
   FUZZ_CHECK(v.ok(), "the spec acceld stores (as it runs) does not validate: " + v.ToString());
   accel::v1::JobPlan plan;
   FUZZ_CHECK(google::protobuf::util::JsonStringToMessage(record->plan_json, &plan).ok(),
@@ -58,8 +58,8 @@ void Submit(const uint8_t* data, size_t size) {
 void JobId(const uint8_t* data, size_t size) {
   accel::v1::WatchJobRequest req;  // job_id is field 1 in every request that names a job
   if (!req.ParseFromArray(data, static_cast<int>(size))) return;
-  absl::Status s = rpc::ValidateJobId(req.job_id());
-  const bool expect = !req.job_id().empty() && req.job_id().size() <= rpc::kMaxJobIdBytes;
+  absl::Status s = job::ValidateJobId(req.job_id());
+  const bool expect = !req.job_id().empty() && req.job_id().size() <= job::kMaxJobIdBytes;
   FUZZ_CHECK(s.ok() == expect, "ValidateJobId: " + s.ToString());
   if (!s.ok()) CheckError(s, {absl::StatusCode::kInvalidArgument}, "job_id");
 }

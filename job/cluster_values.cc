@@ -1,4 +1,4 @@
-#include "rpc/cluster_values.h"
+#include "job/cluster_values.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,7 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 
-namespace accel::rpc {
+namespace accel::job {
 namespace {
 
 absl::Status Invalid(const std::string& what) { return absl::InvalidArgumentError(what); }
@@ -150,4 +150,4 @@ absl::Status CheckKubernetesQuantity(const std::string& v, QuantityOf what) {
   return absl::OkStatus();
 }
 
-}  // namespace accel::rpc
+}  // namespace accel::job

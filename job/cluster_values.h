@@ -11,7 +11,7 @@
 
 #include "absl/status/status.h"
 
-namespace accel::rpc {
+namespace accel::job {
 
 // Slurm's --time (sbatch(1), Slurm's time_str2secs): "minutes", "minutes:seconds",
 // "hours:minutes:seconds", "days-hours", "days-hours:minutes", "days-hours:minutes:seconds",
@@ -31,4 +31,4 @@ inline constexpr int kMaxSlurmTimeDays = 365;
 enum class QuantityOf { kCpu, kMemory };
 [[nodiscard]] absl::Status CheckKubernetesQuantity(const std::string& v, QuantityOf what);
 
-}  // namespace accel::rpc
+}  // namespace accel::job

@@ -1,10 +1,10 @@
 // Slurm time limits and Kubernetes quantities as the clusters read them (cluster_values.h).
-#include "rpc/cluster_values.h"
+#include "job/cluster_values.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace accel::rpc {
+namespace accel::job {
 namespace {
 
 using ::testing::HasSubstr;
@@ -76,4 +76,4 @@ TEST(KubernetesQuantityTest, RefusesWhatAPodCannotRequest) {
 }
 
 }  // namespace
-}  // namespace accel::rpc
+}  // namespace accel::job

@@ -2,10 +2,10 @@
 #include <filesystem>
 
 #include "gtest/gtest.h"
-#include "rpc/job_file.h"
+#include "job/job_file.h"
 #include "rpc/job_lowering.h"
 
-namespace accel::rpc {
+namespace accel::job {
 namespace {
 
 TEST(JobDefaultTest, ConfigsJobDefaultIsValid) {
@@ -14,7 +14,7 @@ TEST(JobDefaultTest, ConfigsJobDefaultIsValid) {
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_TRUE(ValidateJobSpec(*spec, /*check_files=*/true).ok());
   // What runs is what the Accelerate config lowers to: FULL_SHARD on its 2 processes.
-  auto lowered = LowerJobSpec(*spec);
+  auto lowered = rpc::LowerJobSpec(*spec);
   ASSERT_TRUE(lowered.ok()) << lowered.status();
   EXPECT_EQ(lowered->world_size, 2);
   EXPECT_EQ(lowered->options.shard.strategy, shard::Strategy::kFullShard);
@@ -24,4 +24,4 @@ TEST(JobDefaultTest, ConfigsJobDefaultIsValid) {
 }
 
 }  // namespace
-}  // namespace accel::rpc
+}  // namespace accel::job

@@ -1,5 +1,6 @@
 // The job file (YAML; docs/job.md lists every key) -> accel.v1.JobSpec, and the checks acceld
-// repeats at submit. Defaults are filled in here, so a JobSpec that reaches acceld is complete.
+// repeats at submit. The keys, their types, defaults and ranges are the settings table's
+// (job/settings.h); defaults are filled in here, so a JobSpec that reaches acceld is complete.
 //
 // Errors are InvalidArgument and name the file, line:column and key path
 // ("job.yaml:4:10: train.steps: must be an integer >= 1, got 0"); an unknown key suggests the
@@ -13,9 +14,12 @@
 #include "absl/status/statusor.h"
 #include "accel/v1/job.pb.h"
 #include "engine/base/echo.h"
+#include "job/settings.h"  // DefaultJobSpec
 #include "rpc/file_access.h"
 
-namespace accel::rpc {
+namespace accel::job {
+
+using rpc::FileAccess;  // rpc/file_access.h: what acceld may open for a client
 
 // Reads and parses `path`; `accelerate_config` (accelctl submit --config) and
 // `deepspeed_config` (--deepspeed-config) override the job file's keys of those names. The
@@ -32,9 +36,6 @@ namespace accel::rpc {
                                                               const std::string& source,
                                                               const std::string& base_dir,
                                                               const FileAccess& access = {});
-
-// A spec with every default, as an empty job file would give (data.path still empty).
-accel::v1::JobSpec DefaultJobSpec();
 
 // Range and enum checks of a complete spec (what acceld runs at submit, so a spec sent by any
 // client is held to the job file's rules). InvalidArgument naming the key path. With
@@ -63,4 +64,4 @@ inline constexpr size_t kMaxJobIdBytes = 128;
 std::string JobSpecToJson(const accel::v1::JobSpec& spec);
 [[nodiscard]] absl::StatusOr<accel::v1::JobSpec> JobSpecFromJson(const std::string& json);
 
-}  // namespace accel::rpc
+}  // namespace accel::job

@@ -1,4 +1,4 @@
-#include "rpc/job_file.h"
+#include "job/job_file.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,7 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace accel::rpc {
+namespace accel::job {
 namespace {
 
 using ::testing::AllOf;
@@ -254,7 +254,7 @@ TEST(JobFileTest, DataRootsAreCheckedBeforeEachFileIsRead) {
   std::filesystem::create_symlink(dir / "outside.yaml", dir / "root" / "link.yaml");
   std::ofstream(dir / "root" / "linked.yaml")
       << "data: {path: d.txt}\naccelerate_config: link.yaml\n";
-  absl::StatusOr<std::vector<std::string>> roots = DataRoots({(dir / "root").string()});
+  absl::StatusOr<std::vector<std::string>> roots = rpc::DataRoots({(dir / "root").string()});
   ASSERT_TRUE(roots.ok()) << roots.status();
   const FileAccess access{Echo::kPositionsOnly, *roots};
   EXPECT_TRUE(ParseJobFile((dir / "root" / "job.yaml").string(), "", "", access).ok());
@@ -276,7 +276,7 @@ TEST(JobFileTest, DataRootsAreCheckedBeforeEachFileIsRead) {
   EXPECT_FALSE(
       access.Check("checkpoint.dir", (dir / "root" / "new" / ".." / ".." / "x").string()).ok());
   EXPECT_TRUE(FileAccess{}.Check("data.path", "/anywhere").ok());  // no roots: any path
-  EXPECT_THAT(Msg(DataRoots({(dir / "missing").string()}).status()), HasSubstr("--data-root"));
+  EXPECT_THAT(Msg(rpc::DataRoots({(dir / "missing").string()}).status()), HasSubstr("--data-root"));
   std::filesystem::remove_all(dir);
 }
 
@@ -378,9 +378,9 @@ TEST(JobFileTest, JsonRoundTripKeepsEveryField) {
 }
 
 }  // namespace
-}  // namespace accel::rpc
+}  // namespace accel::job
 
-namespace accel::rpc {
+namespace accel::job {
 namespace {
 
 // Issue 28: values that passed submit and failed only in the cluster (or in acceld): a
@@ -414,4 +414,4 @@ TEST(JobFileTest, LauncherValuesAndTheHeartbeatDeadlineAreCheckedAtSubmit) {
 }
 
 }  // namespace
-}  // namespace accel::rpc
+}  // namespace accel::job

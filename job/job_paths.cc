@@ -1,4 +1,4 @@
-#include "rpc/job_paths.h"
+#include "job/job_paths.h"
 
 #include <memory>
 #include <string>
@@ -11,7 +11,7 @@
 #include "engine/checkpoint/hf_model_file.h"
 #include "engine/model/param_specs.h"
 
-namespace accel::rpc {
+namespace accel::job {
 
 absl::Status CheckJobPaths(const accel::v1::JobSpec& spec, const FileAccess& access) {
   std::vector<std::pair<const char*, std::string>> paths = {
@@ -62,4 +62,4 @@ absl::Status CheckWeightsFit(const config::LoweredJob& job, Env* env) {
   return absl::OkStatus();
 }
 
-}  // namespace accel::rpc
+}  // namespace accel::job

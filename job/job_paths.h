@@ -10,7 +10,9 @@
 #include "engine/config/lower.h"
 #include "rpc/file_access.h"
 
-namespace accel::rpc {
+namespace accel::job {
+
+using rpc::FileAccess;  // rpc/file_access.h: what acceld may open for a client
 
 // Each path must be absolute: a relative one would resolve against acceld's working directory,
 // not the client's (accelctl sends absolute paths; a raw client must too). InvalidArgument
@@ -24,4 +26,4 @@ namespace accel::rpc {
 // init_weights.
 [[nodiscard]] absl::Status CheckWeightsFit(const config::LoweredJob& job, Env* env);
 
-}  // namespace accel::rpc
+}  // namespace accel::job

@@ -1,4 +1,4 @@
-#include "rpc/job_placement.h"
+#include "job/job_placement.h"
 
 #include <algorithm>
 #include <cctype>
@@ -7,9 +7,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "rpc/cluster_values.h"
+#include "job/cluster_values.h"
 
-namespace accel::rpc {
+namespace accel::job {
 namespace {
 
 constexpr int kMaxNodes = 65536;
@@ -150,4 +150,4 @@ absl::Status ValidatePlacement(const accel::v1::ResourceSpec& r, int num_process
   return absl::OkStatus();
 }
 
-}  // namespace accel::rpc
+}  // namespace accel::job

@@ -9,7 +9,7 @@
 #include "absl/status/status.h"
 #include "accel/v1/job.pb.h"
 
-namespace accel::rpc {
+namespace accel::job {
 
 inline constexpr const char* kLauncherLocal = "local";
 inline constexpr const char* kLauncherSlurm = "slurm";
@@ -28,8 +28,8 @@ int NodesOf(const accel::v1::ResourceSpec& r);
 // fine: acceld's default); nodes is negative, over 65536 or does not divide num_processes; the
 // local launcher is asked for more than one node; settings are given for a launcher the job
 // does not use, or a value is not what the cluster accepts (a Slurm time limit, a Kubernetes
-// name or cpu / memory quantity: rpc/cluster_values.h; no value may hold whitespace or quotes,
+// name or cpu / memory quantity: job/cluster_values.h; no value may hold whitespace or quotes,
 // since it goes into a batch script or a manifest).
 [[nodiscard]] absl::Status ValidatePlacement(const accel::v1::ResourceSpec& r, int num_processes);
 
-}  // namespace accel::rpc
+}  // namespace accel::job

@@ -1,11 +1,11 @@
-#include "rpc/job_placement.h"
+#include "job/job_placement.h"
 
 #include <gtest/gtest.h>
 
 #include "absl/strings/match.h"
-#include "rpc/job_file.h"
+#include "job/job_file.h"
 
-namespace accel::rpc {
+namespace accel::job {
 namespace {
 
 using accel::v1::ResourceSpec;
@@ -94,4 +94,4 @@ TEST(JobPlacementTest, TheJobFileReadsTheLauncherKeysAndRefusesUnknownOnes) {
 }
 
 }  // namespace
-}  // namespace accel::rpc
+}  // namespace accel::job

@@ -5,32 +5,25 @@
 #include <cmath>
 #include <filesystem>
 #include <string>
-#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/base/path_checks.h"
 #include "engine/base/status_macros.h"
-#include "rpc/job_placement.h"
-#include "engine/config/batch_bounds.h"
 #include "engine/checkpoint/hf_model_file.h"
 #include "engine/checkpoint/hf_shards.h"
 #include "engine/config/train_plan.h"
 #include "engine/model/model_config.h"
-#include "engine/optim/lr_schedule.h"
 #include "engine/shard/shard_plan.h"
-#include "rpc/job_file.h"
-#include "rpc/job_placement.h"
+#include "job/job_file.h"
+#include "job/job_placement.h"
+#include "job/settings.h"
 
-namespace accel::rpc {
+namespace accel::job {
 namespace {
 
 namespace fs = std::filesystem;
 using accel::v1::JobSpec;
-
-// More compute threads than any machine has cores only thrash (and past a few thousand the
-// OpenMP runtime fails to start them).
-constexpr int kMaxThreadsPerProcess = 1024;
 
 constexpr size_t kMaxSpecBytes = 1 << 20;
 constexpr size_t kMaxNameBytes = 256;
@@ -66,11 +59,6 @@ absl::Status Invalid(const std::string& path, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
 }
 
-// ", got 'TEXT'", or nothing when the text came from a file acceld read for a client.
-std::string GotText(Echo echo, const std::string& text) {
-  return echo == Echo::kContent ? absl::StrCat(", got '", text, "'") : "";
-}
-
 // What the loader opens for init_weights (hf_model_file.h): a file, or a directory's index and
 // every shard it names, or its model.safetensors; each must be a readable regular file (a FIFO
 // shard blocked a rank past its heartbeat deadline).
@@ -104,10 +92,6 @@ absl::Status ValidateJobSpec(const JobSpec& s, bool check_files, Echo echo) {
   const auto& r = s.resources();
   const auto& sh = s.sharding();
   const auto& k = s.checkpoint();
-  auto at_least = [](const char* path, int64_t v, int64_t min) -> absl::Status {
-    if (v < min) return Invalid(path, absl::StrCat("must be an integer >= ", min, ", got ", v));
-    return absl::OkStatus();
-  };
   // Sizes a client can send are capped, so one job can never make `accelctl list` too large to
   // receive, and names print as one line.
   if (const size_t bytes = s.ByteSizeLong(); bytes > kMaxSpecBytes) {
@@ -154,63 +138,14 @@ absl::Status ValidateJobSpec(const JobSpec& s, bool check_files, Echo echo) {
     }
   }
   if (s.data().path().empty()) return Invalid("data.path", "required");
-  ACCEL_RETURN_IF_ERROR(at_least("train.steps", t.steps(), 1));
-  ACCEL_RETURN_IF_ERROR(at_least("train.micro_batch", t.micro_batch(), 1));
-  ACCEL_RETURN_IF_ERROR(at_least("train.grad_accum", t.grad_accum(), 1));
-  // The memory planner and the trainer are never handed 2e9 (issue 28): config/train_options.h.
-  for (const auto& [key, v, max] :
-       {std::tuple<const char*, int64_t, int64_t>{"train.micro_batch", t.micro_batch(),
-                                                  config::kMaxMicroBatch},
-        {"train.grad_accum", t.grad_accum(), config::kMaxGradAccum}}) {
-    if (v > max) {
-      return Invalid(key, absl::StrCat("must be at most ", max, " (2^20), got ", v));
-    }
-  }
-  ACCEL_RETURN_IF_ERROR(at_least("train.seq_len", t.seq_len(), 1));
-  ACCEL_RETURN_IF_ERROR(at_least("train.warmup", t.warmup(), 0));
-  ACCEL_RETURN_IF_ERROR(at_least("train.log_every", t.log_every(), 1));
-  ACCEL_RETURN_IF_ERROR(at_least("train.max_nonfinite_steps", t.max_nonfinite_steps(), 0));
-  // A spec from any client: every real is finite (an infinite lr or timeout trains nothing or
-  // waits forever), every count in range.
-  for (const auto& [key, v] :
-       {std::pair<const char*, double>{"train.lr", t.lr()}, {"train.min_lr", t.min_lr()},
-        {"train.weight_decay", t.weight_decay()}, {"train.beta1", t.beta1()},
-        {"train.beta2", t.beta2()}, {"train.eps", t.eps()}, {"train.grad_clip", t.grad_clip()},
-        {"comm_timeout_s", s.comm_timeout_s()}, {"heartbeat_timeout_s", s.heartbeat_timeout_s()},
-        {"stop_grace_s", s.stop_grace_s()}}) {
-    if (!std::isfinite(v)) return Invalid(key, absl::StrCat("must be a finite number, got ", v));
-  }
-  if (!(t.lr() > 0)) return Invalid("train.lr", absl::StrCat("must be > 0, got ", t.lr()));
-  if (!(t.min_lr() >= 0)) return Invalid("train.min_lr", "must be >= 0");
+  // Ranges, finite reals and enum names, from the settings table (job/settings.h).
+  ACCEL_RETURN_IF_ERROR(CheckSettings(s, echo));
   if (t.min_lr() > t.lr()) {
     return Invalid("train.min_lr", absl::StrCat("must be at most train.lr (", t.lr(), "), got ",
                                                 t.min_lr()));
   }
-  if (!optim::ParseScheduleKind(t.schedule()).ok()) {
-    return Invalid("train.schedule",
-                   absl::StrCat("must be constant, linear or cosine", GotText(echo, t.schedule())));
-  }
-  if (!(t.beta1() >= 0 && t.beta1() < 1)) return Invalid("train.beta1", "must be in [0, 1)");
-  if (!(t.beta2() >= 0 && t.beta2() < 1)) return Invalid("train.beta2", "must be in [0, 1)");
-  if (!(t.eps() > 0)) return Invalid("train.eps", "must be > 0");
-  if (!(t.weight_decay() >= 0)) return Invalid("train.weight_decay", "must be >= 0");
-  if (!(t.grad_clip() >= 0)) return Invalid("train.grad_clip", "must be >= 0 (0 turns it off)");
-  if (r.has_num_processes()) {
-    ACCEL_RETURN_IF_ERROR(at_least("resources.num_processes", r.num_processes(), 1));
-  }
   const int num_processes = r.has_num_processes() ? r.num_processes() : 1;
-  ACCEL_RETURN_IF_ERROR(at_least("resources.threads_per_process", r.threads_per_process(), 1));
-  if (r.threads_per_process() > kMaxThreadsPerProcess) {
-    return Invalid("resources.threads_per_process",
-                   absl::StrCat("must be at most ", kMaxThreadsPerProcess, ", got ",
-                                r.threads_per_process()));
-  }
   ACCEL_RETURN_IF_ERROR(ValidatePlacement(r, num_processes));
-  // Whether the acceld has GPUs is acceld's to say (at submit).
-  if (r.device() != "cpu" && r.device() != "cuda") {
-    return Invalid("resources.device",
-                   absl::StrCat("must be cpu or cuda", GotText(echo, r.device())));
-  }
   absl::StatusOr<shard::Strategy> strategy = shard::ParseStrategy(sh.strategy());
   if (!strategy.ok()) {
     return Invalid("sharding.strategy", echo == Echo::kContent
@@ -233,16 +168,8 @@ absl::Status ValidateJobSpec(const JobSpec& s, bool check_files, Echo echo) {
                    echo == Echo::kContent ? std::string(bp.status().message())
                                           : "must be backward_pre, backward_post or none");
   }
-  ACCEL_RETURN_IF_ERROR(at_least("checkpoint.every_n_steps", k.every_n_steps(), 0));
-  ACCEL_RETURN_IF_ERROR(at_least("checkpoint.keep_last", k.keep_last(), 0));
   if (k.dir().empty() && k.every_n_steps() > 0) {
     return Invalid("checkpoint.dir", "required when checkpoint.every_n_steps is set");
-  }
-  ACCEL_RETURN_IF_ERROR(at_least("max_restarts", s.max_restarts(), 0));
-  // A deadline under a millisecond cannot be met by any collective; it is a typo.
-  if (!(s.comm_timeout_s() >= 0.001)) {
-    return Invalid("comm_timeout_s", absl::StrCat("must be at least 0.001 (seconds), got ",
-                                                  s.comm_timeout_s()));
   }
   if (s.heartbeat_timeout_s() != 0 && !(s.heartbeat_timeout_s() >= kMinHeartbeatTimeoutS)) {
     return Invalid("heartbeat_timeout_s",
@@ -251,7 +178,6 @@ absl::Status ValidateJobSpec(const JobSpec& s, bool check_files, Echo echo) {
                                 "shorter deadline fails healthy ranks), got ",
                                 s.heartbeat_timeout_s()));
   }
-  if (!(s.stop_grace_s() >= 0)) return Invalid("stop_grace_s", "must be >= 0");
   if (check_files) {
     // What a rank opens: regular files to read (a FIFO would block it forever), a directory it
     // can write checkpoints into.
@@ -295,4 +221,4 @@ absl::StatusOr<JobSpec> JobSpecFromJson(const std::string& json) {
   return spec;
 }
 
-}  // namespace accel::rpc
+}  // namespace accel::job

@@ -5,66 +5,15 @@
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
 #include "engine/config/mode.h"
-#include "engine/optim/lr_schedule.h"
 #include "engine/shard/shard_plan.h"
+#include "job/job_options.h"
 
 namespace accel::rpc {
-namespace {
-
-absl::Status Keyed(const char* key, const absl::Status& s) {
-  return absl::InvalidArgumentError(absl::StrCat(key, ": ", s.message()));
-}
-
-}  // namespace
-
-absl::StatusOr<config::TrainOptions> JobOptionsFromSpec(const accel::v1::JobSpec& spec) {
-  config::TrainOptions o;
-  const auto& m = spec.model();
-  o.model = m.preset().empty() ? o.model : m.preset();
-  o.model_config = m.config();
-  o.init_weights = m.init_weights();
-  o.data = spec.data().path();
-  if (spec.data().has_shuffle_seed()) o.shuffle_seed = spec.data().shuffle_seed();
-  const auto& t = spec.train();
-  o.batch = t.micro_batch();
-  o.seq = t.seq_len();
-  o.steps = t.steps();
-  o.grad_accum = t.grad_accum();
-  absl::StatusOr<optim::ScheduleKind> kind = optim::ParseScheduleKind(t.schedule());
-  if (!kind.ok()) return Keyed("train.schedule", kind.status());
-  o.schedule.kind = *kind;
-  o.schedule.base_lr = static_cast<float>(t.lr());
-  o.schedule.min_lr = static_cast<float>(t.min_lr());
-  o.schedule.warmup_steps = t.warmup();
-  o.adamw.beta1 = static_cast<float>(t.beta1());
-  o.adamw.beta2 = static_cast<float>(t.beta2());
-  o.adamw.eps = static_cast<float>(t.eps());
-  o.adamw.weight_decay = static_cast<float>(t.weight_decay());
-  o.grad_clip = static_cast<float>(t.grad_clip());
-  o.seed = t.seed();
-  if (t.has_max_nonfinite_steps()) o.max_nonfinite_steps = t.max_nonfinite_steps();
-  o.activation_checkpointing = t.activation_checkpointing();
-  o.ignore_memory_plan = t.ignore_memory_plan();
-  const auto& sh = spec.sharding();
-  absl::StatusOr<shard::Strategy> strategy =
-      shard::ParseStrategy(sh.strategy().empty() ? "no_shard" : sh.strategy());
-  if (!strategy.ok()) return Keyed("sharding.strategy", strategy.status());
-  o.shard.strategy = *strategy;
-  o.shard.hybrid_group_size = sh.hybrid_group_size();
-  o.shard.forward_prefetch = sh.forward_prefetch();
-  absl::StatusOr<shard::BackwardPrefetch> prefetch =
-      config::ParseBackwardPrefetch(sh.backward_prefetch());
-  if (!prefetch.ok()) return Keyed("sharding.backward_prefetch", prefetch.status());
-  o.shard.backward_prefetch = *prefetch;
-  if (sh.has_reshard_after_forward()) o.shard.reshard_after_forward = sh.reshard_after_forward();
-  o.sync_module_states = sh.sync_module_states();
-  return o;
-}
 
 absl::StatusOr<config::LoweredJob> LowerJobSpec(const accel::v1::JobSpec& spec, bool check_files,
                                                 Env* env, Echo texts) {
   config::LoweringInputs in;
-  ACCEL_ASSIGN_OR_RETURN(in.job, JobOptionsFromSpec(spec));
+  ACCEL_ASSIGN_OR_RETURN(in.job, job::JobOptionsFromSpec(spec));
   if (!spec.accelerate_config_text().empty()) {
     in.accelerate = {spec.accelerate_config_path().empty() ? "accelerate_config"
                                                            : spec.accelerate_config_path(),

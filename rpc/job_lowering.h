@@ -2,7 +2,8 @@
 // stores with the job, and what every daemon worker trains. Both sides call LowerJobSpec on the
 // same spec, so a job that submit accepts is the job its workers run.
 //
-// The spec's own train/model/data/sharding keys are the job; its Accelerate YAML and DeepSpeed
+// The spec's own train/model/data/sharding keys are the job (job::JobOptionsFromSpec,
+// job/job_options.h); its Accelerate YAML and DeepSpeed
 // JSON texts (accelerate_config_text, deepspeed_config_text) are the config, resolved without
 // the environment (daemon workers do not see the user's shell). resources.num_processes, when
 // set, is the launcher's count and wins over the config's num_processes with a warning; unset,
@@ -15,11 +16,6 @@
 #include "engine/config/lower.h"
 
 namespace accel::rpc {
-
-// The job's own settings, before any config (the `sharding` section included). InvalidArgument
-// naming the spec key when a value does not map.
-[[nodiscard]] absl::StatusOr<config::TrainOptions> JobOptionsFromSpec(
-    const accel::v1::JobSpec& spec);
 
 // The lowered job. check_files: the files the options name must be usable from here (the NVMe
 // offload directory); acceld and its workers share a file system.

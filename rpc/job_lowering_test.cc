@@ -8,7 +8,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "rpc/job_file.h"
+#include "job/job_file.h"
 
 namespace accel::rpc {
 namespace {
@@ -26,7 +26,7 @@ std::string Config(const std::string& name) {
 }
 
 accel::v1::JobSpec Spec(std::optional<int> processes) {
-  accel::v1::JobSpec spec = DefaultJobSpec();
+  accel::v1::JobSpec spec = job::DefaultJobSpec();
   spec.mutable_data()->set_path("/data/text.txt");  // not opened by the lowering
   spec.mutable_model()->set_preset("gpt2-tiny");
   if (processes) spec.mutable_resources()->set_num_processes(*processes);
@@ -70,7 +70,7 @@ TEST(JobLoweringTest, IgnoreMemoryPlanReachesTheTrainOptions) {
   auto plain = LowerJobSpec(spec);
   ASSERT_TRUE(plain.ok()) << plain.status();
   EXPECT_FALSE(plain->options.ignore_memory_plan);
-  auto parsed = ParseJobYaml("model: {preset: gpt2-tiny}\ndata: {path: /d.txt}\n"
+  auto parsed = job::ParseJobYaml("model: {preset: gpt2-tiny}\ndata: {path: /d.txt}\n"
                              "train: {ignore_memory_plan: true}\n",
                              "job.yaml", "/jobs");
   ASSERT_TRUE(parsed.ok()) << parsed.status();

@@ -23,7 +23,7 @@
 #include "engine/base/logging.h"
 #include "engine/base/status_macros.h"
 #include "rpc/credential_files.h"
-#include "rpc/job_file.h"
+#include "job/job_file.h"
 #include "server/gpus.h"
 #include "server/token_file.h"
 #include "server/wall_clock.h"
@@ -249,7 +249,7 @@ absl::StatusOr<std::unique_ptr<Acceld>> Acceld::Start(AcceldOptions o) {
   // store itself finds damaged — types, checksums, JSON — come back FAILED already.)
   for (const JobRecord& job : d->registry_->List()) {
     if (IsTerminal(job.state)) continue;
-    absl::StatusOr<accel::v1::JobSpec> spec = rpc::JobSpecFromJson(job.spec_json);
+    absl::StatusOr<accel::v1::JobSpec> spec = job::JobSpecFromJson(job.spec_json);
     if (spec.ok()) continue;
     const std::string why =
         absl::StrCat("stored record damaged: ", o.state_dir, "/state.db, table jobs (", job.id,

@@ -13,8 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "engine/base/logging.h"
 #include "rpc/channel.h"
-#include "rpc/cluster_values.h"
-#include "rpc/job_file.h"
+#include "job/cluster_values.h"
+#include "job/job_file.h"
 
 namespace accel::server {
 namespace {
@@ -99,7 +99,7 @@ absl::Status Check(const RawValues& raw, AcceldOptions& o) {
            IntIn("--cpu-slots", o.cpu_slots, 0, kMaxCpuSlots,
                  " (0: no CPU jobs; only with GPUs or a cluster launcher)"),
            IntIn("--gpus", o.gpus, -1, kMaxGpus, " (-1: find them through CUDA)"),
-           SecondsIn("--heartbeat-timeout", raw.heartbeat_s, rpc::kMinHeartbeatTimeoutS,
+           SecondsIn("--heartbeat-timeout", raw.heartbeat_s, job::kMinHeartbeatTimeoutS,
                      kMaxHeartbeatTimeoutS),
            SecondsIn("--stop-grace", raw.grace_s, 0, kMaxStopGraceS),
            WritableFolderOf("--address-file", o.address_file),
@@ -110,7 +110,7 @@ absl::Status Check(const RawValues& raw, AcceldOptions& o) {
     if (!s.ok()) return s;
   }
   if (!o.slurm.time.empty()) {
-    if (absl::Status s = rpc::CheckSlurmTime(o.slurm.time); !s.ok()) {
+    if (absl::Status s = job::CheckSlurmTime(o.slurm.time); !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("--slurm-time: ", s.message()));
     }
   }

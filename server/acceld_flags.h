@@ -21,7 +21,7 @@ namespace accel::server {
 // The ranges (docs/reliability.md "acceld's flags, launchers and the terminal").
 inline constexpr int kMaxCpuSlots = 65536;  // slots are a vector<bool>; more is a typo
 inline constexpr int kMaxGpus = 1024;
-inline constexpr double kMaxHeartbeatTimeoutS = 7 * 24 * 3600;  // a week; min: rpc/job_file.h
+inline constexpr double kMaxHeartbeatTimeoutS = 7 * 24 * 3600;  // a week; min: job/job_file.h
 inline constexpr double kMaxStopGraceS = 3600;
 
 // ParseAcceldFlags's answer when acceld should go on and start.

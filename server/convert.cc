@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
-#include "rpc/job_file.h"
+#include "job/job_file.h"
 #include "rpc/job_lowering.h"
 
 namespace accel::server {
@@ -23,7 +23,7 @@ absl::StatusOr<JobRecord> JobRecordFromSpec(const accel::v1::JobSpec& spec,
                                             const config::LoweredJob& lowered) {
   JobRecord job;
   job.name = spec.name();
-  job.spec_json = rpc::JobSpecToJson(rpc::ResolvedSpec(spec, lowered));
+  job.spec_json = job::JobSpecToJson(rpc::ResolvedSpec(spec, lowered));
   job.plan_json = MessageToJson(rpc::PlanToProto(lowered, spec.resources().device()));
   job.slots = lowered.world_size;
   job.priority = spec.priority();
@@ -44,7 +44,7 @@ absl::StatusOr<JobRecord> JobRecordFromSpec(const accel::v1::JobSpec& spec,
 accel::v1::Job JobToProto(const JobRecord& job, int64_t last_seq) {
   accel::v1::Job p;
   p.set_id(job.id);
-  absl::StatusOr<accel::v1::JobSpec> spec = rpc::JobSpecFromJson(job.spec_json);
+  absl::StatusOr<accel::v1::JobSpec> spec = job::JobSpecFromJson(job.spec_json);
   if (spec.ok()) *p.mutable_spec() = *spec;
   if (!job.plan_json.empty()) {
     (void)google::protobuf::util::JsonStringToMessage(job.plan_json, p.mutable_plan());

@@ -6,7 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
-#include "rpc/job_file.h"
+#include "job/job_file.h"
 #include "server/convert.h"
 
 namespace accel::server {
@@ -56,7 +56,7 @@ accel::v1::Job JobJson(const DashboardDeps& d, const JobRecord& job, absl::Statu
 
 // The job a route names: 400 for an id ValidateJobId refuses, 404 for an unknown one.
 absl::StatusOr<JobRecord> NamedJob(const DashboardDeps& d, const std::string& job_id) {
-  if (absl::Status s = rpc::ValidateJobId(job_id); !s.ok()) return s;
+  if (absl::Status s = job::ValidateJobId(job_id); !s.ok()) return s;
   return d.registry->Get(job_id);
 }
 

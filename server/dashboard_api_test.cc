@@ -9,7 +9,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "rpc/channel.h"
-#include "rpc/job_file.h"
+#include "job/job_file.h"
 #include "server/acceld.h"
 #include "server/convert.h"
 #include "server/dashboard_test_util.h"
@@ -30,7 +30,7 @@ class DashboardApiTest : public ::testing::Test {
     daemon_ = StartTestAcceld(dir, WriteIdleWorker(dir));
     ASSERT_NE(daemon_, nullptr);
 
-    v1::JobSpec spec = rpc::DefaultJobSpec();
+    v1::JobSpec spec = job::DefaultJobSpec();
     spec.set_name("dash");
     spec.mutable_data()->set_path(dir + "/data.txt");
     spec.mutable_resources()->set_num_processes(2);
@@ -152,7 +152,7 @@ TEST_F(DashboardApiTest, GetsOneJobAndRefusesUnknownOrBadIds) {
   EXPECT_EQ(missing["error"]["code"], "NOT_FOUND");
   EXPECT_THAT(missing["error"]["message"].get<std::string>(), HasSubstr("job-999"));
 
-  const std::string too_long(rpc::kMaxJobIdBytes + 1, 'x');
+  const std::string too_long(job::kMaxJobIdBytes + 1, 'x');
   for (const std::string& route : {"/api/v1/jobs/" + too_long, "/api/v1/jobs/" + too_long + "/events",
                                    "/api/v1/jobs/" + too_long + "/checkpoints"}) {
     auto [bad_status, bad] = Get(route);

@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "accel/v1/job.pb.h"
 #include "engine/base/env.h"
-#include "rpc/job_file.h"
+#include "job/job_file.h"
 #include "server/convert.h"
 #include "server/event_log.h"
 #include "server/job_registry.h"
@@ -129,7 +129,7 @@ class MetricsFixture {
   }
 
   std::string error_;
-  const std::string spec_json_ = rpc::JobSpecToJson(rpc::DefaultJobSpec());
+  const std::string spec_json_ = job::JobSpecToJson(job::DefaultJobSpec());
   std::unique_ptr<StateStore> store_;
   std::unique_ptr<EventLog> events_;
   JobTelemetry telemetry_;

@@ -13,7 +13,7 @@
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "rpc/channel.h"
-#include "rpc/job_file.h"
+#include "job/job_file.h"
 #include "server/acceld.h"
 #include "server/metrics_fixture.h"
 #include "server/test_util.h"
@@ -121,7 +121,7 @@ TEST(AcceldHttpTest, ServesMetricsWithTheTokenAndCountsRealRpcs) {
   grpc::ClientContext ctx;
   rpc::Authorize(ctx, (*daemon)->client_token());
   accel::v1::SubmitJobRequest req;
-  *req.mutable_spec() = rpc::DefaultJobSpec();
+  *req.mutable_spec() = job::DefaultJobSpec();
   req.mutable_spec()->mutable_data()->set_path(dir + "/data.txt");
   req.mutable_spec()->mutable_resources()->set_num_processes(1);
   accel::v1::SubmitJobResponse resp;

@@ -6,9 +6,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "engine/base/logging.h"
-#include "rpc/job_file.h"
+#include "job/job_file.h"
 #include "rpc/job_lowering.h"
-#include "rpc/job_paths.h"
+#include "job/job_paths.h"
 #include "rpc/status.h"
 #include "server/convert.h"
 #include "server/same_secret.h"
@@ -63,7 +63,7 @@ absl::StatusOr<accel::v1::JobSpec> RequestedSpec(const accel::v1::SubmitJobReque
     }
   }
   absl::StatusOr<accel::v1::JobSpec> spec =
-      rpc::ParseJobFile(req.job_file(), req.accelerate_config(), req.deepspeed_config(), access);
+      job::ParseJobFile(req.job_file(), req.accelerate_config(), req.deepspeed_config(), access);
   if (!spec.ok()) return Refused("", spec.status());
   return spec;
 }
@@ -106,17 +106,17 @@ grpc::Status CoordinatorService::SubmitJob(grpc::ServerContext* ctx,
   // not the client's words, so they are not quoted. A spec's own values are the client's.
   const std::string source = req->job_file().empty() ? "" : req->job_file() + ": ";
   const Echo texts = req->job_file().empty() ? Echo::kContent : Echo::kPositionsOnly;
-  if (absl::Status s = rpc::CheckJobPaths(spec, access); !s.ok()) {
+  if (absl::Status s = job::CheckJobPaths(spec, access); !s.ok()) {
     return ToGrpc(Refused(source, s));
   }
-  if (absl::Status s = rpc::ValidateJobSpec(spec, /*check_files=*/true, texts); !s.ok()) {
+  if (absl::Status s = job::ValidateJobSpec(spec, /*check_files=*/true, texts); !s.ok()) {
     return ToGrpc(Refused(source, s));
   }
   // The one lowering the workers will run on the same spec: what it refuses, they would.
   absl::StatusOr<config::LoweredJob> lowered =
       rpc::LowerJobSpec(spec, /*check_files=*/true, Env::Default(), texts);
   if (!lowered.ok()) return ToGrpc(Refused(source, lowered.status()));
-  if (absl::Status s = rpc::CheckWeightsFit(*lowered, Env::Default()); !s.ok()) {
+  if (absl::Status s = job::CheckWeightsFit(*lowered, Env::Default()); !s.ok()) {
     return ToGrpc(Refused(source, s));
   }
   // The NVMe offload directory a config names is written by the ranks: under the roots too.
@@ -139,7 +139,7 @@ grpc::Status CoordinatorService::GetJob(grpc::ServerContext* ctx,
                                         const accel::v1::GetJobRequest* req,
                                         accel::v1::Job* resp) {
   if (grpc::Status s = CheckClient(ctx); !s.ok()) return s;
-  if (absl::Status s = rpc::ValidateJobId(req->job_id()); !s.ok()) return ToGrpc(s);
+  if (absl::Status s = job::ValidateJobId(req->job_id()); !s.ok()) return ToGrpc(s);
   absl::StatusOr<JobRecord> job = d_.registry->Get(req->job_id());
   if (!job.ok()) return ToGrpc(job.status());
   *resp = ToProto(*job);
@@ -166,7 +166,7 @@ grpc::Status CoordinatorService::CancelJob(grpc::ServerContext* ctx,
                                            const accel::v1::CancelJobRequest* req,
                                            accel::v1::Job* resp) {
   if (grpc::Status s = CheckClient(ctx); !s.ok()) return s;
-  if (absl::Status s = rpc::ValidateJobId(req->job_id()); !s.ok()) return ToGrpc(s);
+  if (absl::Status s = job::ValidateJobId(req->job_id()); !s.ok()) return ToGrpc(s);
   absl::StatusOr<JobRecord> job = d_.manager->Cancel(req->job_id());
   if (!job.ok()) return ToGrpc(job.status());
   // Answer once the workers are gone (the job is CANCELLED then), or when the caller gives up.
@@ -184,7 +184,7 @@ grpc::Status CoordinatorService::DeleteJob(grpc::ServerContext* ctx,
                                            const accel::v1::DeleteJobRequest* req,
                                            accel::v1::Job* resp) {
   if (grpc::Status s = CheckClient(ctx); !s.ok()) return s;
-  if (absl::Status s = rpc::ValidateJobId(req->job_id()); !s.ok()) return ToGrpc(s);
+  if (absl::Status s = job::ValidateJobId(req->job_id()); !s.ok()) return ToGrpc(s);
   absl::StatusOr<JobRecord> job = d_.manager->Delete(req->job_id());
   if (!job.ok()) return ToGrpc(job.status());
   ACCEL_LOG(info, "deleted {} ({})", job->id, JobStateName(job->state));
@@ -196,7 +196,7 @@ grpc::Status CoordinatorService::WatchJob(grpc::ServerContext* ctx,
                                           const accel::v1::WatchJobRequest* req,
                                           grpc::ServerWriter<accel::v1::Event>* writer) {
   if (grpc::Status s = CheckClient(ctx); !s.ok()) return s;
-  if (absl::Status s = rpc::ValidateJobId(req->job_id()); !s.ok()) return ToGrpc(s);
+  if (absl::Status s = job::ValidateJobId(req->job_id()); !s.ok()) return ToGrpc(s);
   if (absl::StatusOr<JobRecord> job = d_.registry->Get(req->job_id()); !job.ok()) {
     return ToGrpc(job.status());
   }
@@ -250,7 +250,7 @@ grpc::Status CoordinatorService::ListCheckpoints(grpc::ServerContext* ctx,
                                                  const accel::v1::ListCheckpointsRequest* req,
                                                  accel::v1::ListCheckpointsResponse* resp) {
   if (grpc::Status s = CheckClient(ctx); !s.ok()) return s;
-  if (absl::Status s = rpc::ValidateJobId(req->job_id()); !s.ok()) return ToGrpc(s);
+  if (absl::Status s = job::ValidateJobId(req->job_id()); !s.ok()) return ToGrpc(s);
   if (absl::StatusOr<JobRecord> job = d_.registry->Get(req->job_id()); !job.ok()) {
     return ToGrpc(job.status());
   }
@@ -294,7 +294,7 @@ grpc::Status WorkerServiceImpl::Register(grpc::ServerContext* ctx,
   resp->set_attempt(a->attempt);
   resp->set_rank(a->rank);
   resp->set_world_size(a->world_size);
-  absl::StatusOr<accel::v1::JobSpec> spec = rpc::JobSpecFromJson(a->spec_json);
+  absl::StatusOr<accel::v1::JobSpec> spec = job::JobSpecFromJson(a->spec_json);
   if (!spec.ok()) return ToGrpc(spec.status());
   *resp->mutable_spec() = *spec;
   resp->set_rendezvous_prefix(a->rendezvous_prefix);

@@ -307,7 +307,7 @@ TEST(AcceldRecoveryTest, ADamagedJobRowIsQuarantinedAndAcceldStarts) {
       job.id = "job-" + std::to_string(n);
       job.number = n;
       job.name = "ended";
-      job.spec_json = rpc::JobSpecToJson(rpc::DefaultJobSpec());
+      job.spec_json = job::JobSpecToJson(job::DefaultJobSpec());
       job.state = JobState::kSucceeded;
       job.end_us = 5;
       ASSERT_TRUE((*store)->PutJob(job).ok());

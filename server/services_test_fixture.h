@@ -16,7 +16,7 @@
 #include "gtest/gtest.h"
 #include "rpc/channel.h"
 #include "rpc/grpc_store.h"
-#include "rpc/job_file.h"
+#include "job/job_file.h"
 #include "server/acceld.h"
 #include "server/test_util.h"
 
@@ -51,7 +51,7 @@ class ServicesTest : public ::testing::Test {
   void TearDown() override { daemon_.reset(); }
 
   v1::JobSpec Spec(int ranks) {
-    v1::JobSpec s = rpc::DefaultJobSpec();
+    v1::JobSpec s = job::DefaultJobSpec();
     s.set_name("svc");
     s.mutable_data()->set_path(dir_ + "/data.txt");
     s.mutable_resources()->set_num_processes(ranks);

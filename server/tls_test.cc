@@ -15,7 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rpc/channel.h"
-#include "rpc/job_file.h"
+#include "job/job_file.h"
 #include "server/acceld.h"
 #include "server/test_util.h"
 
@@ -86,7 +86,7 @@ TEST(AcceldTlsTest, ClientsNeedTheCaWorkersUseTheSocket) {
   struct stat st;
   ASSERT_EQ(stat((o.state_dir + "/acceld.sock").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0077, 0);
-  v1::JobSpec spec = rpc::DefaultJobSpec();
+  v1::JobSpec spec = job::DefaultJobSpec();
   spec.mutable_data()->set_path(dir + "/data.txt");
   grpc::ClientContext ctx;
   rpc::Authorize(ctx, token);

@@ -2,13 +2,13 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "rpc/job_file.h"
+#include "job/job_file.h"
 
 namespace accel::worker {
 namespace {
 
 TEST(JobSpecTest, EveryJobFileKeyReachesTrainOptions) {
-  auto spec = rpc::ParseJobYaml(R"(
+  auto spec = job::ParseJobYaml(R"(
 model: {preset: gpt2-tiny, init_weights: w.safetensors}
 data: {path: /data/kjv.txt, shuffle_seed: 9}
 train: {steps: 50, micro_batch: 3, grad_accum: 2, seq_len: 32, lr: 1.0e-3, min_lr: 1.0e-5,
@@ -59,11 +59,11 @@ comm_timeout_s: 30
 }
 
 TEST(JobSpecTest, BadValuesNameTheKey) {
-  accel::v1::JobSpec spec = rpc::DefaultJobSpec();
+  accel::v1::JobSpec spec = job::DefaultJobSpec();
   spec.mutable_sharding()->set_strategy("zero7");
   EXPECT_THAT(std::string(JobSpecToTrainOptions(spec).status().message()),
               ::testing::HasSubstr("sharding.strategy"));
-  spec = rpc::DefaultJobSpec();
+  spec = job::DefaultJobSpec();
   spec.mutable_train()->set_schedule("steps");
   EXPECT_THAT(std::string(JobSpecToTrainOptions(spec).status().message()),
               ::testing::HasSubstr("train.schedule"));
@@ -71,7 +71,7 @@ TEST(JobSpecTest, BadValuesNameTheKey) {
 
 // A complete spec (the lowering checks what a rank would): DefaultJobSpec plus data.
 accel::v1::JobSpec Spec() {
-  accel::v1::JobSpec spec = rpc::DefaultJobSpec();
+  accel::v1::JobSpec spec = job::DefaultJobSpec();
   spec.mutable_data()->set_path("/data/kjv.txt");
   return spec;
 }

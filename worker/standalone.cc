@@ -17,6 +17,7 @@
 #include "engine/comm/file_store.h"
 #include "engine/kernels/threading.h"
 #include "engine/shard/shard_plan.h"
+#include "job/settings_flags.h"
 #include "worker/checkpoint_owner.h"
 #include "worker/launch_env.h"
 #include "worker/standalone_config.h"
@@ -44,40 +45,11 @@ std::string FormatProgress(const train::StepMetrics& m) {
 
 void AddStandaloneFlags(CLI::App& app, StandaloneFlags& f) {
   train::TrainOptions& t = f.train;
-  app.add_option("--model", t.model, "model preset (gpt2-tiny, gpt2-mini, gpt2, gpt2-medium, "
-                                     "gpt2-large, gpt2-xl)")->capture_default_str();
-  app.add_option("--model-config", t.model_config, "Hugging Face GPT-2 config.json (wins over --model)");
-  app.add_option("--init-weights", t.init_weights, "model.safetensors to start from (HF GPT-2 names)");
-  app.add_option("--data", t.data,
-                 "llm.c token shard (.bin, GPT-2 uint16 or Llama 3 uint32; docs/data.md) or a "
-                 "text file read as bytes")
-      ->capture_default_str();
-  app.add_option("--batch", t.batch, "micro-batch size B")->capture_default_str();
-  app.add_option("--seq", t.seq, "sequence length T")->capture_default_str();
-  app.add_option("--steps", t.steps, "optimizer steps")->capture_default_str();
-  app.add_option("--grad-accum", t.grad_accum, "micro-batches per optimizer step")->capture_default_str();
-  app.add_option("--lr", t.schedule.base_lr, "peak learning rate")->capture_default_str();
-  app.add_option("--min-lr", t.schedule.min_lr, "final learning rate of linear/cosine")->capture_default_str();
-  app.add_option("--warmup", t.schedule.warmup_steps, "linear warmup steps")->capture_default_str();
+  // The flags that are job keys (--model, --batch, --lr, --log-every, ...): job/settings.h.
+  job::AddSettingFlags(app, &f.spec, &t);
   app.add_option("--schedule", f.schedule, "constant | linear | cosine")->capture_default_str();
-  app.add_option("--weight-decay", t.adamw.weight_decay, "AdamW decoupled weight decay (rank >= 2 params)")
-      ->capture_default_str();
-  app.add_option("--beta1", t.adamw.beta1, "AdamW beta1")->capture_default_str();
-  app.add_option("--beta2", t.adamw.beta2, "AdamW beta2")->capture_default_str();
-  app.add_option("--eps", t.adamw.eps, "AdamW epsilon")->capture_default_str();
-  app.add_option("--grad-clip", t.grad_clip, "global-norm clipping threshold; 0 turns it off")
-      ->capture_default_str();
-  app.add_option("--seed", t.seed, "initialisation seed")->capture_default_str();
-  app.add_option("--max-nonfinite-steps", t.max_nonfinite_steps,
-                 "fail after this many steps in a row with a non-finite loss or gradient norm "
-                 "(0: never)")
-      ->capture_default_str();
-  app.add_flag("--activation-checkpointing", t.activation_checkpointing,
-               "keep each block's input and recompute its forward in backward (same results, "
-               "a fraction of the activation memory)");
   app.add_option("--shuffle", f.shuffle, "shuffle data windows with this seed (default: llm.c order)");
   app.add_option("--threads", f.threads, "compute threads (0 = all cores)")->capture_default_str();
-  app.add_option("--log-every", f.log_every, "print progress every N steps")->capture_default_str();
   app.add_option("--metrics-out", f.metrics_out, "write one JSON line per step to this file");
   app.add_option("--save-final", f.save_final,
                  "write the final weights (HF model.safetensors; sharded with an index beside it "
@@ -119,8 +91,6 @@ void AddStandaloneFlags(CLI::App& app, StandaloneFlags& f) {
                  "fp32 | bf16: dtype the weights are loaded in; bf16 with --mixed-precision no "
                  "trains in low precision (bf16 params and optimizer state, no fp32 master)")
       ->capture_default_str();
-  app.add_option("--hybrid-group-size", t.shard.hybrid_group_size, "ranks per shard group (hybrid)");
-  app.add_flag("--forward-prefetch", t.shard.forward_prefetch, "gather unit i+1 before unit i's forward");
   app.add_option("--backward-prefetch", f.backward_prefetch, "backward_pre | backward_post | none")
       ->capture_default_str();
   app.add_flag("!--no-reshard-after-forward", t.shard.reshard_after_forward,
@@ -146,8 +116,6 @@ void AddStandaloneFlags(CLI::App& app, StandaloneFlags& f) {
   app.add_option("--keep-last", t.keep_last, "keep the newest K checkpoints (0: all)")
       ->capture_default_str();
   app.add_option("--resume", t.resume_dir, "continue from DIR's latest checkpoint (any world size or strategy)");
-  app.add_flag("--sync-module-states", t.sync_module_states,
-               "rank 0 initialises or loads the weights and broadcasts them");
   const std::map<std::string, train::TrainOptions::StateDictType> state_dict_types = {
       {"sharded", train::TrainOptions::StateDictType::kSharded},
       {"sharded_state_dict", train::TrainOptions::StateDictType::kSharded},
@@ -166,9 +134,6 @@ void AddStandaloneFlags(CLI::App& app, StandaloneFlags& f) {
                "(implies --sync-module-states)");
   app.add_flag("--zero3-init", t.zero3_init,
                "every rank reads only its own byte ranges of --init-weights");
-  app.add_flag("--ignore-memory-plan", t.ignore_memory_plan,
-               "start even when the memory plan does not fit this machine or its memory cgroup "
-               "(the worker refuses such a job before allocating; docs/sharding.md)");
 }
 
 namespace {
@@ -257,7 +222,7 @@ class TerminalSink final : public RankSink {
                         disk.second, "}");
       }
       std::printf("%s\n", line.c_str());
-    } else if (m.step == 0 || last || (m.step + 1) % f_.log_every == 0) {
+    } else if (m.step == 0 || last || (m.step + 1) % f_.spec.train().log_every() == 0) {
       std::printf("%s%s\n", FormatProgress(m).c_str(),
                   disk.first < 0 ? ""
                                  : absl::StrFormat(" | disk read %.2f GB, written %.2f GB",
@@ -322,10 +287,11 @@ absl::Status RunStandalone(StandaloneFlags f) {
   ACCEL_ASSIGN_OR_RETURN(f.train.schedule.kind, optim::ParseScheduleKind(f.schedule));
   ACCEL_ASSIGN_OR_RETURN(DType save_dtype, ParseDType(f.save_dtype));
   if (f.shuffle >= 0) f.train.shuffle_seed = static_cast<uint64_t>(f.shuffle);
-  if (f.log_every <= 0) f.log_every = 1;
+  if (f.spec.train().log_every() <= 0) f.spec.mutable_train()->set_log_every(1);
   // Every rank's memory and traffic ride on the records rank 0 writes: each one when a machine
   // reads them (--metrics-out, --output json), else on the progress cadence.
-  f.train.rank_stats_every = !f.metrics_out.empty() || f.output == "json" ? 1 : f.log_every;
+  f.train.rank_stats_every =
+      !f.metrics_out.empty() || f.output == "json" ? 1 : f.spec.train().log_every();
   const int threads = f.threads > 0 ? f.threads : static_cast<int>(std::thread::hardware_concurrency());
   kernels::SetNumThreads(threads);
   ACCEL_ASSIGN_OR_RETURN(f.train.shard.strategy, shard::ParseStrategy(f.strategy));

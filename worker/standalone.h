@@ -7,7 +7,9 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
+#include "accel/v1/job.pb.h"
 #include "engine/train/trainer.h"
+#include "job/settings.h"
 
 namespace accel::worker {
 
@@ -15,7 +17,9 @@ struct StandaloneFlags {
   train::TrainOptions train;
   std::string schedule = "cosine";
   int threads = 0;  // 0 = all cores
-  int64_t log_every = 10;
+  // The job keys given as flags (job/settings_flags.h), with the table's defaults: the
+  // standalone reads train.log_every from here; the others are applied to `train` as parsed.
+  accel::v1::JobSpec spec = job::DefaultJobSpec();
   std::string metrics_out;
   std::string save_final;
   std::string save_dtype = "f32";

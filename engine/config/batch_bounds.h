@@ -1,6 +1,6 @@
 // The largest micro-batch (sequences per rank per micro-step) and gradient accumulation
 // (micro-steps per optimizer step) a job may ask for, wherever it comes from: the job file
-// (rpc/job_spec_validate.cc), a worker flag (ValidateTrainOptions), an Accelerate YAML or
+// (job/settings_table.cc), a worker flag (ValidateTrainOptions), an Accelerate YAML or
 // DeepSpeed JSON (the config readers and the batch rule). Far above any run that fits a machine,
 // low enough that tokens per step and micro-steps per run stay far inside int64. 2e9 used to
 // reach the worker's memory planner, which spun on it for minutes (issue 28).
