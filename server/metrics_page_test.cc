@@ -47,6 +47,49 @@ TEST(JobTelemetryTest, KeepsTheNewestNumbersAndForgetsAJobWhenItEnds) {
   EXPECT_FALSE(f.telemetry().Visit(id, [](const JobTelemetrySnapshot&) {}));
 }
 
+// The same ledger sent typed (rank 0) and stored before issue 29 as ledger_json (rank 1):
+// /metrics reads the same figures from both, every pool, category and total.
+TEST(JobTelemetryTest, ATypedRecordAndAnOldLedgerJsonRecordGiveTheSameFigures) {
+  MemoryLedger ledger;
+  ledger.Charge(MemoryPool::kDevice, MemoryCategory::kParams, 5 << 20);
+  ledger.Charge(MemoryPool::kDevice, MemoryCategory::kActivations, 2 << 20);
+  ledger.Release(MemoryPool::kDevice, MemoryCategory::kActivations, 2 << 20);
+  ledger.Charge(MemoryPool::kHost, MemoryCategory::kOptimizerState, 3 << 10);
+  ledger.Charge(MemoryPool::kNvme, MemoryCategory::kOther, 77);
+  accel::v1::MemoryEvent typed;
+  rpc::LedgerToProto(ledger, &typed);
+  std::vector<Event> events(2);
+  for (int rank = 0; rank < 2; ++rank) {
+    events[rank].job_id = "job-9";
+    events[rank].seq = rank + 1;
+    events[rank].attempt = 1;
+    events[rank].rank = rank;
+    events[rank].kind = EventKind::kMemory;
+  }
+  events[0].body_json = MessageToJson(typed);
+  events[1].body_json = rpc::testing::StoredBeforeIssue29({}, ledger.ToJson());
+  JobTelemetry telemetry;
+  telemetry.Observe(events);
+  ASSERT_TRUE(telemetry.Visit("job-9", [](const JobTelemetrySnapshot& t) {
+    ASSERT_EQ(t.ranks.size(), 2u);
+    const auto& now = t.ranks.at(0).memory;
+    const auto& old = t.ranks.at(1).memory;
+    ASSERT_EQ(now.size(), 3u);
+    for (const auto& [pool, categories] : now) {
+      ASSERT_EQ(categories.size(), 7u) << pool;  // six categories and the total
+      for (const auto& [category, counts] : categories) {
+        const MemoryCounts& before = old.at(pool).at(category);
+        EXPECT_EQ(counts.current, before.current) << pool << "/" << category;
+        EXPECT_EQ(counts.peak, before.peak) << pool << "/" << category;
+      }
+    }
+    EXPECT_EQ(old.size(), now.size());
+    EXPECT_EQ(now.at("compute").at("activations").peak, 2 << 20);
+    EXPECT_EQ(now.at("compute").at("total").peak, 7 << 20);
+    EXPECT_EQ(now.at("nvme").at("other").current, 77);
+  }));
+}
+
 TEST(MetricsPageTest, RendersJobsByStateAndTheSeriesOfRunningJobsAndRanks) {
   testing::MetricsFixture f;
   ASSERT_TRUE(f.ok()) << f.error();
