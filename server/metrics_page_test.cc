@@ -90,6 +90,30 @@ TEST(JobTelemetryTest, ATypedRecordAndAnOldLedgerJsonRecordGiveTheSameFigures) {
   }));
 }
 
+// A stored record whose old ledger JSON is damaged is still an event (EventToProto reads it,
+// no DataLoss): no pools, its totals kept, and /metrics has no memory samples for the rank.
+TEST(JobTelemetryTest, AStoredRecordWithADamagedLedgerJsonReadsAsNoPools) {
+  accel::v1::MemoryEvent fields;
+  fields.set_device_peak(123);
+  Event e;
+  e.job_id = "job-9";
+  e.seq = 1;
+  e.attempt = 1;
+  e.rank = 0;
+  e.kind = EventKind::kMemory;
+  e.body_json = rpc::testing::StoredBeforeIssue29(fields, "{\"compute\":{\"params\":");
+  absl::StatusOr<accel::v1::Event> p = EventToProto(e);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->memory().pools_size(), 0);
+  EXPECT_EQ(p->memory().device_peak(), 123);
+  JobTelemetry telemetry;
+  telemetry.Observe({e});
+  ASSERT_TRUE(telemetry.Visit("job-9", [](const JobTelemetrySnapshot& t) {
+    ASSERT_EQ(t.ranks.size(), 1u);
+    EXPECT_TRUE(t.ranks.at(0).memory.empty());
+  }));
+}
+
 TEST(MetricsPageTest, RendersJobsByStateAndTheSeriesOfRunningJobsAndRanks) {
   testing::MetricsFixture f;
   ASSERT_TRUE(f.ok()) << f.error();
