@@ -16,7 +16,7 @@
 #include "absl/time/clock.h"
 #include "client/event_format.h"
 #include "client/terminal_text.h"
-#include "nlohmann/json.hpp"
+#include "rpc/memory_stats.h"
 
 namespace accel::client {
 
@@ -29,22 +29,7 @@ constexpr std::string_view kCursorUpAndErase = "\x1b[1A\x1b[2K";
 }  // namespace
 
 std::array<int64_t, kNumMemoryPools> PoolPeaks(const v1::MemoryEvent& m) {
-  std::array<int64_t, kNumMemoryPools> peaks{};
-  peaks[static_cast<int>(MemoryPool::kDevice)] = m.device_peak();
-  peaks[static_cast<int>(MemoryPool::kHost)] = m.host_peak();
-  const nlohmann::json j = nlohmann::json::parse(m.ledger_json(), nullptr,
-                                                 /*allow_exceptions=*/false);
-  if (!j.is_object()) return peaks;  // no ledger (or a damaged one): the proto fields
-  for (const auto& [key, pool] : j.items()) {
-    const std::optional<MemoryPool> which = LedgerPoolKey(key);
-    if (!which || !pool.is_object()) continue;
-    const auto total = pool.find("total");
-    if (total == pool.end() || !total->is_object()) continue;
-    const auto peak = total->find("peak");
-    if (peak == total->end() || !peak->is_number_integer()) continue;
-    peaks[static_cast<int>(*which)] = peak->get<int64_t>();
-  }
-  return peaks;
+  return rpc::PoolTotalPeaks(m);
 }
 
 void MemorySummary::Add(int rank, const v1::MemoryEvent& m) {

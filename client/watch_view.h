@@ -40,9 +40,9 @@ namespace accel::client {
 
 // MemorySummary: the memory records of a job's ranks folded into one line, the peak of each
 // pool over the ranks that reported: "compute 22.1 MiB · host 3.0 MiB (2 ranks)". Pools are read
-// from the record's ledger_json (compute, host, nvme); records stored before the compute pool
-// was renamed call it "device" and read the same (LedgerPoolKey). A record without ledger JSON
-// (or with JSON that does not parse) falls back to its device_peak / host_peak fields. host and
+// from the record's typed pools (compute, host, nvme; acceld reads records stored with the old
+// ledger JSON into them). A record without pools (from an acceld before issue 29, or one whose
+// stored ledger was damaged) falls back to its device_peak / host_peak fields. host and
 // nvme are left out while their peak is 0 (nvme: no NVMe offload). On a cuda rank the compute
 // pool is the GPU's memory; the driver's view of the GPU (used of total, the largest over the
 // ranks) is added as "GPU in use ...".

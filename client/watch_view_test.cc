@@ -1,6 +1,6 @@
 // accelctl watch's text output: the block redrawn in place on a terminal, plain lines for logs,
 // every event with --verbose, and the memory summary (each pool's peak over the ranks, from the
-// ledger JSON, whose old records name the compute pool "device", or the proto fields).
+// typed pools, which acceld fills from old records' ledger JSON too, or the proto fields).
 #include "client/watch_view.h"
 
 #include <sstream>
@@ -8,8 +8,10 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
+#include "client/event_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "rpc/memory_stats.h"
 
 namespace accel::client {
 namespace {
@@ -252,11 +254,11 @@ constexpr int kNvme = static_cast<int>(MemoryPool::kNvme);
 
 v1::MemoryEvent FromLedger(const MemoryLedger& ledger) {
   v1::MemoryEvent m;
-  m.set_ledger_json(ledger.ToJson());
+  rpc::LedgerToProto(ledger, &m);  // as the worker sends it
   return m;
 }
 
-TEST(MemorySummaryTest, PoolPeaksReadTheLedgerJsonWithEveryPool) {
+TEST(MemorySummaryTest, PoolPeaksReadTheTypedLedgerWithEveryPool) {
   MemoryLedger ledger;
   ledger.Charge(MemoryPool::kDevice, MemoryCategory::kParams, 5 << 20);
   ledger.Release(MemoryPool::kDevice, MemoryCategory::kParams, 4 << 20);
@@ -268,12 +270,16 @@ TEST(MemorySummaryTest, PoolPeaksReadTheLedgerJsonWithEveryPool) {
   EXPECT_EQ(peaks[kNvme], int64_t{7} << 30);
 }
 
+// A record stored before issue 29 with the ledger as JSON, as acceld reads it into the typed
+// pools (rpc::MemoryPoolsFromLedgerJson, called by server/convert.cc for stored bodies).
 TEST(MemorySummaryTest, PoolPeaksReadTheOldDeviceKeyAsCompute) {
   v1::MemoryEvent m;
-  m.set_ledger_json(
-      R"({"device":{"params":{"current":1,"peak":1},"total":{"current":10,"peak":40}},)"
-      R"("host":{"total":{"current":0,"peak":8}},"nvme":{"total":{"current":0,"peak":0}}})");
-  m.set_device_peak(1);  // the ledger wins over the proto fields when it parses
+  ASSERT_TRUE(rpc::MemoryPoolsFromLedgerJson(
+                  R"({"device":{"params":{"current":1,"peak":1},"total":{"current":10,"peak":40}},)"
+                  R"("host":{"total":{"current":0,"peak":8}},"nvme":{"total":{"current":0,"peak":0}}})",
+                  &m)
+                  .ok());
+  m.set_device_peak(1);  // the ledger's pools win over the proto fields
   const auto peaks = PoolPeaks(m);
   EXPECT_EQ(peaks[kCompute], 40);
   EXPECT_EQ(peaks[kHost], 8);
@@ -285,9 +291,42 @@ TEST(MemorySummaryTest, PoolPeaksFallBackToTheProtoFields) {
   m.set_device_peak(100);
   m.set_host_peak(20);
   EXPECT_EQ(PoolPeaks(m)[kCompute], 100);
-  m.set_ledger_json("{not json");
+  // A damaged stored ledger adds no pools: the record's own fields still show.
+  EXPECT_FALSE(rpc::MemoryPoolsFromLedgerJson("{not json", &m).ok());
   EXPECT_EQ(PoolPeaks(m)[kCompute], 100);
   EXPECT_EQ(PoolPeaks(m)[kHost], 20);
+}
+
+// The same ledger sent typed and read from a record stored with the old ledger JSON: the
+// summary line watch prints is the same.
+TEST(MemorySummaryTest, ATypedRecordAndAnOldLedgerJsonRecordGiveTheSameLine) {
+  MemoryLedger ledger;
+  ledger.Charge(MemoryPool::kDevice, MemoryCategory::kParams, 22 << 20);
+  ledger.Charge(MemoryPool::kHost, MemoryCategory::kOptimizerState, 3 << 20);
+  ledger.Charge(MemoryPool::kNvme, MemoryCategory::kOptimizerState, 5 << 20);
+  ledger.Release(MemoryPool::kNvme, MemoryCategory::kOptimizerState, 5 << 20);
+  v1::MemoryEvent old;
+  ASSERT_TRUE(rpc::MemoryPoolsFromLedgerJson(ledger.ToJson(), &old).ok());
+  MemorySummary typed_summary, old_summary;
+  typed_summary.Add(0, FromLedger(ledger));
+  old_summary.Add(0, old);
+  EXPECT_EQ(PoolPeaks(FromLedger(ledger)), PoolPeaks(old));
+  EXPECT_EQ(typed_summary.Text(), "compute 22.0 MiB · host 3.0 MiB · nvme 5.0 MiB (1 rank)");
+  EXPECT_EQ(old_summary.Text(), typed_summary.Text());
+}
+
+// `accelctl watch --output json` prints each event's proto JSON: a memory record's figures are
+// typed fields (pool, category, current, peak; int64 as strings), no nested JSON string.
+TEST(MemorySummaryTest, JsonOutputCarriesTheTypedPools) {
+  MemoryLedger ledger;
+  ledger.Charge(MemoryPool::kDevice, MemoryCategory::kParams, 4096);
+  v1::Event e;
+  *e.mutable_memory() = FromLedger(ledger);
+  const std::string json = Json(e);
+  EXPECT_THAT(json, HasSubstr(R"("pools":[{"pool":"MEMORY_POOL_COMPUTE","categories":[)"
+                              R"({"category":"MEMORY_CATEGORY_PARAMS","current":"4096","peak":"4096"})"));
+  EXPECT_THAT(json, HasSubstr(R"("total_current":"4096","total_peak":"4096"})"));
+  EXPECT_THAT(json, Not(HasSubstr("ledger_json")));
 }
 
 TEST(MemorySummaryTest, TextIsThePeakOfEachPoolOverTheRanks) {

@@ -8,6 +8,7 @@
 #include "engine/base/status_macros.h"
 #include "job/job_file.h"
 #include "rpc/job_lowering.h"
+#include "rpc/memory_stats.h"
 
 namespace accel::server {
 
@@ -83,6 +84,11 @@ absl::StatusOr<accel::v1::Event> EventToProto(const Event& e) {
   if (!s.ok()) {
     return absl::DataLossError(absl::StrCat("event ", e.job_id, "#", e.seq,
                                             " has an unreadable body: ", s.ToString()));
+  }
+  if (e.kind == EventKind::kMemory) {
+    // Stored before issue 29: the ledger as a JSON string, read into the typed pools. A damaged
+    // one reads as no pools (the record's totals still show), as the old readers did.
+    (void)rpc::MemoryPoolsFromStoredJson(e.body_json, p.mutable_memory());
   }
   return p;
 }

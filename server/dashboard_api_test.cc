@@ -10,6 +10,8 @@
 #include "nlohmann/json.hpp"
 #include "rpc/channel.h"
 #include "job/job_file.h"
+#include "rpc/memory_stats.h"
+#include "rpc/memory_stats_test_util.h"
 #include "server/acceld.h"
 #include "server/convert.h"
 #include "server/dashboard_test_util.h"
@@ -66,12 +68,15 @@ class DashboardApiTest : public ::testing::Test {
   }
 
   void Append(EventKind kind, int rank, const google::protobuf::Message& body) {
+    AppendBody(kind, rank, MessageToJson(body));
+  }
+  void AppendBody(EventKind kind, int rank, std::string body_json) {
     Event e;
     e.job_id = job_id_;
     e.attempt = 1;
     e.rank = rank;
     e.kind = kind;
-    e.body_json = MessageToJson(body);
+    e.body_json = std::move(body_json);
     ASSERT_TRUE(daemon_->events().Append(e).ok());
   }
   // Three metrics steps, a memory record per rank, one checkpoint.
@@ -85,12 +90,16 @@ class DashboardApiTest : public ::testing::Test {
       m.set_tokens_per_s(1000 + step);
       Append(EventKind::kMetrics, 0, m);
     }
-    for (int rank = 0; rank < 2; ++rank) {
-      v1::MemoryEvent mem;
-      mem.set_ledger_json(R"({"device":{"params":{"current":100,"peak":100},"total":{"current":100,"peak":100}}})");
-      mem.set_step(2);
-      Append(EventKind::kMemory, rank, mem);
-    }
+    // Rank 0 sends its ledger typed; rank 1's record is as stored before issue 29 (the ledger
+    // as JSON, the compute pool called "device"). Both hold 100 bytes of compute params.
+    MemoryLedger ledger;
+    ledger.Charge(MemoryPool::kDevice, MemoryCategory::kParams, 100);
+    v1::MemoryEvent mem;
+    mem.set_step(2);
+    rpc::LedgerToProto(ledger, &mem);
+    Append(EventKind::kMemory, 0, mem);
+    AppendBody(EventKind::kMemory, 1, rpc::testing::StoredBeforeIssue29(mem,
+        R"({"device":{"params":{"current":100,"peak":100},"total":{"current":100,"peak":100}}})"));
     v1::CheckpointEvent c;
     c.set_step(3);
     c.set_bytes(4096);
@@ -208,6 +217,17 @@ TEST_F(DashboardApiTest, PagesThroughEventsAfterASequenceNumber) {
   }
   EXPECT_EQ(metrics, 3);
   EXPECT_EQ(memory, 2);
+  // The API's memory records carry typed pools (the page reads these fields), the old stored
+  // one too; none carries the ledger as a JSON string.
+  for (const json& e : all["events"]) {
+    if (!e.contains("memory")) continue;
+    const json& compute = e["memory"]["pools"][0];
+    EXPECT_EQ(compute["pool"], "MEMORY_POOL_COMPUTE") << e.dump();
+    EXPECT_EQ(compute["categories"][0]["category"], "MEMORY_CATEGORY_PARAMS") << e.dump();
+    EXPECT_EQ(compute["categories"][0]["current"], "100") << e.dump();
+    EXPECT_EQ(compute["total_peak"], "100") << e.dump();
+    EXPECT_FALSE(e["memory"].contains("ledger_json")) << e.dump();
+  }
   EXPECT_EQ(checkpoints, 1);
   EXPECT_EQ(all["events"].back()["checkpoint"]["bytes"], "4096");
 

@@ -1,30 +1,9 @@
 #include "server/job_telemetry.h"
 
-#include <optional>
-
-#include "nlohmann/json.hpp"
+#include "rpc/memory_stats.h"
 #include "server/convert.h"
 
 namespace accel::server {
-
-std::map<std::string, std::map<std::string, MemoryCounts>> ParseLedgerJson(const std::string& json) {
-  std::map<std::string, std::map<std::string, MemoryCounts>> out;
-  const nlohmann::json j = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) return out;
-  for (const auto& [pool, categories] : j.items()) {
-    if (!categories.is_object()) continue;
-    // The pool's name today, also for events stored when the compute pool was "device".
-    const std::optional<MemoryPool> known = LedgerPoolKey(pool);
-    auto& by_category = out[known ? std::string(MemoryPoolName(*known)) : pool];
-    for (const auto& [category, counts] : categories.items()) {
-      if (!counts.is_object()) continue;
-      MemoryCounts& p = by_category[category];
-      p.current = counts.value("current", int64_t{0});
-      p.peak = counts.value("peak", int64_t{0});
-    }
-  }
-  return out;
-}
 
 void JobTelemetry::Observe(const std::vector<Event>& events) {
   absl::MutexLock lock(&mu_);
@@ -69,7 +48,7 @@ void JobTelemetry::ObserveOne(const Event& e) {
     }
   } else if (p->has_memory() && e.rank >= 0) {
     RankTelemetry& rank = job.ranks[e.rank];
-    rank.memory = ParseLedgerJson(p->memory().ledger_json());
+    rank.memory = rpc::MemoryFigures(p->memory());
     rank.memory_step = p->memory().step();
   } else if (p->has_checkpoint()) {
     ++job.checkpoints;

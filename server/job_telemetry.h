@@ -21,8 +21,8 @@
 namespace accel::server {
 
 struct RankTelemetry {
-  // pool ("compute", "host", "nvme") -> category ("params", ..., "total") -> bytes. Old events
-  // that call the compute pool "device" are read as "compute" (LedgerPoolKey).
+  // pool ("compute", "host", "nvme") -> category ("params", ..., "total") -> bytes, from the
+  // record's typed pools (old stored records are read into them by EventToProto).
   std::map<std::string, std::map<std::string, MemoryCounts>> memory;
   int64_t memory_step = -1;          // the step of that memory record (-1: after setup)
   int64_t step_bytes_sent = -1;      // during the newest step with rank statistics; -1: none
@@ -59,8 +59,5 @@ class JobTelemetry {
   mutable absl::Mutex mu_;
   std::map<std::string, JobTelemetrySnapshot> jobs_ ABSL_GUARDED_BY(mu_);
 };
-
-// MemoryLedger::ToJson's object -> pool -> category -> bytes; empty when it does not parse.
-std::map<std::string, std::map<std::string, MemoryCounts>> ParseLedgerJson(const std::string& json);
 
 }  // namespace accel::server

@@ -13,6 +13,9 @@
 #include "accel/v1/job.pb.h"
 #include "engine/base/env.h"
 #include "job/job_file.h"
+#include "engine/base/memory_ledger.h"
+#include "rpc/memory_stats.h"
+#include "rpc/memory_stats_test_util.h"
 #include "server/convert.h"
 #include "server/event_log.h"
 #include "server/job_registry.h"
@@ -76,14 +79,27 @@ class MetricsFixture {
       Append(id, -1, EventKind::kMetrics, MessageToJson(m));
     }
     for (int r = 0; r < ranks; ++r) {
+      // Rank r's ledger: params 100(r+1) now, 200(r+1) at peak; grads 50 / 60; host optimizer
+      // state 4096. Even ranks send it typed; odd ranks' records are as stored before issue 29
+      // (the ledger as JSON, the compute pool still called "device"), which read the same.
+      MemoryLedger ledger;
+      ledger.Charge(MemoryPool::kDevice, MemoryCategory::kParams, 200 * (r + 1));
+      ledger.Charge(MemoryPool::kDevice, MemoryCategory::kGrads, 60);
+      ledger.Release(MemoryPool::kDevice, MemoryCategory::kParams, 100 * (r + 1));
+      ledger.Release(MemoryPool::kDevice, MemoryCategory::kGrads, 10);
+      ledger.Charge(MemoryPool::kHost, MemoryCategory::kOptimizerState, 4096);
       accel::v1::MemoryEvent mem;
       mem.set_step(steps - 1);
-      mem.set_ledger_json(absl::StrCat(
+      if (r % 2 == 0) {
+        rpc::LedgerToProto(ledger, &mem);
+        Append(id, r, EventKind::kMemory, MessageToJson(mem));
+        continue;
+      }
+      Append(id, r, EventKind::kMemory, rpc::testing::StoredBeforeIssue29(mem, absl::StrCat(
           R"({"device":{"params":{"current":)", 100 * (r + 1), R"(,"peak":)", 200 * (r + 1),
           R"(},"grads":{"current":50,"peak":60},"total":{"current":)", 150 + 100 * r,
           R"(,"peak":)", 260 + 200 * r,
-          R"(}},"host":{"optimizer_state":{"current":4096,"peak":4096},"total":{"current":4096,"peak":4096}}})"));
-      Append(id, r, EventKind::kMemory, MessageToJson(mem));
+          R"(}},"host":{"optimizer_state":{"current":4096,"peak":4096},"total":{"current":4096,"peak":4096}}})")));
     }
     accel::v1::CheckpointEvent ckpt;
     ckpt.set_step(steps);

@@ -47,6 +47,73 @@ TEST(JobTelemetryTest, KeepsTheNewestNumbersAndForgetsAJobWhenItEnds) {
   EXPECT_FALSE(f.telemetry().Visit(id, [](const JobTelemetrySnapshot&) {}));
 }
 
+// The same ledger sent typed (rank 0) and stored before issue 29 as ledger_json (rank 1):
+// /metrics reads the same figures from both, every pool, category and total.
+TEST(JobTelemetryTest, ATypedRecordAndAnOldLedgerJsonRecordGiveTheSameFigures) {
+  MemoryLedger ledger;
+  ledger.Charge(MemoryPool::kDevice, MemoryCategory::kParams, 5 << 20);
+  ledger.Charge(MemoryPool::kDevice, MemoryCategory::kActivations, 2 << 20);
+  ledger.Release(MemoryPool::kDevice, MemoryCategory::kActivations, 2 << 20);
+  ledger.Charge(MemoryPool::kHost, MemoryCategory::kOptimizerState, 3 << 10);
+  ledger.Charge(MemoryPool::kNvme, MemoryCategory::kOther, 77);
+  accel::v1::MemoryEvent typed;
+  rpc::LedgerToProto(ledger, &typed);
+  std::vector<Event> events(2);
+  for (int rank = 0; rank < 2; ++rank) {
+    events[rank].job_id = "job-9";
+    events[rank].seq = rank + 1;
+    events[rank].attempt = 1;
+    events[rank].rank = rank;
+    events[rank].kind = EventKind::kMemory;
+  }
+  events[0].body_json = MessageToJson(typed);
+  events[1].body_json = rpc::testing::StoredBeforeIssue29({}, ledger.ToJson());
+  JobTelemetry telemetry;
+  telemetry.Observe(events);
+  ASSERT_TRUE(telemetry.Visit("job-9", [](const JobTelemetrySnapshot& t) {
+    ASSERT_EQ(t.ranks.size(), 2u);
+    const auto& now = t.ranks.at(0).memory;
+    const auto& old = t.ranks.at(1).memory;
+    ASSERT_EQ(now.size(), 3u);
+    for (const auto& [pool, categories] : now) {
+      ASSERT_EQ(categories.size(), 7u) << pool;  // six categories and the total
+      for (const auto& [category, counts] : categories) {
+        const MemoryCounts& before = old.at(pool).at(category);
+        EXPECT_EQ(counts.current, before.current) << pool << "/" << category;
+        EXPECT_EQ(counts.peak, before.peak) << pool << "/" << category;
+      }
+    }
+    EXPECT_EQ(old.size(), now.size());
+    EXPECT_EQ(now.at("compute").at("activations").peak, 2 << 20);
+    EXPECT_EQ(now.at("compute").at("total").peak, 7 << 20);
+    EXPECT_EQ(now.at("nvme").at("other").current, 77);
+  }));
+}
+
+// A stored record whose old ledger JSON is damaged is still an event (EventToProto reads it,
+// no DataLoss): no pools, its totals kept, and /metrics has no memory samples for the rank.
+TEST(JobTelemetryTest, AStoredRecordWithADamagedLedgerJsonReadsAsNoPools) {
+  accel::v1::MemoryEvent fields;
+  fields.set_device_peak(123);
+  Event e;
+  e.job_id = "job-9";
+  e.seq = 1;
+  e.attempt = 1;
+  e.rank = 0;
+  e.kind = EventKind::kMemory;
+  e.body_json = rpc::testing::StoredBeforeIssue29(fields, "{\"compute\":{\"params\":");
+  absl::StatusOr<accel::v1::Event> p = EventToProto(e);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->memory().pools_size(), 0);
+  EXPECT_EQ(p->memory().device_peak(), 123);
+  JobTelemetry telemetry;
+  telemetry.Observe({e});
+  ASSERT_TRUE(telemetry.Visit("job-9", [](const JobTelemetrySnapshot& t) {
+    ASSERT_EQ(t.ranks.size(), 1u);
+    EXPECT_TRUE(t.ranks.at(0).memory.empty());
+  }));
+}
+
 TEST(MetricsPageTest, RendersJobsByStateAndTheSeriesOfRunningJobsAndRanks) {
   testing::MetricsFixture f;
   ASSERT_TRUE(f.ok()) << f.error();

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "engine/base/process_memory.h"
-
+#include "rpc/memory_stats.h"
 
 namespace accel::worker {
 
@@ -11,13 +11,7 @@ v1::WorkerEvent MemoryEvent(const MemoryLedger& ledger, int64_t step, int64_t dr
                             int64_t driver_total) {
   v1::WorkerEvent e;
   v1::MemoryEvent* m = e.mutable_memory();
-  m->set_ledger_json(ledger.ToJson());
-  const MemoryCounts device = ledger.PoolTotal(MemoryPool::kDevice);
-  const MemoryCounts host = ledger.PoolTotal(MemoryPool::kHost);
-  m->set_device_current(device.current);
-  m->set_device_peak(device.peak);
-  m->set_host_current(host.current);
-  m->set_host_peak(host.peak);
+  rpc::LedgerToProto(ledger, m);  // every pool and category, typed
   m->set_step(step);
   m->set_device_driver_used(driver_used);
   m->set_device_driver_total(driver_total);

@@ -15,6 +15,15 @@ TEST(ReporterTest, MemoryEventCarriesThePeakResidentSetAndTheCgroup) {
   ASSERT_TRUE(e.has_memory());
   EXPECT_EQ(e.memory().step(), 3);
   EXPECT_EQ(e.memory().device_peak(), 1000);
+  // The ledger rides as typed pools: every pool, every category, the totals.
+  ASSERT_EQ(e.memory().pools_size(), kNumMemoryPools);
+  const v1::MemoryPoolStats& compute = e.memory().pools(0);
+  EXPECT_EQ(compute.pool(), v1::MEMORY_POOL_COMPUTE);
+  ASSERT_EQ(compute.categories_size(), kNumMemoryCategories);
+  EXPECT_EQ(compute.categories(0).category(), v1::MEMORY_CATEGORY_PARAMS);
+  EXPECT_EQ(compute.categories(0).current(), 1000);
+  EXPECT_EQ(compute.total_peak(), 1000);
+  EXPECT_EQ(e.memory().pools(2).pool(), v1::MEMORY_POOL_NVME);
   EXPECT_GT(e.memory().process_peak_rss(), 0);
   // Inside a memory cgroup with a limit (as under acceld's systemd units or a container) its
   // numbers ride along; outside one they are 0.

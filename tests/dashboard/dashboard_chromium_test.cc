@@ -16,8 +16,9 @@
 #include "accel/v1/coordinator.grpc.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "absl/strings/str_cat.h"
 #include "rpc/channel.h"
+#include "rpc/memory_stats.h"
+#include "rpc/memory_stats_test_util.h"
 #include "server/acceld.h"
 #include "server/convert.h"
 #include "server/dashboard_test_util.h"
@@ -187,8 +188,9 @@ TEST_F(DashboardChromiumTest, ChartsEveryRecordOfATrainedJob) {
             "--hide-scrollbars"}, home, "chromium-screenshot-list");
 }
 
-// Records as workers of either naming send them: the compute pool as "device" (rank 0) and as
-// "compute" (rank 1) read as one series; a non-finite loss is left out of the chart.
+// Records as stored before issue 29, the ledger as JSON with the compute pool called "device"
+// (rank 0), and typed as workers send them now (rank 1): one series per pool and category,
+// "compute" for both; a non-finite loss is left out of the chart.
 TEST_F(DashboardChromiumTest, ReadsBothPoolNamesAndSkipsNonFiniteLosses) {
   std::unique_ptr<Acceld> daemon = StartTestAcceld(dir_, WriteIdleWorker(dir_));
   ASSERT_NE(daemon, nullptr);
@@ -210,13 +212,17 @@ TEST_F(DashboardChromiumTest, ReadsBothPoolNamesAndSkipsNonFiniteLosses) {
     m.set_loss(step == 3 ? std::nanf("") : 4.0f - 0.1f * step);
     add(0, EventKind::kMetrics, m);
   }
+  MemoryLedger ledger;
+  ledger.Charge(MemoryPool::kDevice, MemoryCategory::kParams, 4096);
+  ledger.Charge(MemoryPool::kHost, MemoryCategory::kGrads, 1024);
+  v1::MemoryEvent typed;
+  rpc::LedgerToProto(ledger, &typed);
   for (int i = 0; i < 3; ++i) {
-    for (const auto& [rank, pool] : {std::pair{0, "device"}, std::pair{1, "compute"}}) {
-      v1::MemoryEvent mem;
-      mem.set_ledger_json(absl::StrCat(R"({")", pool, R"(":{"params":{"current":4096,"peak":4096}},)",
-                                       R"("host":{"grads":{"current":1024,"peak":1024}}})"));
-      add(rank, EventKind::kMemory, mem);
-    }
+    events.push_back(Event{.job_id = id, .attempt = 1, .rank = 0, .kind = EventKind::kMemory,
+                           .body_json = rpc::testing::StoredBeforeIssue29(
+                               {}, R"({"device":{"params":{"current":4096,"peak":4096}},)"
+                                   R"("host":{"grads":{"current":1024,"peak":1024}}})")});
+    add(1, EventKind::kMemory, typed);
   }
   ASSERT_TRUE(d.events().Append(events).ok());
 

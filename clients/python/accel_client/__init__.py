@@ -22,7 +22,7 @@ except ImportError as error:
                       f"accel_python_client target and use PYTHONPATH=build/clients/python: "
                       f"{error}") from error
 
-from .client import TERMINAL_STATES, Client, to_dict
+from .client import TERMINAL_STATES, Client, memory_figures, to_dict
 from .errors import AccelError
 
-__all__ = ["AccelError", "Client", "TERMINAL_STATES", "to_dict"]
+__all__ = ["AccelError", "Client", "TERMINAL_STATES", "memory_figures", "to_dict"]

@@ -33,6 +33,28 @@ def to_dict(message):
                                          always_print_fields_with_no_presence=True)
 
 
+def _ledger_name(value, prefix):
+    """The ledger's name of a proto enum name: "MEMORY_POOL_COMPUTE" -> "compute"."""
+    value = str(value)
+    return (value[len(prefix):] if value.startswith(prefix) else value).lower()
+
+
+def memory_figures(event):
+    """The ledger of a memory event dict (event["memory"]["pools"], typed pools x categories)
+    by the ledger's names: {"compute": {"params": {"current": 4096, "peak": 4096}, ...,
+    "total": {...}}, "host": {...}, "nvme": {...}} with int bytes; the figures `accelctl watch`,
+    the dashboard and /metrics show. {} for an event without pools."""
+    figures = {}
+    for pool in event.get("memory", {}).get("pools", []):
+        categories = figures.setdefault(_ledger_name(pool.get("pool", ""), "MEMORY_POOL_"), {})
+        for c in pool.get("categories", []):
+            categories[_ledger_name(c.get("category", ""), "MEMORY_CATEGORY_")] = {
+                "current": int(c.get("current", 0)), "peak": int(c.get("peak", 0))}
+        categories["total"] = {"current": int(pool.get("total_current", 0)),
+                               "peak": int(pool.get("total_peak", 0))}
+    return figures
+
+
 class Client:
     """A connection to one acceld.
 

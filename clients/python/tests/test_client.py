@@ -3,6 +3,7 @@ absolute paths, deadlines, watch requests) and how it turns gRPC failures into A
 The real acceld is test_client_e2e.py's."""
 
 import concurrent.futures
+import json
 import math
 import os
 import subprocess
@@ -156,6 +157,49 @@ class FakeServerTest(unittest.TestCase):
             self.client.wait("job-running")
         self.assertEqual(caught.exception.code, grpc.StatusCode.UNAVAILABLE)
         self.assertIn("RUNNING", str(caught.exception))
+
+
+class MemoryFiguresTest(unittest.TestCase):
+    # A rank's ledger as the worker sends it (typed pools, every category, zeros included) and
+    # the JSON string memory events carried before issue 29 (MemoryLedger::ToJson) for the same
+    # ledger: memory_figures gives exactly the old JSON's figures.
+    OLD_LEDGER_JSON = (
+        '{"compute":{"params":{"current":4096,"peak":8192},"grads":{"current":0,"peak":0},'
+        '"optimizer_state":{"current":0,"peak":0},"activations":{"current":0,"peak":2048},'
+        '"communication":{"current":0,"peak":0},"other":{"current":0,"peak":0},'
+        '"total":{"current":4096,"peak":10240}},'
+        '"host":{"params":{"current":0,"peak":0},"grads":{"current":0,"peak":0},'
+        '"optimizer_state":{"current":12288,"peak":12288},"activations":{"current":0,"peak":0},'
+        '"communication":{"current":0,"peak":0},"other":{"current":0,"peak":0},'
+        '"total":{"current":12288,"peak":12288}},'
+        '"nvme":{"params":{"current":0,"peak":0},"grads":{"current":0,"peak":0},'
+        '"optimizer_state":{"current":0,"peak":0},"activations":{"current":0,"peak":0},'
+        '"communication":{"current":0,"peak":0},"other":{"current":7,"peak":7},'
+        '"total":{"current":7,"peak":7}}}')
+
+    def test_typed_pools_give_the_figures_the_old_ledger_json_gave(self):
+        old = json.loads(self.OLD_LEDGER_JSON)
+        memory = job_pb2.MemoryEvent(step=3)
+        for pool_name, categories in old.items():
+            pool = memory.pools.add(pool=job_pb2.MemoryPoolKind.Value(
+                "MEMORY_POOL_" + pool_name.upper()))
+            for name, counts in categories.items():
+                if name == "total":
+                    pool.total_current, pool.total_peak = counts["current"], counts["peak"]
+                    continue
+                pool.categories.add(
+                    category=job_pb2.MemoryCategoryKind.Value("MEMORY_CATEGORY_" + name.upper()),
+                    current=counts["current"], peak=counts["peak"])
+        event = accel_client.to_dict(job_pb2.Event(job_id="job-1", seq=5, rank=0, memory=memory))
+        self.assertNotIn("ledger_json", event["memory"])
+        self.assertEqual(event["memory"]["pools"][0]["pool"], "MEMORY_POOL_COMPUTE")
+        self.assertEqual(accel_client.memory_figures(event), old)
+
+    def test_an_event_without_pools_has_no_figures(self):
+        metrics = accel_client.to_dict(job_pb2.Event(metrics=job_pb2.MetricsEvent(step=1)))
+        self.assertEqual(accel_client.memory_figures(metrics), {})
+        self.assertEqual(accel_client.memory_figures(
+            accel_client.to_dict(job_pb2.Event(memory=job_pb2.MemoryEvent(device_peak=5)))), {})
 
 
 class ArgumentsTest(unittest.TestCase):

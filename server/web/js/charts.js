@@ -136,29 +136,27 @@ function legend(items) {
                                    item.name)));
 }
 
-// ---- memory: per rank over time, stacked by pool and category, from the ledgers of memory
-// events (MemoryEvent.ledger_json: {"<pool>": {"<category>": {"current": B, "peak": B}, ...,
-// "total": {...}}, ...}). The compute pool is called "device" by older workers and "compute"
-// by newer ones; both read as "compute".
+// ---- memory: per rank over time, stacked by pool and category, from the typed ledgers of
+// memory events (MemoryEvent.pools: [{pool: "MEMORY_POOL_COMPUTE", categories: [{category:
+// "MEMORY_CATEGORY_PARAMS", current: "B", peak: "B"}, ...], total_current, total_peak}, ...];
+// proto JSON writes int64 as strings and leaves zeros out). acceld reads records stored with
+// the old ledger JSON into the same fields.
 
-const POOL_ALIASES = {device: 'compute'};
+// The ledger's name of a proto enum value: "MEMORY_POOL_COMPUTE" -> "compute",
+// "MEMORY_CATEGORY_OPTIMIZER_STATE" -> "optimizer_state".
+function ledgerName(value, prefix) {
+  const text = String(value || '');
+  return (text.startsWith(prefix) ? text.slice(prefix.length) : text).toLowerCase();
+}
 
-// {pool/category: current bytes} of one ledger, leaving out each pool's total.
-function ledgerSeries(ledgerJson) {
-  let ledger = {};
-  try {
-    ledger = JSON.parse(ledgerJson || '{}');
-  } catch (e) {
-    return null;
-  }
+// {pool/category: current bytes} of one record's pools, leaving out each pool's total.
+function ledgerSeries(pools) {
   const out = {};
-  for (const [pool, categories] of Object.entries(ledger)) {
-    if (!categories || typeof categories !== 'object') continue;
-    const poolName = POOL_ALIASES[pool] || pool;
-    for (const [category, counts] of Object.entries(categories)) {
-      if (category === 'total' || !counts) continue;
-      const key = `${poolName}/${category}`;
-      out[key] = (out[key] || 0) + num(counts.current);
+  for (const pool of pools || []) {
+    const poolName = ledgerName(pool.pool, 'MEMORY_POOL_');
+    for (const c of pool.categories || []) {
+      const key = `${poolName}/${ledgerName(c.category, 'MEMORY_CATEGORY_')}`;
+      out[key] = (out[key] || 0) + num(c.current);
     }
   }
   return out;
@@ -169,7 +167,7 @@ function memoryRecords(events) {
   return events
     .filter((e) => e.memory !== undefined)
     .map((e) => ({rank: num(e.rank), timeUs: num(e.time_us), step: num(e.memory.step),
-                  series: ledgerSeries(e.memory.ledger_json) || {},
+                  series: ledgerSeries(e.memory.pools),
                   peakRss: num(e.memory.process_peak_rss)}));
 }
 
