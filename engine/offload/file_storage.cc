@@ -190,8 +190,8 @@ absl::StatusOr<std::unique_ptr<Storage>> CreateFileStorage(MemoryLedger* ledger,
   std::string probe = dir + "/accel-offload-XXXXXX";
   const int fd = ::mkstemp(probe.data());
   if (fd < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("offload directory ", dir,
-                                                   " is not writable: ", std::strerror(errno)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("offload directory ", dir, " is not writable: ", std::strerror(errno)));
   }
   ::unlink(probe.c_str());
   ::close(fd);

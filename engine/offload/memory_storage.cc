@@ -12,7 +12,10 @@ namespace {
 class MemoryStorage final : public Storage {
  public:
   MemoryStorage(MemoryLedger* ledger, MemoryPool pool, Mode mode)
-      : ledger_(ledger), pool_(pool), count_only_(mode == Mode::kCountOnly), counted_(ledger, pool) {}
+      : ledger_(ledger),
+        pool_(pool),
+        count_only_(mode == Mode::kCountOnly),
+        counted_(ledger, pool) {}
 
   MemoryPool pool() const override { return pool_; }
 

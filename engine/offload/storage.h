@@ -100,7 +100,7 @@ std::unique_ptr<Storage> CreateMemoryStorage(MemoryLedger* ledger, MemoryPool po
 const Storage& InPlace();
 
 struct FileStorageOptions {
-  std::string dir;             // the files' directory (a real disk, not tmpfs)
+  std::string dir;               // the files' directory (a real disk, not tmpfs)
   int64_t tile_numel = 1 << 20;  // PassTile's range (ShardOptions::offload_tile_numel)
   Mode mode = Mode::kReal;       // kCountOnly: no file is made, the directory is not checked
 };

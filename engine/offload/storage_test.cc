@@ -110,8 +110,7 @@ TEST(FileStorageTest, AnUnwritableDirectoryIsNamed) {
       CreateFileStorage(&ledger, {.dir = "/nonexistent/accel-nvme"});
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(s.status().message().find("/nonexistent/accel-nvme"), std::string::npos)
-      << s.status();
+  EXPECT_NE(s.status().message().find("/nonexistent/accel-nvme"), std::string::npos) << s.status();
 }
 
 }  // namespace

@@ -46,8 +46,7 @@ struct ShardParts {
 // Mode::kCountOnly, a storage that only charges `ledger` (the memory plan's dry run,
 // engine/plan) and never touches the directory. Errors: CreateFileStorage's.
 [[nodiscard]] absl::StatusOr<std::unique_ptr<offload::Storage>> CreateOptimizerStorage(
-    const ShardOptions& options, MemoryLedger* ledger,
-    offload::Mode mode = offload::Mode::kReal);
+    const ShardOptions& options, MemoryLedger* ledger, offload::Mode mode = offload::Mode::kReal);
 
 [[nodiscard]] absl::Status ApplyOffload(ShardParts& parts);
 void ApplyPrecision(ShardParts& parts);

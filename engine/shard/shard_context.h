@@ -5,9 +5,10 @@
 //
 // Memory: ops() is the compute memory (host memory, or a CUDA device); optimizer_ops() is where
 // offloaded state lives (host memory, or files for NVMe offload) and is ops() itself without
-// offload; optimizer_storage() says how passes over that state run. Collectives on host values (the loss, the norm, broadcast weights) go through
-// host_world() / host_shard(): the groups themselves when ops() is host memory, views that stage
-// through device blocks otherwise (staged_communicator.h).
+// offload; optimizer_storage() says how passes over that state run. Collectives on host values
+// (the loss, the norm, broadcast weights) go through host_world() / host_shard(): the groups
+// themselves when ops() is host memory, views that stage through device blocks otherwise
+// (staged_communicator.h).
 // Not thread-safe (one trainer thread).
 #pragma once
 
