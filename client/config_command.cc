@@ -95,9 +95,9 @@ int ConfigExplain(const ExplainArgs& args, const config::EnvMap& env, std::ostre
                 err);
     return kExitInvalid;
   }
-  std::optional<train::MemoryPlan> memory;
+  std::optional<accel::plan::MemoryPlan> memory;
   if (args.memory.wanted()) {
-    absl::StatusOr<train::MemoryPlan> m = ExplainMemory(args.memory, *lowered, fs);
+    absl::StatusOr<accel::plan::MemoryPlan> m = ExplainMemory(args.memory, *lowered, fs);
     if (!m.ok()) {
       PrintStatus(m.status(), err);
       return kExitInvalid;
@@ -110,12 +110,14 @@ int ConfigExplain(const ExplainArgs& args, const config::EnvMap& env, std::ostre
         config::ModeJson(lowered->options, lowered->source, {}));
     j["engine"].erase("event");
     j["engine"].erase("notes");
-    if (memory) j["memory_plan"] = nlohmann::ordered_json::parse(train::MemoryPlanJson(*memory));
+    if (memory) {
+      j["memory_plan"] = nlohmann::ordered_json::parse(accel::plan::MemoryPlanJson(*memory));
+    }
     out << j.dump() << "\n";
   } else {
     out << config::PlanToText(*plan);
     out << "engine: " << config::DescribeMode(lowered->options) << "\n";
-    if (memory) out << train::MemoryPlanTable(*memory);
+    if (memory) out << accel::plan::MemoryPlanTable(*memory);
   }
   return kExitOk;
 }

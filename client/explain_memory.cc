@@ -7,8 +7,8 @@
 
 namespace accel::client {
 
-absl::StatusOr<train::MemoryPlan> ExplainMemory(const MemoryExplainArgs& args,
-                                                const config::LoweredJob& lowered, Env* fs) {
+absl::StatusOr<plan::MemoryPlan> ExplainMemory(const MemoryExplainArgs& args,
+                                               const config::LoweredJob& lowered, Env* fs) {
   config::TrainOptions options = lowered.options;
   options.model = args.model.empty() ? options.model : args.model;
   options.model_config = args.model_config;
@@ -23,10 +23,10 @@ absl::StatusOr<train::MemoryPlan> ExplainMemory(const MemoryExplainArgs& args,
                                                    config->max_positions(), " positions"));
   }
   const int world = std::max(1, lowered.world_size);
-  train::MemoryPlanOptions po;
+  plan::MemoryPlanOptions po;
   po.world = world;
   po.ranks_on_machine = std::clamp(args.ranks_per_machine.value_or(world), 1, world);
-  return train::PlanMemory(*config, options, po);
+  return plan::PlanMemory(*config, options, po);
 }
 
 }  // namespace accel::client

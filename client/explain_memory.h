@@ -1,4 +1,4 @@
-// accelctl config explain --model / --model-config: the memory plan (engine/train/memory_plan.h)
+// accelctl config explain --model / --model-config: the memory plan (engine/plan/memory_plan.h)
 // of the lowered job, for the model, micro-batch and sequence given, on the config's world (or
 // --world), with --ranks-per-machine ranks sharing a machine (default: all of them).
 #pragma once
@@ -9,7 +9,7 @@
 #include "absl/status/statusor.h"
 #include "engine/base/env.h"
 #include "engine/config/lower.h"
-#include "engine/train/memory_plan.h"
+#include "engine/plan/memory_plan.h"
 
 namespace accel::client {
 
@@ -23,8 +23,7 @@ struct MemoryExplainArgs {
 
 // The plan for rank 0 of `lowered` (its options and world size). InvalidArgument naming the flag
 // for an unknown preset, an unreadable config.json or a bad sequence length.
-[[nodiscard]] absl::StatusOr<train::MemoryPlan> ExplainMemory(const MemoryExplainArgs& args,
-                                                              const config::LoweredJob& lowered,
-                                                              Env* fs);
+[[nodiscard]] absl::StatusOr<plan::MemoryPlan> ExplainMemory(
+    const MemoryExplainArgs& args, const config::LoweredJob& lowered, Env* fs);
 
 }  // namespace accel::client

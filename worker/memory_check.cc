@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/base/status_macros.h"
-#include "engine/train/memory_plan.h"
+#include "engine/plan/memory_plan.h"
 
 namespace accel::worker {
 namespace {
@@ -32,8 +32,8 @@ Budget BudgetOf(const ProcessMemory& m, int local_ranks) {
   const int64_t resident = std::max<int64_t>(m.rss_anon, 0) * local_ranks;
   if (m.cgroup.limit >= 0) {
     b.available = m.cgroup.limit - resident;
-    b.source = absl::StrCat("memory cgroup limit ", train::FormatBytes(m.cgroup.limit), " in ",
-                            m.cgroup.limit_file, ", less ", train::FormatBytes(resident),
+    b.source = absl::StrCat("memory cgroup limit ", plan::FormatBytes(m.cgroup.limit), " in ",
+                            m.cgroup.limit_file, ", less ", plan::FormatBytes(resident),
                             " already resident (RssAnon)");
   } else {
     // MemAvailable already leaves out what this process holds.
@@ -46,18 +46,18 @@ Budget BudgetOf(const ProcessMemory& m, int local_ranks) {
 // The RAM the machine's ranks need under `options` (machine totals of the RAM pools).
 struct Need {
   int64_t bytes = 0;
-  train::MemoryPlan plan;
+  plan::MemoryPlan plan;
 };
 
 absl::StatusOr<Need> NeedOf(const model::ModelConfig& config, const config::TrainOptions& options,
                             int world, int rank, int local_ranks, bool on_gpu) {
-  train::MemoryPlanOptions po;
+  plan::MemoryPlanOptions po;
   po.world = world;
   po.rank = rank;
   po.ranks_on_machine = std::min(local_ranks, world);
   po.first_local_rank = std::min(rank / po.ranks_on_machine * po.ranks_on_machine,
                                  world - po.ranks_on_machine);
-  ACCEL_ASSIGN_OR_RETURN(train::MemoryPlan plan, train::PlanMemory(config, options, po));
+  ACCEL_ASSIGN_OR_RETURN(plan::MemoryPlan plan, plan::PlanMemory(config, options, po));
   Need n;
   n.bytes = on_gpu ? plan.machine_pool_peak[static_cast<int>(MemoryPool::kHost)]
                    : plan.MachineRamBytes();
@@ -152,7 +152,7 @@ absl::Status CheckMemoryPlan(const MemoryCheckInput& in, const ProcessMemory& ma
   const Budget budget = BudgetOf(machine, std::min(in.local_ranks, in.world));
   if (need.bytes <= budget.available) return absl::OkStatus();
   // Name the pool that holds most of it, with its largest category.
-  const train::MemoryPlan& p = need.plan;
+  const plan::MemoryPlan& p = need.plan;
   const MemoryPool pool =
       !in.on_gpu && p.pool_peak[0] >= p.pool_peak[1] ? MemoryPool::kDevice : MemoryPool::kHost;
   int largest = 0;
@@ -164,9 +164,9 @@ absl::Status CheckMemoryPlan(const MemoryCheckInput& in, const ProcessMemory& ma
       "memory plan does not fit: the ", std::string(MemoryPoolName(pool)), " pool needs ",
       p.pool_peak[static_cast<int>(pool)], " bytes per rank (",
       std::string(MemoryCategoryName(static_cast<MemoryCategory>(largest))), " ",
-      train::FormatBytes(p.peak[static_cast<int>(pool)][largest]), "), ",
+      plan::FormatBytes(p.peak[static_cast<int>(pool)][largest]), "), ",
       p.ranks_on_machine, " rank(s) on this machine need ", need.bytes, " bytes (",
-      train::FormatBytes(need.bytes), ") of RAM, available ", budget.available, " bytes (",
+      plan::FormatBytes(need.bytes), ") of RAM, available ", budget.available, " bytes (",
       budget.source, "); ",
       fits.empty() ? "none of activation_checkpointing, NVMe offload, full_shard, more "
                      "machines or a smaller micro-batch would fit"

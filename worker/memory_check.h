@@ -1,5 +1,5 @@
 // Refusal before OOM (DESIGN.md §3.3): before a rank allocates anything, its memory plan
-// (engine/train/memory_plan.h) for the ranks on this machine is compared with what the machine
+// (engine/plan/memory_plan.h) for the ranks on this machine is compared with what the machine
 // has — the memory cgroup's limit when one applies (v1 memory.limit_in_bytes, v2 memory.max),
 // else MemAvailable — and a plan that cannot fit ends the rank at once with one line: the pool,
 // the bytes needed and available, where the limit came from, and which of activation

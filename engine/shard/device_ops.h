@@ -5,7 +5,9 @@
 // Two implementations:
 //   - host (CreateHostDeviceOps, here): Buffers in the ledger's "device" pool (the compute pool
 //     of a CPU-only rank), cached by exact size (BufferPool); every operation finishes before it
-//     returns, and a collective's result is ready once its Work is waited for on the host.
+//     returns, and a collective's result is ready once its Work is waited for on the host. Its
+//     persistent blocks come from an offload::Storage (engine/offload/storage.h): host memory,
+//     or files for NVMe offload (CreateOffloadDeviceOps).
 //   - CUDA (engine/shard/cuda/cuda_device_ops.h): blocks from a CachingAllocator, every operation
 //     queued on one compute stream; a collective runs on its NCCL stream after the compute queued
 //     before it (BeforeCollective), and later compute waits for it through its event
@@ -39,11 +41,8 @@
 #include "engine/base/memory_ledger.h"
 #include "engine/comm/communicator.h"
 #include "engine/kernels/adamw.h"
+#include "engine/offload/storage.h"
 #include "engine/tensor/dtype.h"
-
-namespace accel::io {
-class BlockFile;
-}
 
 namespace accel::shard {
 
@@ -92,9 +91,6 @@ class DeviceOps {
   // True when block memory is host memory that the caller may read and write directly (then
   // host-side collectives need no staging copies).
   virtual bool host_addressable() const = 0;
-  // True when Allocate'd blocks are files (CreateFileBackedDeviceOps): touching them costs page
-  // cache, which EvictRange gives back, so callers stream through them range by range.
-  virtual bool file_backed() const { return false; }
 
   // Memory kept for the model's lifetime (resident parameters, shards, masters, reduced
   // gradients), zero-filled, charged to `category` until destroyed.
@@ -123,7 +119,7 @@ class DeviceOps {
   [[nodiscard]] virtual absl::Status FromHost(void* dst, const void* host, size_t bytes) = 0;
   // Returns once every operation issued so far has finished (the host: at once).
   [[nodiscard]] virtual absl::Status Synchronize() = 0;
-  // File-backed blocks (CreateFileBackedDeviceOps): writes their pages back and drops them from
+  // Blocks in files (offload::Storage::Evict): writes their pages back and drops them from
   // memory, so the data lives on the disk until it is next touched, and frees the cache of
   // transient blocks. Everything else: nothing.
   [[nodiscard]] virtual absl::Status Evict() { return absl::OkStatus(); }
@@ -138,10 +134,7 @@ class DeviceOps {
   // and write the range with AsyncIo instead of through the mapping. {nullptr, 0} for memory
   // of any other kind. Call EvictRange on the range first: the file is then the only copy, and
   // direct writes leave no stale page behind for the mapping's next touch.
-  struct FileSpan {
-    io::BlockFile* file = nullptr;
-    int64_t offset = 0;
-  };
+  using FileSpan = offload::FileSpan;
   virtual FileSpan FileOf(const void* /*data*/) const { return {}; }
 
   // The optimizer's update on n elements, kernels::AdamWUpdate's arithmetic: fp32 parameters,
@@ -183,13 +176,17 @@ std::unique_ptr<DeviceOps> CreateHostDeviceOps(MemoryLedger* ledger,
                                                MemoryPool pool = MemoryPool::kDevice,
                                                bool as_device = false);
 
-// NVMe offload: host ops whose Allocate'd blocks are files in `dir` (created and unlinked at
-// once, so they vanish with the process), mapped shared into memory and charged to the ledger's
-// nvme pool; Acquire'd (transient) blocks stay ordinary host memory. The engine addresses them
-// like any host memory; the kernel pages them in on access (sequential readahead), and Evict()
-// writes the dirty pages back and drops them from the page cache and the mapping, so between
-// steps the optimizer state costs disk, not RAM. InvalidArgument naming `dir` when a file
-// cannot be created there.
+// Host ops whose Allocate'd (persistent) blocks come from `storage` (offload::Storage: host
+// memory, or files for NVMe offload) and whose Acquire'd (transient) blocks are host memory
+// in `ledger`'s host pool; Evict, EvictRange, Zero and FileOf go to the storage. This is how
+// shard::ApplyOffload builds the optimizer's memory once it has chosen the storage.
+std::unique_ptr<DeviceOps> CreateOffloadDeviceOps(MemoryLedger* ledger,
+                                                  std::unique_ptr<offload::Storage> storage);
+
+// NVMe offload in one call (tests): CreateOffloadDeviceOps over offload::CreateFileStorage(dir)
+// — blocks that are files in `dir` (created and unlinked at once, so they vanish with the
+// process), mapped shared and charged to the ledger's nvme pool. InvalidArgument naming `dir`
+// when a file cannot be created there.
 [[nodiscard]] absl::StatusOr<std::unique_ptr<DeviceOps>> CreateFileBackedDeviceOps(
     MemoryLedger* ledger, const std::string& dir);
 

@@ -100,9 +100,9 @@ class PerUnitReducer final : public GradReducer {
   }
 
   absl::Status ZeroGrads() override {
-    // File-backed shards are zeroed when first reduced into: zeroing them all here would bring
-    // every one of them into memory at once.
-    if (!home().file_backed()) return GradReducer::ZeroGrads();
+    // Shards in files are zeroed when first reduced into (offload::Storage::ZeroesOnFirstWrite):
+    // zeroing them all here would bring every one of them into memory at once.
+    if (!home_storage().ZeroesOnFirstWrite()) return GradReducer::ZeroGrads();
     for (Unit& unit : units_) {
       if (!unit.local.empty()) {
         ACCEL_RETURN_IF_ERROR(unit.local.ops()->Zero(unit.local.data(), unit.local.bytes()));
@@ -155,9 +155,12 @@ class PerUnitReducer final : public GradReducer {
 
   // Where the reduced shards live: the optimizer's memory when it is offloaded and this rank
   // computes in host memory (a device keeps them beside its compute).
-  DeviceOps& home() const {
-    return ctx_.optimizer_offloaded() && ctx_.ops().host_addressable() ? ctx_.optimizer_ops()
-                                                                       : ctx_.ops();
+  bool home_is_optimizer() const {
+    return ctx_.optimizer_offloaded() && ctx_.ops().host_addressable();
+  }
+  DeviceOps& home() const { return home_is_optimizer() ? ctx_.optimizer_ops() : ctx_.ops(); }
+  const offload::Storage& home_storage() const {
+    return home_is_optimizer() ? ctx_.optimizer_storage() : offload::InPlace();
   }
 
   absl::Status ZeroIfStale(size_t u) {
@@ -197,7 +200,7 @@ class PerUnitReducer final : public GradReducer {
   }
 
   comm::Communicator* replicate_;
-  std::vector<bool> stale_;  // file-backed shards not yet zeroed this step
+  std::vector<bool> stale_;  // shards not yet zeroed this step (ZeroesOnFirstWrite)
   std::deque<Pending> pending_;
 };
 

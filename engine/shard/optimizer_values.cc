@@ -9,13 +9,11 @@
 namespace accel::shard {
 namespace {
 
-// Runs fn(begin, n) over [0, n) in the offload's tiles when the optimizer's state is in files
-// (each tile then leaves memory before the next is read), else once.
+// Runs fn(begin, n) over [0, n) in the tiles the optimizer's storage passes over (files: the
+// offload tile, each leaving memory before the next is read; memory: all at once).
 template <typename Fn>
 absl::Status ForEachOffloadTile(ShardContext& ctx, int64_t n, Fn fn) {
-  const int64_t tile =
-      ctx.optimizer_ops().file_backed() ? std::max<int64_t>(1, ctx.options().offload_tile_numel)
-                                        : std::max<int64_t>(1, n);
+  const int64_t tile = ctx.optimizer_storage().PassTile(n);
   for (int64_t b = 0; b < n; b += tile) ACCEL_RETURN_IF_ERROR(fn(b, std::min(tile, n - b)));
   return absl::OkStatus();
 }
@@ -58,11 +56,12 @@ class GradCopies {
   absl::Status Prepare(const GradReducer& reducer, double loss_scale) {
     const float unscale = static_cast<float>(1.0 / loss_scale);
     DeviceOps& ops = ctx_.optimizer_ops();
-    const bool files = ops.file_backed();
+    // Kept copies (files) are written range by range and leave memory at once.
+    const bool kept = ctx_.optimizer_storage().KeepsGradCopies();
     squares_.clear();
     for (int u = 0; u < ctx_.num_units(); ++u) {
       const int64_t n = ctx_.optimizer_span(u).length;
-      if (!files) {
+      if (!kept) {
         ACCEL_ASSIGN_OR_RETURN(grads_[u],
                                ops.Acquire(n * sizeof(float), MemoryCategory::kGrads, false));
       } else if (grads_[u].empty() && n > 0) {
@@ -70,18 +69,18 @@ class GradCopies {
       }
       float* g = grads_[u].as<float>();
       // In a file, a hole first: the copy's pages are then written without being read.
-      if (files) ACCEL_RETURN_IF_ERROR(ops.Zero(g, n * sizeof(float)));
+      if (kept) ACCEL_RETURN_IF_ERROR(ops.Zero(g, n * sizeof(float)));
       const ValueRef reduced = reducer.ReducedOptimizerSpan(u);
       const MutableValueRef copy = {g, DType::kF32, ctx_.optimizer_offloaded()};
       ACCEL_RETURN_IF_ERROR(ForEachOffloadTile(ctx_, n, [&](int64_t b, int64_t len) {
         ACCEL_RETURN_IF_ERROR(
             MoveValues(ctx_.ops(), At(reduced, b), At(copy, b), len, MemoryCategory::kGrads));
         if (unscale != 1.0f) ACCEL_RETURN_IF_ERROR(ops.Scale(g + b, len, unscale));
-        if (!files) return absl::OkStatus();
+        if (!kept) return absl::OkStatus();
         ACCEL_RETURN_IF_ERROR(ops.EvictRange(g + b, len * sizeof(float)));
         return ops.EvictRange(At(reduced, b).data, len * DTypeSize(reduced.dtype));
       }));
-      if (!files) continue;
+      if (!kept) continue;
       // GradNormSquared's part for this unit, the same sum over the same values. It runs over
       // the whole shard (its summation order makes the norm's bits), so the copy is read back
       // once rather than kept in memory while it is written.
@@ -98,7 +97,7 @@ class GradCopies {
   // Per unit, Σg² over the shard partition, when Prepare took it on the way (files); else empty.
   const std::vector<double>& squares() const { return squares_; }
   void Release() {
-    if (ctx_.optimizer_ops().file_backed()) return;  // the files stay for the next step
+    if (ctx_.optimizer_storage().KeepsGradCopies()) return;  // they stay for the next step
     for (DeviceBlock& g : grads_) ctx_.optimizer_ops().Recycle(std::move(g));
   }
 
@@ -170,7 +169,7 @@ class MasterValues final : public OptimizerValues {
   Span Params(int u) override { return {masters_[u].as<float>(), nullptr}; }
 
   TileHook UpdateHook(int u) override {
-    if (!ctx_.optimizer_ops().file_backed()) return {};
+    if (!ctx_.optimizer_storage().StreamsUpdate()) return {};
     const MutableValueRef dst = params_.OptimizerSpanParams(u);
     const OptimizerSpan span = ctx_.optimizer_span(u);
     // The real elements the optimizer updates; the padding after them stays as it is (zero).
@@ -197,7 +196,7 @@ class MasterValues final : public OptimizerValues {
     // In files, the unit's masters reach the parameters before the next unit is read (AdamW
     // has already dropped its tiles of moments and gradient copies, and its stream has
     // written the parameters where it could); elsewhere FinishStep rounds every master at once.
-    if (!ctx_.optimizer_ops().file_backed()) return absl::OkStatus();
+    if (!ctx_.optimizer_storage().StreamsUpdate()) return absl::OkStatus();
     if (!finished_.empty() && finished_[u]) return absl::OkStatus();
     ACCEL_RETURN_IF_ERROR(Finish(u));
     MarkFinished(u);

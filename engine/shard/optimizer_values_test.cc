@@ -31,7 +31,9 @@ class OptimizerValuesTest : public ::testing::Test {
                              absl::Seconds(5), &ledger_, nullptr);
     ASSERT_TRUE(ctx.ok()) << ctx.status();
     ctx_ = std::move(*ctx);
-    if (offload) ctx_->SetOptimizerOps(CreateHostDeviceOps(&ledger_, MemoryPool::kHost));
+    if (offload) {
+      ctx_->SetOptimizerStorage(offload::CreateMemoryStorage(&ledger_, MemoryPool::kHost));
+    }
     params_ = CreateShardedParams(ctx_.get(), &ctx_->ops());
     const bool fp32 = param_dtype == DType::kF32;
     grads_ = CreatePerUnitReducer(ctx_.get(), fp32, nullptr);

@@ -22,17 +22,22 @@ absl::StatusOr<ShardParts> Parallelize(const model::ModelLayout* layout, ShardPl
   return parts;
 }
 
+absl::StatusOr<std::unique_ptr<offload::Storage>> CreateOptimizerStorage(const ShardOptions& o,
+                                                                         MemoryLedger* ledger,
+                                                                         offload::Mode mode) {
+  // Not offloaded: the state stays in compute memory, addressed in place (offload::InPlace).
+  if (!o.offload_optimizer) return std::unique_ptr<offload::Storage>();
+  if (o.offload_dir.empty()) return offload::CreateMemoryStorage(ledger, MemoryPool::kHost, mode);
+  return offload::CreateFileStorage(
+      ledger, {.dir = o.offload_dir, .tile_numel = o.offload_tile_numel, .mode = mode});
+}
+
 absl::Status ApplyOffload(ShardParts& parts) {
   ShardContext& ctx = *parts.context;
-  const ShardOptions& o = ctx.options();
-  if (!o.offload_optimizer) return absl::OkStatus();
-  if (o.offload_dir.empty()) {
-    ctx.SetOptimizerOps(CreateHostDeviceOps(ctx.ledger(), MemoryPool::kHost));
-    return absl::OkStatus();
-  }
-  ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<DeviceOps> files,
-                         CreateFileBackedDeviceOps(ctx.ledger(), o.offload_dir));
-  ctx.SetOptimizerOps(std::move(files));
+  // The one place the storage is chosen; every part asks it how to behave from here on.
+  ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<offload::Storage> storage,
+                         CreateOptimizerStorage(ctx.options(), ctx.ledger()));
+  if (storage != nullptr) ctx.SetOptimizerStorage(std::move(storage));
   return absl::OkStatus();
 }
 

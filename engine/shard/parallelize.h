@@ -1,7 +1,8 @@
 // Parallelize: turns a validated ShardPlan into the parts that hold one rank's model — each
 // technique one Apply step, chosen once here from the plan, so that no part (and no caller)
 // branches on the strategy afterwards (torchtitan's parallelize, STYLE.md):
-//   ApplyOffload    where the optimizer's state lives: compute memory, host, or files
+//   ApplyOffload    where the optimizer's state lives: compute memory, or an offload::Storage
+//                   (host memory or files) chosen once by CreateOptimizerStorage
 //   ApplyPrecision  what the model computes on: fp32 parameters, or fp32 copies of 16-bit ones
 //   ApplyPlacement  where parameters live between uses: resident, or sharded (in compute
 //                   memory, or offloaded to the optimizer's memory)
@@ -39,6 +40,13 @@ struct ShardParts {
                                                      ShardPlan plan, ProcessGroups groups,
                                                      absl::Duration timeout,
                                                      MemoryLedger* ledger, DeviceOps* ops);
+
+// Where the optimizer's state lives for `options` (ApplyOffload's choice, made here only):
+// null without offload_optimizer (compute memory), host memory, or files in offload_dir. With
+// Mode::kCountOnly, a storage that only charges `ledger` (the memory plan's dry run,
+// engine/plan) and never touches the directory. Errors: CreateFileStorage's.
+[[nodiscard]] absl::StatusOr<std::unique_ptr<offload::Storage>> CreateOptimizerStorage(
+    const ShardOptions& options, MemoryLedger* ledger, offload::Mode mode = offload::Mode::kReal);
 
 [[nodiscard]] absl::Status ApplyOffload(ShardParts& parts);
 void ApplyPrecision(ShardParts& parts);

@@ -72,6 +72,43 @@ TEST_F(ParallelizeTest, OffloadMovesTheMastersAndParameterShardsToTheHost) {
   EXPECT_EQ(k.params, 0);
 }
 
+// The storage is chosen once, in ApplyOffload: the parts see it through the context (memory,
+// files, or the in-place behaviour without offload), and its count-only twin (the memory
+// plan's) charges the nvme pool exactly as the real files do.
+TEST_F(ParallelizeTest, ApplyOffloadChoosesTheStorageOnce) {
+  ShardOptions o;
+  o.strategy = Strategy::kFullShard;
+  for (const std::string dir : {"", "offload", "nvme"}) {
+    o.offload_optimizer = !dir.empty();
+    o.offload_dir = dir == "nvme" ? ::testing::TempDir() : "";
+    o.offload_tile_numel = 4096;
+    auto plan = ShardPlan::Create(*layout_, 1, 0, o);
+    ASSERT_TRUE(plan.ok());
+    MemoryLedger ledger;
+    auto parts = Parallelize(layout_.get(), std::move(*plan), {self_.get(), self_.get(), nullptr},
+                             absl::Seconds(5), &ledger, nullptr);
+    ASSERT_TRUE(parts.ok()) << parts.status();
+    const offload::Storage& storage = parts->context->optimizer_storage();
+    EXPECT_EQ(&storage == &offload::InPlace(), dir.empty()) << dir;
+    EXPECT_EQ(storage.StreamsUpdate(), dir == "nvme") << dir;
+    EXPECT_EQ(storage.PassTile(100000), dir == "nvme" ? 4096 : 100000) << dir;
+    if (dir != "nvme") continue;
+    MemoryLedger counted;
+    absl::StatusOr<std::unique_ptr<offload::Storage>> twin =
+        CreateOptimizerStorage(o, &counted, offload::Mode::kCountOnly);
+    ASSERT_TRUE(twin.ok() && *twin != nullptr);
+    EXPECT_TRUE((*twin)->StreamsUpdate());
+    for (int u = 0; u < parts->context->num_units(); ++u) {  // MasterValues::Allocate
+      ASSERT_TRUE((*twin)->Allocate(parts->context->optimizer_span(u).length * sizeof(float),
+                                    MemoryCategory::kOptimizerState)
+                      .ok());
+    }
+    EXPECT_EQ(counted.Get(MemoryPool::kNvme, MemoryCategory::kOptimizerState).current,
+              ledger.Get(MemoryPool::kNvme, MemoryCategory::kOptimizerState).current);
+    EXPECT_GT(counted.Get(MemoryPool::kNvme, MemoryCategory::kOptimizerState).current, 0);
+  }
+}
+
 TEST_F(ParallelizeTest, AnUnwritableOffloadDirectoryIsRefusedByName) {
   ShardOptions o;
   o.strategy = Strategy::kFullShard;

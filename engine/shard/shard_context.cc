@@ -61,8 +61,9 @@ OptimizerSpan ShardContext::optimizer_span(int u) const {
   return {us.shard_begin, us.shard_numel};
 }
 
-void ShardContext::SetOptimizerOps(std::unique_ptr<DeviceOps> ops) {
-  owned_optimizer_ops_ = std::move(ops);
+void ShardContext::SetOptimizerStorage(std::unique_ptr<offload::Storage> storage) {
+  optimizer_storage_ = storage.get();
+  owned_optimizer_ops_ = CreateOffloadDeviceOps(ledger_, std::move(storage));
   optimizer_ops_ = owned_optimizer_ops_.get();
 }
 

@@ -5,9 +5,10 @@
 //
 // Memory: ops() is the compute memory (host memory, or a CUDA device); optimizer_ops() is where
 // offloaded state lives (host memory, or files for NVMe offload) and is ops() itself without
-// offload. Collectives on host values (the loss, the norm, broadcast weights) go through
-// host_world() / host_shard(): the groups themselves when ops() is host memory, views that stage
-// through device blocks otherwise (staged_communicator.h).
+// offload; optimizer_storage() says how passes over that state run. Collectives on host values
+// (the loss, the norm, broadcast weights) go through host_world() / host_shard(): the groups
+// themselves when ops() is host memory, views that stage through device blocks otherwise
+// (staged_communicator.h).
 // Not thread-safe (one trainer thread).
 #pragma once
 
@@ -21,6 +22,7 @@
 #include "engine/base/memory_ledger.h"
 #include "engine/comm/communicator.h"
 #include "engine/model/param_specs.h"
+#include "engine/offload/storage.h"
 #include "engine/shard/device_ops.h"
 #include "engine/shard/shard_plan.h"
 
@@ -65,8 +67,12 @@ class ShardContext {
   DeviceOps& ops() const { return *ops_; }
   DeviceOps& optimizer_ops() const { return *optimizer_ops_; }
   bool optimizer_offloaded() const { return optimizer_ops_ != ops_; }
-  // Moves the optimizer's state to `ops` (ApplyOffload); the context owns it from then on.
-  void SetOptimizerOps(std::unique_ptr<DeviceOps> ops);
+  // How passes over the optimizer's state run (offload::Storage's behaviour methods): the
+  // storage ApplyOffload chose, or offload::InPlace() while the state is in compute memory.
+  const offload::Storage& optimizer_storage() const { return *optimizer_storage_; }
+  // Moves the optimizer's state to `storage` (ApplyOffload: host memory or files), through host
+  // ops over it (CreateOffloadDeviceOps); the context owns both from then on.
+  void SetOptimizerStorage(std::unique_ptr<offload::Storage> storage);
   comm::Communicator* host_world() const { return host_world_; }
   comm::Communicator* host_shard() const { return host_shard_; }
 
@@ -102,6 +108,7 @@ class ShardContext {
   std::unique_ptr<DeviceOps> owned_optimizer_ops_;  // offloaded state's ops
   DeviceOps* ops_ = nullptr;
   DeviceOps* optimizer_ops_ = nullptr;
+  const offload::Storage* optimizer_storage_ = &offload::InPlace();
   std::unique_ptr<comm::Communicator> staged_world_, staged_shard_;
   comm::Communicator* host_world_ = nullptr;
   comm::Communicator* host_shard_ = nullptr;

@@ -56,6 +56,7 @@
 #include "engine/shard/parallelize.h"
 #include "engine/shard/shard_context.h"
 #include "engine/shard/shard_plan.h"
+#include "engine/shard/tile_stream.h"
 
 namespace accel::shard {
 
@@ -108,6 +109,14 @@ class ShardedModel final : public model::ParamAccess {
   // loading; FinishStep does it after every update). Nothing otherwise.
   [[nodiscard]] absl::Status EvictOffloaded() {
     return ctx().optimizer_offloaded() ? optimizer_ops().Evict() : absl::OkStatus();
+  }
+  // The stream the optimizer's update runs through when its storage streams it
+  // (offload::Storage::StreamsUpdate: NVMe offload, OptimizerStreamOptions' tiles, its staging
+  // buffers charged to `ledger`); null when the update runs in place.
+  [[nodiscard]] absl::StatusOr<std::unique_ptr<TileStream>> CreateUpdateStream(
+      MemoryLedger* ledger) const {
+    if (!ctx().optimizer_storage().StreamsUpdate()) return std::unique_ptr<TileStream>();
+    return TileStream::Create(OptimizerStreamOptions(plan()), ledger);
   }
   // Whether parameters or gradients are kept in a 16-bit dtype.
   bool mixed_precision() const { return !parts_.precision->fp32(); }

@@ -104,17 +104,13 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
   optim::AdamWConfig adamw = options.adamw;
   // Low precision keeps the moments in the parameters' bf16 too (DESIGN.md §3.2).
   if (t->sharded_->low_precision()) adamw.state_dtype = DType::kBF16;
-  if (t->sharded_->optimizer_ops().file_backed()) {
-    ACCEL_ASSIGN_OR_RETURN(
-        t->offload_stream_,
-        shard::TileStream::Create(shard::OptimizerStreamOptions(t->sharded_->plan()), t->ledger_));
-  }
+  ACCEL_ASSIGN_OR_RETURN(t->offload_stream_, t->sharded_->CreateUpdateStream(t->ledger_));
   for (const shard::OwnedRange& r : t->sharded_->OwnedRanges()) {
     ACCEL_ASSIGN_OR_RETURN(optim::AdamW opt,
                            optim::AdamW::Create(*t->layout_, r.flat_begin, r.flat_end, adamw,
                                                 &t->sharded_->optimizer_ops()));
     // State in files: the update streams through it tile by tile.
-    if (t->sharded_->optimizer_ops().file_backed()) {
+    if (t->offload_stream_ != nullptr) {
       opt.set_stream_tile(options.shard.offload_tile_numel);
       opt.set_stream(t->offload_stream_.get());
     }

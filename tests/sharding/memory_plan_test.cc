@@ -1,4 +1,4 @@
-// The memory plan (engine/train/memory_plan.h) against real training: every strategy, fp32 and
+// The memory plan (engine/plan/memory_plan.h) against real training: every strategy, fp32 and
 // bf16 mixed precision, with and without optimizer offload and activation checkpointing, on 1
 // and 2 ranks (and hybrid on 4), over real gloo. Each rank's ledger peaks — setup included,
 // since nothing resets them — are taken from the last step's rank statistics and must EQUAL the
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "engine/train/memory_plan.h"
+#include "engine/plan/memory_plan.h"
 #include "tests/sharding/gang_fixture.h"
 
 namespace accel::testing {
@@ -49,10 +49,10 @@ class MemoryPlanTest : public GangTest {
                                        std::to_string(ranks[r].peak_rss)),
                 std::string::npos)
           << ranks[r].ToJson();
-      train::MemoryPlanOptions po;
+      accel::plan::MemoryPlanOptions po;
       po.world = world;
       po.rank = r;
-      absl::StatusOr<train::MemoryPlan> plan = train::PlanMemory(config(), o, po);
+      absl::StatusOr<accel::plan::MemoryPlan> plan = accel::plan::PlanMemory(config(), o, po);
       ASSERT_TRUE(plan.ok()) << what << ": " << plan.status();
       for (int p = 0; p < kNumMemoryPools; ++p) {
         for (int c = 0; c < kNumMemoryCategories; ++c) {
@@ -129,22 +129,22 @@ TEST_F(MemoryPlanTest, HugeAccumulationOrMicroBatchIsPlannedAtOnce) {
     for (bool offload : {false, true}) {
       train::TrainOptions o = Options(s, DType::kBF16, offload, false, 2);
       o.grad_accum = 6;
-      train::MemoryPlanOptions po;
+      accel::plan::MemoryPlanOptions po;
       po.world = 2;
-      absl::StatusOr<train::MemoryPlan> few = train::PlanMemory(config(), o, po);
+      absl::StatusOr<accel::plan::MemoryPlan> few = accel::plan::PlanMemory(config(), o, po);
       ASSERT_TRUE(few.ok()) << few.status();
       o.grad_accum = 2000000000;
-      absl::StatusOr<train::MemoryPlan> huge = train::PlanMemory(config(), o, po);
+      absl::StatusOr<accel::plan::MemoryPlan> huge = accel::plan::PlanMemory(config(), o, po);
       ASSERT_TRUE(huge.ok()) << huge.status();
       EXPECT_EQ(huge->peak, few->peak) << Name(s) << (offload ? " offload" : "");
       EXPECT_EQ(huge->pool_peak, few->pool_peak) << Name(s);
     }
   }
   train::TrainOptions o = Options(Strategy::kFullShard, DType::kF32, false, false, 1);
-  absl::StatusOr<train::MemoryPlan> small = train::PlanMemory(config(), o, {});
+  absl::StatusOr<accel::plan::MemoryPlan> small = accel::plan::PlanMemory(config(), o, {});
   ASSERT_TRUE(small.ok()) << small.status();
   o.batch = 2000000000;
-  absl::StatusOr<train::MemoryPlan> huge = train::PlanMemory(config(), o, {});
+  absl::StatusOr<accel::plan::MemoryPlan> huge = accel::plan::PlanMemory(config(), o, {});
   ASSERT_TRUE(huge.ok()) << huge.status();
   const int64_t activations = huge->Peak(MemoryPool::kDevice, MemoryCategory::kActivations);
   // Micro-batch 2 → 2e9: the activations grow about 1e9-fold.

@@ -1,6 +1,6 @@
 // The engine model behind the memory plan (memory_replay.h). Each function names the engine
 // code whose charges it replays; the sizes are the ShardPlan's.
-#include "engine/train/memory_replay.h"
+#include "engine/plan/memory_replay.h"
 
 #include <algorithm>
 #include <array>
@@ -10,9 +10,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
+#include "engine/offload/storage.h"
+#include "engine/shard/parallelize.h"
 #include "engine/shard/tile_stream.h"
 
-namespace accel::train::internal {
+namespace accel::plan::internal {
 namespace {
 
 using shard::ShardOptions;
@@ -91,7 +93,9 @@ constexpr MemoryCategory kState = MemoryCategory::kOptimizerState;
 
 class RankReplay {
  public:
-  RankReplay(const ReplayInput& in, MemoryLedger* ledger)
+  // `storage`: the optimizer's, as CreateOptimizerStorage chose it in count-only mode (null
+  // without offload); its Allocate charges the ledger as the engine's does.
+  RankReplay(const ReplayInput& in, MemoryLedger* ledger, offload::Storage* storage)
       : in_(in),
         plan_(*in.plan),
         o_(plan_.options()),
@@ -101,13 +105,9 @@ class RankReplay {
         wsize_(DTypeSize(o_.reduce_dtype)),
         fp32_(o_.param_dtype == DType::kF32 && o_.reduce_dtype == DType::kF32),
         low_precision_(o_.master_dtype != DType::kF32),
-        // ApplyOffload: host ops in the host pool, or files (nvme pool) whose transient blocks
-        // are host memory.
-        opt_pool_(o_.offload_optimizer ? MemoryPool::kHost : MemoryPool::kDevice),
-        opt_alloc_pool_(!o_.offload_optimizer     ? MemoryPool::kDevice
-                        : o_.offload_dir.empty() ? MemoryPool::kHost
-                                                  : MemoryPool::kNvme),
-        files_(o_.offload_optimizer && !o_.offload_dir.empty()),
+        storage_(storage),
+        // CreateOffloadDeviceOps: the offloaded state's transient blocks are host memory.
+        opt_pool_(storage != nullptr ? MemoryPool::kHost : MemoryPool::kDevice),
         masters_(!low_precision_ && (!fp32_ || o_.offload_optimizer)),
         grad_copies_(low_precision_ || masters_),
         sharded_params_(!plan_.params_persistent()),
@@ -128,7 +128,7 @@ class RankReplay {
   struct Unit {
     Block full, copy, local, wire, grad_copy;
     bool gathered = false, in_flight = false, keep_for_step = false, keep_for_reuse = false;
-    bool grad_copy_file = false;  // NVMe offload: the gradient copy's file exists
+    bool grad_copy_file = false;  // a kept gradient copy (KeepsGradCopies) is allocated
     bool operator==(const Unit&) const = default;
   };
   // Everything a micro-step's charges depend on (besides the constant plan and options).
@@ -144,37 +144,51 @@ class RankReplay {
     return plan_.optimizer_sharded() ? U(u).shard_numel : U(u).padded_numel;
   }
 
+  // How passes over the optimizer's state run (ShardContext::optimizer_storage).
+  const offload::Storage& OptimizerStorage() const {
+    return storage_ != nullptr ? *storage_ : offload::InPlace();
+  }
+  // A persistent block of the optimizer's memory (ShardContext::optimizer_ops().Allocate): the
+  // chosen storage's own Allocate, counting only; compute memory without offload.
+  void AllocateOptimizer(MemoryCategory category, int64_t bytes) {
+    if (storage_ == nullptr) return mem_.Allocate(MemoryPool::kDevice, category, bytes);
+    (void)storage_->Allocate(bytes, category);  // count-only: cannot fail
+  }
+
   // Parallelize's Allocate calls, InitWeights, AdamW::Create, the model runner's activations.
   void Setup() {
     const int n = plan_.num_units();
-    const MemoryPool shard_pool = o_.offload_params ? opt_alloc_pool_ : MemoryPool::kDevice;
     for (int u = 0; u < n; ++u) {  // ResidentParams / ShardedParams::Allocate
       if (sharded_params_) {
-        mem_.Allocate(shard_pool, kParams, U(u).shard_numel * psize_);
+        // ApplyPlacement: the kept shards live with the optimizer under offload_params.
+        if (o_.offload_params) {
+          AllocateOptimizer(kParams, U(u).shard_numel * psize_);
+        } else {
+          mem_.Allocate(MemoryPool::kDevice, kParams, U(u).shard_numel * psize_);
+        }
       } else {
         mem_.Allocate(MemoryPool::kDevice, kParams, U(u).padded_numel * psize_);
       }
     }
     for (int u = 0; masters_ && u < n; ++u) {  // MasterValues::Allocate
-      mem_.Allocate(opt_alloc_pool_, kState, SpanLength(u) * 4);
+      AllocateOptimizer(kState, SpanLength(u) * 4);
     }
     for (int u = 0; u < n; ++u) {  // BoundaryReducer / PerUnitReducer::Allocate
       if (per_unit_) {
         // With the optimizer offloaded the reduced shards live with it (PerUnitReducer::home).
-        mem_.Allocate(o_.offload_optimizer ? opt_alloc_pool_ : MemoryPool::kDevice, kGrads,
-                      U(u).shard_numel * wsize_);
+        AllocateOptimizer(kGrads, U(u).shard_numel * wsize_);
       } else {
         mem_.Allocate(MemoryPool::kDevice, kGrads, U(u).padded_numel * (in_place_ ? 4 : wsize_));
       }
     }
     InitWeights();
     const int64_t state_size = low_precision_ ? 2 : 4;  // Trainer::Create's AdamW state dtype
-    if (files_) {  // the update's staging buffers (shard::TileStream)
+    if (OptimizerStorage().StreamsUpdate()) {  // ShardedModel::CreateUpdateStream's buffers
       mem_.Allocate(MemoryPool::kHost, kState,
                     shard::TileStream::BufferBytes(shard::OptimizerStreamOptions(plan_)));
     }
     for (const auto& [begin, end] : plan_.OwnedFlatRanges()) {
-      mem_.Allocate(opt_alloc_pool_, kState, 2 * (end - begin) * state_size);
+      AllocateOptimizer(kState, 2 * (end - begin) * state_size);
     }
     mem_.Allocate(MemoryPool::kDevice, MemoryCategory::kActivations, in_.activation_bytes);
     EvictOffloaded();
@@ -262,8 +276,8 @@ class RankReplay {
     EvictOffloaded();
   }
 
-  void EvictOffloaded() {  // file-backed ops drop their transient cache (HostDeviceOps::Evict)
-    if (o_.offload_optimizer && !o_.offload_dir.empty()) mem_.Trim(opt_pool_);
+  void EvictOffloaded() {  // ShardedModel::EvictOffloaded → HostDeviceOps::Evict
+    if (storage_ != nullptr && !storage_->KeepsTransientCache()) mem_.Trim(opt_pool_);
   }
 
   // ShardedModel::Params: ParamStore::Use, then Precision::ComputeParams.
@@ -395,9 +409,9 @@ class RankReplay {
     }
     if (!last || !grad_copies_) return;
     for (int u = 0; u < plan_.num_units(); ++u) {  // GradCopies::Prepare
-      if (files_) {
-        // Files of their own, allocated at the first step and kept.
-        if (!units_[u].grad_copy_file) mem_.Allocate(opt_alloc_pool_, kGrads, SpanLength(u) * 4);
+      if (OptimizerStorage().KeepsGradCopies()) {
+        // Allocated at the first step and kept.
+        if (!units_[u].grad_copy_file) AllocateOptimizer(kGrads, SpanLength(u) * 4);
         units_[u].grad_copy_file = true;
       } else {
         units_[u].grad_copy = mem_.Acquire(opt_pool_, kGrads, SpanLength(u) * 4);
@@ -413,8 +427,8 @@ class RankReplay {
   std::deque<int> pending_;  // PerUnitReducer's reductions in flight
   const int64_t psize_, wsize_;
   const bool fp32_, low_precision_;
-  const MemoryPool opt_pool_, opt_alloc_pool_;
-  const bool files_;  // the optimizer's state is in files (NVMe offload)
+  offload::Storage* const storage_;  // the optimizer's, counting only; null: compute memory
+  const MemoryPool opt_pool_;        // where the optimizer's transient blocks are charged
   const bool masters_, grad_copies_, sharded_params_, per_unit_, in_place_;
   bool reducing_ = true;
 };
@@ -422,7 +436,11 @@ class RankReplay {
 }  // namespace
 
 absl::Status ReplayRank(const ReplayInput& input, MemoryLedger* ledger) {
-  return RankReplay(input, ledger).Run();
+  // The engine's own choice of storage (shard::ApplyOffload's), in count-only mode.
+  ACCEL_ASSIGN_OR_RETURN(
+      std::unique_ptr<offload::Storage> storage,
+      shard::CreateOptimizerStorage(input.plan->options(), ledger, offload::Mode::kCountOnly));
+  return RankReplay(input, ledger, storage.get()).Run();
 }
 
-}  // namespace accel::train::internal
+}  // namespace accel::plan::internal

@@ -1,4 +1,4 @@
-#include "engine/train/memory_plan.h"
+#include "engine/plan/memory_plan.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,9 +9,9 @@
 #include "engine/kernels/matmul_bf16.h"
 #include "engine/model/architecture.h"
 #include "engine/shard/shard_plan.h"
-#include "engine/train/memory_replay.h"
+#include "engine/plan/memory_replay.h"
 
-namespace accel::train {
+namespace accel::plan {
 namespace {
 
 std::string DTypesOf(const shard::ShardOptions& o) {
@@ -210,4 +210,4 @@ std::string MemoryPlanTable(const MemoryPlan& m) {
   return out;
 }
 
-}  // namespace accel::train
+}  // namespace accel::plan

@@ -5,11 +5,19 @@
 // in the order the engine charges them, with the host DeviceOps' exact-size cache (a recycled
 // block is "other" until a later acquire of the same size takes it back).
 //
-// The sizes come from the ShardPlan the engine builds (padded units, shards, optimizer spans,
-// owned ranges); the order follows the model's calls through ParamAccess (engine/model/gpt2.cc)
-// and the parts Parallelize composes (engine/shard). The ledger's peaks are then the planned
-// peaks; tests/sharding/memory_plan_test.cc checks them against real runs, so a change in the
-// engine's buffers shows up there.
+// Why it cannot drift from the engine:
+//   - The sizes are the ShardPlan's (padded units, shards, optimizer spans, owned ranges): the
+//     plan the engine allocates from, built by the same ShardPlan::Create.
+//   - Where the optimizer's state lives, and every choice that follows from it (which pool its
+//     blocks are charged to, whether gradient copies are kept, whether the update streams
+//     through TileStream buffers, whether eviction drops the transient cache), is not restated
+//     here: the replay asks the engine's own offload::Storage, created by the engine's own
+//     choice (shard::CreateOptimizerStorage, which ApplyOffload calls) in count-only mode, and
+//     its persistent optimizer blocks are charged by that storage's Allocate.
+//   - What remains hand-ordered is the sequence of calls within a step (which unit is gathered,
+//     released, reduced when), because running the real model would cost the model's compute;
+//     tests/sharding/memory_plan_test.cc runs every strategy, dtype, offload and accumulation
+//     against real runs' ledgers (within 2%), so a change to that order fails there.
 //
 // Scope: the host DeviceOps (a CPU rank; its compute pool is the ledger's MemoryPool::kDevice,
 // named "compute"). A CUDA rank's caching allocator and its model's activations are not modelled.
@@ -23,7 +31,7 @@
 #include "engine/model/param_specs.h"
 #include "engine/shard/shard_plan.h"
 
-namespace accel::train::internal {
+namespace accel::plan::internal {
 
 struct ReplayInput {
   const model::ModelLayout* layout = nullptr;
@@ -41,4 +49,4 @@ struct ReplayInput {
 // releases: a bug, since the engine would then grow without bound too).
 [[nodiscard]] absl::Status ReplayRank(const ReplayInput& input, MemoryLedger* ledger);
 
-}  // namespace accel::train::internal
+}  // namespace accel::plan::internal

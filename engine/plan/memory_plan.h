@@ -1,9 +1,12 @@
 // MemoryPlan: the peak bytes one rank will hold, by pool and category, worked out before anything
 // is allocated (DESIGN.md §3.3) — from the model, the TrainOptions (batch, sequence, strategy,
 // dtypes, offload, activation checkpointing), the world size and the rank, through the same
-// ShardPlan the engine builds and a replay of the buffers its Trainer charges
-// (memory_replay.h). For a CPU rank (the host DeviceOps) the plan equals the MemoryLedger's
-// peaks of a real run: tests/sharding/memory_plan_test.cc runs every strategy against it.
+// ShardPlan the engine builds and a replay of the buffers its Trainer charges, through the
+// engine's own offload storage in count-only mode (memory_replay.h says why the two cannot
+// drift). For a CPU rank (the host DeviceOps) the plan equals the MemoryLedger's peaks of a real
+// run: tests/sharding/memory_plan_test.cc runs every strategy against it.
+// Module engine/plan (target accel_plan): used by the worker's check (worker/memory_check.h)
+// and `accelctl config explain` (client/explain_memory.h).
 //
 // Beside it, DeepSpeed's own estimator (stage3.py's estimate_zero3_model_states_mem_needs,
 // zero_init, additional_buffer_factor 1.5) for comparison: model states only, no activations.
@@ -19,7 +22,7 @@
 #include "engine/config/train_options.h"
 #include "engine/model/model_config.h"
 
-namespace accel::train {
+namespace accel::plan {
 
 struct MemoryPlanOptions {
   int world = 1;
@@ -79,4 +82,4 @@ std::string MemoryPlanTable(const MemoryPlan& plan);
 // "1.23 GiB" / "456.7 MiB" / "12 B".
 std::string FormatBytes(int64_t bytes);
 
-}  // namespace accel::train
+}  // namespace accel::plan
