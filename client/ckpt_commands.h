@@ -1,7 +1,7 @@
 // `accelctl ckpt ...`: offline tools for sharded checkpoints (engine/checkpoint).
 //
 //   accelctl ckpt consolidate STEP_DIR OUT.safetensors [--dtype fp32|bf16|fp16]
-//       One Hugging Face GPT-2 model file (+ config.json beside it) from a sharded step,
+//       One Hugging Face model file (+ config.json beside it) from a sharded step,
 //       streamed tensor by tensor (DeepSpeed's zero_to_fp32.py, `accelerate merge-weights`).
 //       STEP_DIR may also be a checkpoint directory: its `latest` step is used.
 //   accelctl ckpt inspect DIR [--output text|json] [--no-verify]
@@ -9,7 +9,7 @@
 //       --no-verify (which reads only the metadata).
 //
 // Exit codes (as for `accelctl config`): 0 success; 1 a corrupt checkpoint (DataLoss) or an I/O
-// failure; 2 invalid input (bad flags, missing directory, not a GPT-2 checkpoint).
+// failure; 2 invalid input (bad flags, missing directory, no model config in the checkpoint).
 #pragma once
 
 #include <iosfwd>

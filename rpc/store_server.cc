@@ -5,6 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "accel/v1/worker.grpc.pb.h"
+#include "engine/comm/in_memory_store.h"
 #include "rpc/grpc_store.h"
 #include "rpc/status.h"
 
@@ -28,8 +29,6 @@ absl::Duration ServerWait(int64_t timeout_ms) {
 class StoreServer::Service final : public accel::v1::WorkerService::Service {
  public:
   explicit Service(std::string token) : token_(std::move(token)) {}
-
-  comm::InMemoryStore& store() { return store_; }
 
   grpc::Status KvSet(grpc::ServerContext* ctx, const accel::v1::KvSetRequest* req,
                      accel::v1::KvSetResponse*) override {
@@ -101,7 +100,5 @@ StoreServer::~StoreServer() {
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   }
 }
-
-comm::InMemoryStore& StoreServer::store() { return service_->store(); }
 
 }  // namespace accel::rpc

@@ -17,7 +17,6 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "engine/comm/in_memory_store.h"
 
 namespace accel::rpc {
 
@@ -30,8 +29,6 @@ class StoreServer {
   ~StoreServer();
 
   int port() const { return port_; }
-  // The store itself, for tests.
-  comm::InMemoryStore& store();
 
  private:
   class Service;

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs scripts/build.sh (same environment: BUILD_DIR, BUILD_TYPE) and shows only its progress:
+# Runs scripts/build.sh (same environment: BUILD_DIR, BUILD_TYPE; arguments: the targets to build,
+# none for all) and shows only its progress:
 #   - install-deps' one-line summary (and apt's "N upgraded, M newly installed ..." line);
 #   - "configuring BUILD_DIR" when CMake configures;
 #   - ninja's [n/N]: on a terminal one line updated in place, otherwise a line every 10 %.
@@ -15,7 +16,7 @@ tty=0
 export NINJA_STATUS="[%f/%t] "  # ninja's default, stated: the filter below reads it
 start=$SECONDS
 set +e
-bash scripts/build.sh 2>&1 | tee "$log" | awk -v tty="$tty" '
+bash scripts/build.sh "$@" 2>&1 | tee "$log" | awk -v tty="$tty" '
   function show(line) { if (tty && drawn) printf "\r\033[2K"; print line; drawn = 0; fflush() }
   /^install-deps: / { show($0); next }
   /^[0-9]+ upgraded, [0-9]+ newly installed/ { show("apt: " $0); next }

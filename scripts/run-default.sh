@@ -7,7 +7,9 @@
 # a line). Exits 0 when the job SUCCEEDED. Extra arguments go to `accelctl submit`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/build-progress.sh   # build.sh, showing its progress compactly (log in build/build.log)
+# Only the three programs the job runs and their libraries; scripts/test.sh builds the rest
+# (tests, benchmarks, fuzzers) in the same build directory without rebuilding these.
+bash scripts/build-progress.sh acceld accelctl accel-worker   # progress shown compactly (log in build/build.log)
 state=$(mktemp -d /tmp/accel-default.XXXXXX)
 rm -rf /tmp/accel-ckpt/gpt2-mini-kjv   # the default job's checkpoint directory
 build/server/acceld --listen "" --unix-socket "$state/acceld.sock" --state-dir "$state" \

@@ -156,8 +156,7 @@ void KubernetesLauncher::SweepOrphans(const std::string& job_id, const std::stri
 }
 
 absl::StatusOr<std::string> KubernetesLauncher::Launch(const GangLaunch& gang) {
-  absl::StatusOr<KubernetesOptions> o =
-      ResolveKubernetesOptions(options_, gang.settings, namespace_file_);
+  absl::StatusOr<KubernetesOptions> o = ResolveKubernetesOptions(options_, gang.settings);
   if (!o.ok()) return o.status();
   absl::StatusOr<KubernetesManifests> m = RenderKubernetesAttempt(gang, *o);
   if (!m.ok()) return m.status();

@@ -79,9 +79,6 @@ class KubernetesLauncher final : public GangRunner {
   [[nodiscard]] absl::Status CheckSettings(
       const std::map<std::string, std::string>& settings) const override;
 
-  // Where the service account's namespace is read when --kube-namespace is empty (tests).
-  void set_namespace_file(std::string path) { namespace_file_ = std::move(path); }
-
  private:
   struct Attempt {
     std::string job_id;
@@ -112,7 +109,6 @@ class KubernetesLauncher final : public GangRunner {
   const KubernetesOptions options_;
   std::unique_ptr<KubernetesApi> api_;
   Clock* const clock_;
-  std::string namespace_file_ = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
   std::map<Key, Attempt> attempts_;
   int64_t next_poll_us_ = 0;
 };

@@ -82,14 +82,6 @@ void RpcMetrics::Record(std::string_view method, grpc::StatusCode code, double s
   it->second.latency.Observe(seconds);
 }
 
-int64_t RpcMetrics::Count(std::string_view method, grpc::StatusCode code) const {
-  absl::MutexLock lock(&mu_);
-  auto it = methods_.find(method);
-  if (it == methods_.end()) return 0;
-  auto c = it->second.calls_by_code.find(static_cast<int>(code));
-  return c == it->second.calls_by_code.end() ? 0 : c->second;
-}
-
 void RpcMetrics::Render(PrometheusText& out) const {
   absl::MutexLock lock(&mu_);
   using Type = PrometheusText::Type;

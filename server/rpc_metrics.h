@@ -26,8 +26,6 @@ class RpcMetrics {
   void Record(std::string_view method, grpc::StatusCode code, double seconds);
   // The two families, each method's samples in name order.
   void Render(PrometheusText& out) const;
-  // Calls of `method` that ended with `code` so far (tests).
-  int64_t Count(std::string_view method, grpc::StatusCode code) const;
 
   // For grpc::ServerBuilder::experimental().SetInterceptorCreators; records into this object,
   // which must outlive the server.

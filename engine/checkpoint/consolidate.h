@@ -11,7 +11,7 @@
 // model and of its largest tensor.
 //
 // Errors: NotFound for a missing step, DataLoss for a corrupt one (checksums are verified on
-// every block read), InvalidArgument for a checkpoint without a usable GPT-2 config or whose
+// every block read), InvalidArgument for a checkpoint without a usable model config or whose
 // layout table is not that config's. The output is written crash-safely (NAME.tmp, fsync, rename,
 // directory fsync); on error no .tmp file is left behind when the Env can delete it.
 #pragma once

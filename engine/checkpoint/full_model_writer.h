@@ -71,7 +71,6 @@ class FullModelWriter {
   [[nodiscard]] absl::StatusOr<std::vector<ModelFileInfo>> Finish(bool write_config = true);
 
   const std::string& path() const { return path_; }
-  int num_files() const { return static_cast<int>(shards_.size()); }
   size_t buffer_bytes() const { return converted_.size(); }
 
  private:

@@ -4,9 +4,9 @@
 // Alignment matters: oneDNN's bf16 kernels run 1.4-3.5x slower on operands that are only
 // 16-byte aligned (what malloc gives), see shared/reference/gemm.md §6.
 //
-// Pools: kHost is ordinary memory; kDevice on a CPU-only build is also host memory but is
-// accounted as "device" (the compute pool), so offload is visible in the statistics; CUDA
-// device buffers come with the GPU path. Not thread-safe (one owner).
+// Pools: kHost is ordinary memory; kDevice (the compute pool) on a CPU-only build is also host
+// memory but is accounted apart, so offload is visible in the statistics; CUDA device buffers
+// come with the GPU path. Not thread-safe (one owner).
 #pragma once
 
 #include <cstddef>

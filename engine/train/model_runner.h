@@ -43,7 +43,7 @@ struct ModelRunnerOptions {
   // Per-block activation checkpointing (model::ActivationOptions::checkpoint_blocks). A runner
   // without it refuses (Unimplemented) rather than keeping every activation.
   bool checkpoint_blocks = false;
-  MemoryLedger* ledger = nullptr;  // activations are charged here (device pool)
+  MemoryLedger* ledger = nullptr;  // activations are charged here (compute pool)
 };
 
 struct ModelRunnerResult {

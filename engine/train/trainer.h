@@ -1,5 +1,5 @@
-// Trainer: GPT-2 training on one rank of a data-parallel gang (or alone) — Train() and
-// TrainStep() read top to bottom, and never branch on the sharding strategy.
+// Trainer: training (any registered architecture) on one rank of a data-parallel gang (or
+// alone) — Train() and TrainStep() read top to bottom, and never branch on the sharding strategy.
 //
 // Owns the ShardedModel (this rank's parameters and gradients under the plan), the activations,
 // one AdamW per owned range, the data loader and the LR schedule. A step runs grad_accum
@@ -131,7 +131,7 @@ class Trainer {
   // weight_loading.cc: the initial weights by options_ (seeded or --init-weights; default,
   // sync_module_states, cpu_ram_efficient_loading, zero3_init).
   [[nodiscard]] absl::Status InitWeights();
-  // Every rank reads only its HeldRange of each unit from an HF GPT-2 safetensors file.
+  // Every rank reads only its HeldRange of each unit from a Hugging Face safetensors file.
   [[nodiscard]] absl::Status LoadHeldRanges(const std::string& path);
   // checkpointing.cc: gathers the parameters unit by unit (collective) and hands each unit to
   // `sink` on rank 0; memory beyond the model is one unit. A sink error is returned after the
