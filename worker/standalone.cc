@@ -47,6 +47,8 @@ void AddStandaloneFlags(CLI::App& app, StandaloneFlags& f) {
   train::TrainOptions& t = f.train;
   // The flags that are job keys (--model, --batch, --lr, --log-every, ...): job/settings.h.
   job::AddSettingFlags(app, &f.spec, &t);
+  // accel-worker's own default data (worker/main.cc sets it before the flags are added).
+  if (!t.data.empty()) app.get_option("--data")->default_str(t.data);
   app.add_option("--schedule", f.schedule, "constant | linear | cosine")->capture_default_str();
   app.add_option("--shuffle", f.shuffle, "shuffle data windows with this seed (default: llm.c order)");
   app.add_option("--threads", f.threads, "compute threads (0 = all cores)")->capture_default_str();
