@@ -16,6 +16,11 @@
 // the error "stored record damaged: FILE, table jobs, row N (job-K): WHAT" (stored, with a state
 // event), and acceld's log says the same. A row too damaged to name its job (id or number) is
 // moved to the quarantine table and named by its row id. docs/rpc.md §State has the schema.
+//
+// Typed plans (schema 6, issue 29): each job row holds the accel.v1.TrainingPlan acceld lowered
+// it to at submit (training_plan, a blob). The store does not know the proto: PlanHooks check a
+// stored plan (one that does not decode is damage, as above) and fill the plan of a job stored
+// before plans, once, by lowering its stored spec.
 // Thread-safe: one connection behind a mutex.
 #pragma once
 
