@@ -32,8 +32,8 @@ absl::StatusOr<JobRun> JobRunFromAssignment(const accel::v1::Assignment& assignm
   }
   ACCEL_ASSIGN_OR_RETURN(JobRun run, JobRunFromPlan(assignment.plan()));
   ACCEL_LOG(info, "plan: acceld's typed plan from the assignment (version {}, lowered once at "
-                  "submit; model {} from the plan, no config.json read)",
-            run.plan_version, run.train.resolved_model->name());
+                  "submit; the model, {}, read from the plan, not from a config.json)",
+            run.plan_version, run.train.resolved_model->Describe());
   return run;
 }
 
