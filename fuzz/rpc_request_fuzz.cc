@@ -2,14 +2,12 @@
 // network: the bytes parse as a protobuf request (as gRPC would hand it over), then go through
 // the checks of server/services.cc. The first byte picks the request:
 //   0 SubmitJobRequest: ValidateJobSpec (without and with file checks), the lowering, and the
-//     record acceld stores (JobRecordFromSpec), whose spec and plan JSON must read back (a
+//     record acceld stores (JobRecordFromSpec), whose spec and typed plan must read back (a
 //     stored spec that does not parse fails the job at the next start);
 //   1 a request naming a job (GetJob, CancelJob, WatchJob, ListCheckpoints): ValidateJobId;
 //   2 WorkerEvent (ReportEvents): ReportFromProto, whose body must read back as an Event.
 // Properties: nothing throws or crashes; every refusal is a Status of the documented code; what
 // is accepted round-trips.
-#include <google/protobuf/util/json_util.h>
-
 #include <string>
 
 #include "accel/v1/coordinator.pb.h"
@@ -49,9 +47,8 @@ void Submit(const uint8_t* data, size_t size) {
   FUZZ_CHECK(stored.ok(), "the stored spec does not read back: " + stored.status().ToString());
   absl::Status v = job::ValidateJobSpec(*stored, /*check_files=*/false);
   FUZZ_CHECK(v.ok(), "the spec acceld stores (as it runs) does not validate: " + v.ToString());
-  accel::v1::JobPlan plan;
-  FUZZ_CHECK(google::protobuf::util::JsonStringToMessage(record->plan_json, &plan).ok(),
-             "the stored plan does not read back: " + record->plan_json);
+  absl::StatusOr<accel::v1::JobPlan> plan = server::ShownPlan(record->training_plan);
+  FUZZ_CHECK(plan.ok(), "the stored training plan does not read back: " + plan.status().ToString());
   FUZZ_CHECK(record->slots >= 1, "a job with no slots");
 }
 

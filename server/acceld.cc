@@ -24,6 +24,7 @@
 #include "engine/base/status_macros.h"
 #include "rpc/credential_files.h"
 #include "job/job_file.h"
+#include "server/convert.h"
 #include "server/gpus.h"
 #include "server/token_file.h"
 #include "server/wall_clock.h"
@@ -160,7 +161,9 @@ absl::StatusOr<std::unique_ptr<Acceld>> Acceld::Start(AcceldOptions o) {
   chmod(o.state_dir.c_str(), 0700);
   ACCEL_ASSIGN_OR_RETURN(d->state_lock_, LockStateDir(o.state_dir));
   ACCEL_ASSIGN_OR_RETURN(d->token_, EnsureTokenFile(o.token_file));
-  ACCEL_ASSIGN_OR_RETURN(d->store_, StateStore::Open(o.state_dir + "/state.db"));
+  // Jobs stored before typed plans get theirs here, lowered once (server/convert.h).
+  ACCEL_ASSIGN_OR_RETURN(d->store_,
+                         StateStore::Open(o.state_dir + "/state.db", AcceldPlanHooks()));
   // Timestamps users read are wall time; deadlines and heartbeats use the steady clock.
   d->events_ = std::make_unique<EventLog>(d->store_.get(), WallClock::Default());
   ACCEL_ASSIGN_OR_RETURN(d->registry_, JobRegistry::Load(d->store_.get(), d->events_.get(),

@@ -9,6 +9,7 @@
 #include "job/job_file.h"
 #include "rpc/job_lowering.h"
 #include "rpc/memory_stats.h"
+#include "rpc/plan_proto.h"
 
 namespace accel::server {
 
@@ -25,7 +26,9 @@ absl::StatusOr<JobRecord> JobRecordFromSpec(const accel::v1::JobSpec& spec,
   JobRecord job;
   job.name = spec.name();
   job.spec_json = job::JobSpecToJson(rpc::ResolvedSpec(spec, lowered));
-  job.plan_json = MessageToJson(rpc::PlanToProto(lowered, spec.resources().device()));
+  // The one lowering's result, typed: stored, handed to every rank, shown by GetJob.
+  ACCEL_ASSIGN_OR_RETURN(accel::v1::TrainingPlan plan, rpc::TrainingPlanOfSpec(spec, lowered));
+  job.training_plan = plan.SerializeAsString();
   job.slots = lowered.world_size;
   job.priority = spec.priority();
   job.max_restarts = spec.max_restarts();
@@ -42,12 +45,37 @@ absl::StatusOr<JobRecord> JobRecordFromSpec(const accel::v1::JobSpec& spec,
   return job;
 }
 
+absl::StatusOr<accel::v1::JobPlan> ShownPlan(const std::string& training_plan) {
+  accel::v1::TrainingPlan plan;
+  if (training_plan.empty() || !plan.ParseFromString(training_plan)) {
+    return absl::InvalidArgumentError("the stored training plan does not parse");
+  }
+  ACCEL_ASSIGN_OR_RETURN(rpc::PlannedJob planned, rpc::PlannedJobFromPlan(plan));
+  return rpc::PlanToProto(planned);
+}
+
+PlanHooks AcceldPlanHooks(Env* env) {
+  PlanHooks hooks;
+  hooks.check = [](const std::string& training_plan) -> std::string {
+    absl::StatusOr<accel::v1::JobPlan> shown = ShownPlan(training_plan);
+    return shown.ok() ? "" : std::string(shown.status().message());
+  };
+  hooks.fill = [env](const JobRecord& job) -> absl::StatusOr<std::string> {
+    ACCEL_ASSIGN_OR_RETURN(accel::v1::JobSpec spec, rpc::JobSpecFromJson(job.spec_json));
+    ACCEL_ASSIGN_OR_RETURN(accel::v1::TrainingPlan plan, rpc::PlanJobSpec(spec, env));
+    return plan.SerializeAsString();
+  };
+  return hooks;
+}
+
 accel::v1::Job JobToProto(const JobRecord& job, int64_t last_seq) {
   accel::v1::Job p;
   p.set_id(job.id);
   absl::StatusOr<accel::v1::JobSpec> spec = job::JobSpecFromJson(job.spec_json);
   if (spec.ok()) *p.mutable_spec() = *spec;
-  if (!job.plan_json.empty()) {
+  if (absl::StatusOr<accel::v1::JobPlan> plan = ShownPlan(job.training_plan); plan.ok()) {
+    *p.mutable_plan() = *std::move(plan);
+  } else if (!job.plan_json.empty()) {  // a job from before plans whose spec no longer lowers
     (void)google::protobuf::util::JsonStringToMessage(job.plan_json, p.mutable_plan());
   }
   p.set_state(static_cast<accel::v1::JobState>(static_cast<int>(job.state)));

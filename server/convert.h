@@ -9,6 +9,7 @@
 #include "accel/v1/worker.pb.h"
 #include "engine/config/lower.h"
 #include "server/job_manager.h"
+#include "server/state_store.h"
 #include "server/types.h"
 
 namespace accel::server {
@@ -18,6 +19,12 @@ namespace accel::server {
 // it does not know.
 [[nodiscard]] absl::StatusOr<JobRecord> JobRecordFromSpec(const accel::v1::JobSpec& spec,
                                                           const config::LoweredJob& lowered);
+// GetJob's JobPlan of a stored accel.v1.TrainingPlan; InvalidArgument when it is empty, does
+// not parse, or does not decode (rpc::PlannedJobFromPlan).
+[[nodiscard]] absl::StatusOr<accel::v1::JobPlan> ShownPlan(const std::string& training_plan);
+// acceld's PlanHooks for its state store: a stored plan must decode; a job stored before plans
+// existed gets one by lowering its stored spec once (rpc::PlanJobSpec, files read through env).
+PlanHooks AcceldPlanHooks(Env* env = Env::Default());
 // last_seq is filled in by the caller (it lives in the EventLog).
 accel::v1::Job JobToProto(const JobRecord& job, int64_t last_seq);
 // DataLoss when the stored body does not parse.

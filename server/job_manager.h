@@ -79,6 +79,7 @@ struct WorkerAssignment {
   int rank = 0;
   int world_size = 0;
   std::string spec_json;
+  std::string training_plan;  // JobRecord::training_plan: what the rank trains
   std::string rendezvous_prefix;
   double heartbeat_interval_s = 0;
 };

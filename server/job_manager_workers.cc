@@ -57,6 +57,7 @@ absl::StatusOr<WorkerAssignment> JobManager::Register(const WorkerIdentity& who,
   a.rank = rank;
   a.world_size = static_cast<int>(gang->ranks.size());
   a.spec_json = job.spec_json;
+  a.training_plan = job.training_plan;
   a.rendezvous_prefix = absl::StrCat(who.job_id, "/attempt-", who.attempt);
   a.heartbeat_interval_s = absl::ToDoubleSeconds(options_.heartbeat_interval);
   return a;

@@ -297,6 +297,12 @@ grpc::Status WorkerServiceImpl::Register(grpc::ServerContext* ctx,
   absl::StatusOr<accel::v1::JobSpec> spec = job::JobSpecFromJson(a->spec_json);
   if (!spec.ok()) return ToGrpc(spec.status());
   *resp->mutable_spec() = *spec;
+  // The plan acceld lowered once at submit: the rank trains it without lowering again.
+  if (a->training_plan.empty() || !resp->mutable_plan()->ParseFromString(a->training_plan)) {
+    return ToGrpc(absl::FailedPreconditionError(absl::StrCat(
+        a->job_id, " has no readable training plan (stored before plans existed and its spec no "
+        "longer lowers); resubmit it")));
+  }
   resp->set_rendezvous_prefix(a->rendezvous_prefix);
   resp->set_heartbeat_interval_s(a->heartbeat_interval_s);
   return grpc::Status::OK;

@@ -1,5 +1,8 @@
 // acceld's SubmitJob and auth over gRPC: the codes for missing, wrong and worker tokens, a job
 // file parsed by acceld as accelctl would, and specs refused at the door with nothing queued.
+#include "engine/config/lower.h"
+#include "rpc/plan_proto.h"
+#include "server/convert.h"
 #include "server/services_test_fixture.h"
 
 namespace accel::server {
@@ -108,6 +111,53 @@ TEST_F(ServicesTest, BadSpecsAreRejectedAtSubmitAndNothingIsQueued) {
   v1::ListJobsResponse list;
   ASSERT_TRUE(coord_->ListJobs(&ctx, v1::ListJobsRequest(), &list).ok());
   EXPECT_EQ(list.jobs_size(), 0);
+}
+
+// Issue 29: acceld lowers a job once, at submit, into the typed plan it stores; GetJob shows that
+// plan, and a rank's Assignment carries it (the rank lowers nothing: worker/plan_path_test.cc).
+TEST_F(ServicesTest, SubmitLowersOnceAndTheAssignmentCarriesTheTypedPlan) {
+  v1::JobSpec spec = Spec(1);
+  spec.mutable_sharding()->set_strategy("full_shard");
+  spec.mutable_train()->set_micro_batch(3);
+  const int64_t lowerings = config::LoweringsInProcess();
+  v1::Job job;
+  ASSERT_TRUE(Submit(spec, token_, &job).ok());
+  EXPECT_EQ(config::LoweringsInProcess(), lowerings + 1);
+  EXPECT_EQ(job.plan().strategy(), "full_shard");
+  EXPECT_EQ(job.plan().micro_batch(), 3);
+  grpc::ClientContext ctx;
+  rpc::Authorize(ctx, WorkerToken(job.id()));
+  v1::RegisterRequest reg;
+  reg.set_job_id(job.id());
+  reg.set_attempt(1);
+  v1::Assignment a;
+  ASSERT_TRUE(workers_->Register(&ctx, reg, &a).ok());
+  EXPECT_EQ(config::LoweringsInProcess(), lowerings + 1);  // Register lowers nothing
+  EXPECT_EQ(a.plan().version(), rpc::kTrainingPlanVersion);
+  EXPECT_EQ(a.plan().options().shard().strategy(), v1::STRATEGY_FULL_SHARD);
+  EXPECT_EQ(a.plan().options().batch(), 3);
+  EXPECT_EQ(a.plan().world().world_size(), 1);
+  absl::StatusOr<rpc::PlannedJob> planned = rpc::PlannedJobFromPlan(a.plan());
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  EXPECT_EQ(planned->options.data, dir_ + "/data.txt");
+}
+
+// The state store's hooks in acceld (server/convert.h): a job stored before plans gets one from
+// its stored spec; a stored plan that does not decode is named.
+TEST_F(ServicesTest, AcceldsPlanHooksLowerAStoredSpecAndCheckAStoredPlan) {
+  const PlanHooks hooks = AcceldPlanHooks();
+  JobRecord old;
+  old.id = "job-1";
+  old.spec_json = rpc::JobSpecToJson(Spec(2));
+  absl::StatusOr<std::string> plan = hooks.fill(old);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(hooks.check(*plan), "");
+  absl::StatusOr<v1::JobPlan> shown = ShownPlan(*plan);
+  ASSERT_TRUE(shown.ok()) << shown.status();
+  EXPECT_EQ(shown->world_size(), 2);
+  EXPECT_NE(hooks.check("not a plan"), "");
+  old.spec_json = R"({"model":{"preset":"gpt5"},"data":{"path":"/d"}})";
+  EXPECT_FALSE(hooks.fill(old).ok());
 }
 
 }  // namespace

@@ -18,12 +18,21 @@ class Stmt {
   void Text(int i, const std::string& s) {
     sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
   }
+  // A blob, never NULL (an empty string binds a zero-length blob).
+  void Blob(int i, const std::string& s) {
+    sqlite3_bind_blob(stmt_, i, s.empty() ? "" : s.data(), static_cast<int>(s.size()),
+                      SQLITE_TRANSIENT);
+  }
   void Int(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
   void Real(int i, double v) { sqlite3_bind_double(stmt_, i, v); }
   int Step() { return sqlite3_step(stmt_); }
   std::string ColText(int i) {
     const unsigned char* p = sqlite3_column_text(stmt_, i);
     return p ? std::string(reinterpret_cast<const char*>(p), sqlite3_column_bytes(stmt_, i)) : "";
+  }
+  std::string ColBlob(int i) {
+    const void* p = sqlite3_column_blob(stmt_, i);
+    return p ? std::string(static_cast<const char*>(p), sqlite3_column_bytes(stmt_, i)) : "";
   }
   int64_t ColInt(int i) { return sqlite3_column_int64(stmt_, i); }
   double ColReal(int i) { return sqlite3_column_double(stmt_, i); }

@@ -120,6 +120,13 @@ CREATE TABLE IF NOT EXISTS quarantine (
 );
 )sql";
 
+// Version 6: the typed plan the job was lowered to at submit (accel.v1.TrainingPlan, serialized;
+// issue 29). Rows stored before it get theirs from LoadJobs, which lowers their spec once
+// (PlanHooks::fill) and writes it back.
+constexpr const char* kSchemaV6 = R"sql(
+ALTER TABLE jobs ADD COLUMN training_plan BLOB NOT NULL DEFAULT x'';
+)sql";
+
 // accel_crc32c(text): the CRC-32C of the value's bytes (NULL for NULL); the migration's use only.
 void Crc32cFunction(sqlite3_context* ctx, int /*argc*/, sqlite3_value** argv) {
   if (sqlite3_value_type(argv[0]) == SQLITE_NULL) {
@@ -141,7 +148,8 @@ bool IsRowFinding(const std::string& line) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path) {
+absl::StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path,
+                                                             PlanHooks plan_hooks) {
   // A database file that exists but is empty was truncated (SQLite would take it for a new
   // one, and acceld would reuse job ids and append to the old jobs' logs): refuse it.
   struct stat st;
@@ -162,7 +170,7 @@ absl::StatusOr<std::unique_ptr<StateStore>> StateStore::Open(const std::string& 
   sqlite3_busy_timeout(db, 5000);
   sqlite3_create_function_v2(db, "accel_crc32c", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nullptr,
                              Crc32cFunction, nullptr, nullptr, nullptr);
-  std::unique_ptr<StateStore> store(new StateStore(db, path));
+  std::unique_ptr<StateStore> store(new StateStore(db, path, std::move(plan_hooks)));
   absl::MutexLock lock(&store->mu_);
   absl::Status s = store->Exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
   if (!s.ok()) {
@@ -245,6 +253,7 @@ absl::Status StateStore::Migrate() {
     if (s.ok() && v < 3) s = Exec(kSchemaV3);
     if (s.ok() && v < 4) s = Exec(kSchemaV4);
     if (s.ok() && v < 5) s = Exec(kSchemaV5);
+    if (s.ok() && v < 6) s = Exec(kSchemaV6);
     if (s.ok()) s = Exec(absl::StrCat("PRAGMA user_version=", kSchemaVersion).c_str());
     return s;
   });
@@ -255,8 +264,9 @@ absl::Status StateStore::WriteJobRow(const JobRecord& job) {
           "INSERT OR REPLACE INTO jobs (id, number, name, spec_json, slots, priority, "
           "max_restarts, state, attempt, restarts_used, error, submit_us, start_us, end_us, "
           "last_step, plan_json, device, threads, heartbeat_timeout_s, stop_grace_s, "
-          "checkpoint_dir, launcher, nodes, placement, launcher_settings, spec_crc32c) "
-          "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+          "checkpoint_dir, launcher, nodes, placement, launcher_settings, spec_crc32c, "
+          "training_plan) "
+          "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   if (!st.ok()) return Error("prepare job");
   st.Text(1, job.id);
   st.Int(2, job.number);
@@ -284,6 +294,7 @@ absl::Status StateStore::WriteJobRow(const JobRecord& job) {
   st.Text(24, job.placement);
   st.Text(25, nlohmann::json(job.knobs.launcher_settings).dump());
   st.Int(26, SpecChecksum(job.spec_json));
+  st.Blob(27, job.training_plan);
   if (st.Step() != SQLITE_DONE) return Error("write job");
   return absl::OkStatus();
 }

@@ -16,6 +16,11 @@
 // the error "stored record damaged: FILE, table jobs, row N (job-K): WHAT" (stored, with a state
 // event), and acceld's log says the same. A row too damaged to name its job (id or number) is
 // moved to the quarantine table and named by its row id. docs/rpc.md §State has the schema.
+//
+// Typed plans (schema 6, issue 29): each job row holds the accel.v1.TrainingPlan acceld lowered
+// it to at submit (training_plan, a blob). The store does not know the proto: PlanHooks check a
+// stored plan (one that does not decode is damage, as above) and fill the plan of a job stored
+// before plans, once, by lowering its stored spec.
 // Thread-safe: one connection behind a mutex.
 #pragma once
 
@@ -38,7 +43,20 @@ struct sqlite3;
 
 namespace accel::server {
 
-inline constexpr int kSchemaVersion = 5;
+inline constexpr int kSchemaVersion = 6;
+
+// What LoadJobs does with each job's training_plan (schema version 6). The server core does not
+// know the plan's proto: acceld passes its own (server/convert.h AcceldPlanHooks); without hooks
+// a plan is loaded as stored and none is filled.
+struct PlanHooks {
+  // The problem with a stored plan ("" when it decodes): such a row is quarantined.
+  std::function<std::string(const std::string& training_plan)> check;
+  // A job stored before plans existed (an empty training_plan) that may still run (not ended):
+  // its plan, from lowering its stored spec once. The plan is written back; when the lowering
+  // fails the row is quarantined (the job FAILED, naming the reason), so either way it happens
+  // once per job. An ended job is not lowered: it never runs again, and shows its old plan_json.
+  std::function<absl::StatusOr<std::string>(const JobRecord& job)> fill;
+};
 
 // The checksum stored beside each job's spec_json (column spec_crc32c): CRC-32C of its bytes.
 uint32_t SpecChecksum(std::string_view spec_json);
@@ -49,7 +67,9 @@ class StateStore {
   // SQLite cannot open it, FailedPrecondition for a newer schema, DataLoss when the file is
   // not a usable database, is empty (truncated) or fails PRAGMA quick_check — a damaged
   // database is refused, never silently replaced.
-  [[nodiscard]] static absl::StatusOr<std::unique_ptr<StateStore>> Open(const std::string& path);
+  // `plan_hooks`: how LoadJobs checks and fills training plans (PlanHooks).
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<StateStore>> Open(
+      const std::string& path, PlanHooks plan_hooks = {});
   ~StateStore();
   StateStore(const StateStore&) = delete;
   StateStore& operator=(const StateStore&) = delete;
@@ -96,13 +116,18 @@ class StateStore {
       const std::string& job_id);
 
  private:
-  StateStore(sqlite3* db, std::string path) : path_(std::move(path)), db_(db) {}
+  StateStore(sqlite3* db, std::string path, PlanHooks hooks)
+      : path_(std::move(path)), plan_hooks_(std::move(hooks)), db_(db) {}
   // The job row's INSERT OR REPLACE (with the spec's checksum), inside a caller's transaction.
   [[nodiscard]] absl::Status WriteJobRow(const JobRecord& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Moves rowid `row_id` of jobs into the quarantine table; `keep`: rewritten as FAILED with a
   // state event, otherwise deleted. One transaction.
   [[nodiscard]] absl::Status Quarantine(int64_t row_id, const JobRecord* keep,
                                         const std::string& reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A plan for a job stored before plans (PlanHooks::fill), written back; when the spec no
+  // longer lowers, the reason joins `problems` (the row is quarantined).
+  [[nodiscard]] absl::Status FillPlan(JobRecord& job, std::vector<std::string>* problems)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   [[nodiscard]] absl::Status Exec(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Runs `body` inside BEGIN IMMEDIATE ... COMMIT; rolls back when it fails.
@@ -114,6 +139,7 @@ class StateStore {
   absl::Status Error(const char* what) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string path_;
+  const PlanHooks plan_hooks_;
   absl::Mutex mu_;
   sqlite3* db_ ABSL_GUARDED_BY(mu_);
 };

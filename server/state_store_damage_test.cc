@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -211,7 +212,7 @@ TEST(StateStoreTest, MigratesAVersionFourDatabaseComputingSpecChecksums) {
   StoreTwoEndedJobs(path);
   RunSql(path,
          "ALTER TABLE jobs DROP COLUMN spec_crc32c; DROP TABLE quarantine; "
-         "PRAGMA user_version=4;");
+         "ALTER TABLE jobs DROP COLUMN training_plan; PRAGMA user_version=4;");
   {
     auto store = StateStore::Open(path);
     ASSERT_TRUE(store.ok()) << store.status();
@@ -242,6 +243,84 @@ TEST(StateStoreTest, MigratesAVersionFourDatabaseComputingSpecChecksums) {
   EXPECT_EQ((*jobs)[0].state, JobState::kSucceeded);
   EXPECT_EQ((*jobs)[1].state, JobState::kFailed);
   EXPECT_THAT((*jobs)[1].error, ::testing::HasSubstr("(job-2): spec_json does not match"));
+}
+
+// A database of schema version 5 (no plans, issue 29): each job that may still run gets its plan
+// by lowering its stored spec once at load, written back; one whose spec no longer lowers is
+// quarantined with the reason; an ended job is left as it was (it never runs again).
+TEST(StateStoreTest, MigratesAVersionFiveDatabaseLoweringEachRunnableSpecOnce) {
+  const std::string path = FreshTestDir() + "/state.db";
+  {
+    auto store = StateStore::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    for (int n = 1; n <= 3; ++n) {
+      JobRecord job = NumberedJob(n, n == 1 ? JobState::kSucceeded : JobState::kQueued);
+      if (n == 3) job.spec_json = R"({"model":{"preset":"gpt5"}})";
+      ASSERT_TRUE((*store)->PutJob(job).ok());
+    }
+  }
+  RunSql(path, "ALTER TABLE jobs DROP COLUMN training_plan; PRAGMA user_version=5;");
+  int fills = 0;
+  PlanHooks hooks;
+  hooks.fill = [&fills](const JobRecord& job) -> absl::StatusOr<std::string> {
+    ++fills;
+    if (absl::StrContains(job.spec_json, "gpt5")) {
+      return absl::InvalidArgumentError("model.preset: unknown preset gpt5");
+    }
+    return "plan of " + job.id;
+  };
+  hooks.check = [](const std::string& plan) -> std::string {
+    return absl::StartsWith(plan, "plan of ") ? "" : "does not decode";
+  };
+  for (int open = 0; open < 2; ++open) {
+    auto store = StateStore::Open(path, hooks);
+    ASSERT_TRUE(store.ok()) << store.status();
+    auto jobs = (*store)->LoadJobs();
+    ASSERT_TRUE(jobs.ok()) << jobs.status();
+    ASSERT_EQ(jobs->size(), 3u);
+    EXPECT_EQ(Find(*jobs, "job-1")->state, JobState::kSucceeded);
+    EXPECT_EQ(Find(*jobs, "job-1")->training_plan, "");  // ended: not lowered
+    EXPECT_EQ(Find(*jobs, "job-2")->state, JobState::kQueued);
+    EXPECT_EQ(Find(*jobs, "job-2")->training_plan, "plan of job-2");
+    EXPECT_EQ(Find(*jobs, "job-3")->state, JobState::kFailed);
+    EXPECT_THAT(Find(*jobs, "job-3")->error,
+                ::testing::HasSubstr("(job-3): training_plan: the job was stored before typed "
+                                     "plans and its spec no longer lowers: model.preset: unknown "
+                                     "preset gpt5"));
+    auto quarantined = (*store)->ListQuarantined();
+    ASSERT_TRUE(quarantined.ok());
+    ASSERT_EQ(quarantined->size(), 1u);
+    EXPECT_EQ((*quarantined)[0].job_id, "job-3");
+    // Once: the second open finds job-2's plan stored and job-3 ended.
+    EXPECT_EQ(fills, 2);
+  }
+}
+
+TEST(StateStoreTest, AStoredPlanThatDoesNotDecodeIsQuarantined) {
+  const std::string path = FreshTestDir() + "/state.db";
+  {
+    auto store = StateStore::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    for (int n = 1; n <= 2; ++n) {
+      JobRecord job = NumberedJob(n, JobState::kQueued);
+      job.training_plan = n == 1 ? "plan of job-1" : std::string("\xff\x00garbage", 9);
+      ASSERT_TRUE((*store)->PutJob(job).ok());
+    }
+  }
+  PlanHooks hooks;
+  hooks.check = [](const std::string& plan) -> std::string {
+    return absl::StartsWith(plan, "plan of ") ? "" : "does not decode";
+  };
+  auto store = StateStore::Open(path, hooks);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto jobs = (*store)->LoadJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 2u);
+  EXPECT_EQ(Find(*jobs, "job-1")->state, JobState::kQueued);
+  EXPECT_EQ(Find(*jobs, "job-1")->training_plan, "plan of job-1");
+  EXPECT_EQ(Find(*jobs, "job-2")->state, JobState::kFailed);
+  EXPECT_THAT(Find(*jobs, "job-2")->error,
+              ::testing::HasSubstr("(job-2): column training_plan: does not decode"));
 }
 
 }  // namespace

@@ -3,7 +3,9 @@
 // damaged when a column holds NULL or a value of another storage class than the one we write
 // (SQLite's columns take any value, and a flipped bit can change a value's type byte), when a
 // state, device or launcher_settings does not parse, or when spec_json is not a JSON object or
-// no longer matches its CRC-32C.
+// no longer matches its CRC-32C, or when its training_plan does not decode (PlanHooks::check).
+// A row from before plans (schema < 6) of a job that may still run gets its plan here, once
+// (PlanHooks::fill).
 #include <sqlite3.h>
 
 #include <climits>
@@ -25,7 +27,7 @@
 namespace accel::server {
 namespace {
 
-enum class Kind { kText, kInt, kInt32, kReal };
+enum class Kind { kText, kInt, kInt32, kReal, kBlob };
 struct Column {
   const char* name;
   Kind kind;
@@ -45,6 +47,7 @@ constexpr Column kJobColumns[] = {
     {"checkpoint_dir", Kind::kText}, {"launcher", Kind::kText},
     {"nodes", Kind::kInt32},       {"placement", Kind::kText},
     {"launcher_settings", Kind::kText}, {"spec_crc32c", Kind::kInt},
+    {"training_plan", Kind::kBlob},
 };
 constexpr int kNumJobColumns = sizeof(kJobColumns) / sizeof(kJobColumns[0]);
 
@@ -64,10 +67,13 @@ std::string ColumnProblem(Stmt& st, int c) {
   const int type = sqlite3_column_type(st.get(), c + 1);
   if (type == SQLITE_NULL) return absl::StrCat("column ", col.name, " is NULL");
   const bool ok = col.kind == Kind::kText   ? type == SQLITE_TEXT
+                  : col.kind == Kind::kBlob ? type == SQLITE_BLOB
                   : col.kind == Kind::kReal ? type == SQLITE_FLOAT || type == SQLITE_INTEGER
                                             : type == SQLITE_INTEGER;
-  const char* want = col.kind == Kind::kText ? "text" : col.kind == Kind::kReal ? "a real"
-                                                                                 : "an integer";
+  const char* want = col.kind == Kind::kText   ? "text"
+                     : col.kind == Kind::kBlob ? "a blob"
+                     : col.kind == Kind::kReal ? "a real"
+                                               : "an integer";
   if (!ok) return absl::StrCat("column ", col.name, " holds ", TypeName(type), ", not ", want);
   if (col.kind == Kind::kInt32) {
     const int64_t v = st.ColInt(c + 1);
@@ -100,7 +106,7 @@ struct LoadedRow {
   bool spec_damaged = false;
 };
 
-LoadedRow ReadRow(Stmt& st) {
+LoadedRow ReadRow(Stmt& st, const PlanHooks& hooks) {
   LoadedRow r;
   r.row_id = st.ColInt(0);
   bool sound[kNumJobColumns];
@@ -186,6 +192,14 @@ LoadedRow ReadRow(Stmt& st) {
     r.spec_damaged = true;
     r.problems.push_back("spec_json is not a JSON object (stored job spec is not readable)");
   }
+  if (sound[26]) {
+    j.training_plan = st.ColBlob(27);
+    if (!j.training_plan.empty() && hooks.check) {
+      if (std::string problem = hooks.check(j.training_plan); !problem.empty()) {
+        r.problems.push_back(absl::StrCat("column training_plan: ", problem));
+      }
+    }
+  }
   return r;
 }
 
@@ -200,12 +214,16 @@ absl::StatusOr<std::vector<JobRecord>> StateStore::LoadJobs() {
     Stmt st(db_, sql.c_str());
     if (!st.ok()) return Error("prepare load jobs");
     int rc;
-    while ((rc = st.Step()) == SQLITE_ROW) rows.push_back(ReadRow(st));
+    while ((rc = st.Step()) == SQLITE_ROW) rows.push_back(ReadRow(st, plan_hooks_));
     if (rc != SQLITE_DONE) return Error("load jobs");
   }
   std::vector<JobRecord> jobs;
   jobs.reserve(rows.size());
   for (LoadedRow& r : rows) {
+    if (r.problems.empty() && r.job.training_plan.empty() && !IsTerminal(r.job.state) &&
+        plan_hooks_.fill) {
+      ACCEL_RETURN_IF_ERROR(FillPlan(r.job, &r.problems));
+    }
     if (r.problems.empty()) {
       jobs.push_back(std::move(r.job));
       continue;
@@ -233,6 +251,20 @@ absl::StatusOr<std::vector<JobRecord>> StateStore::LoadJobs() {
     if (keep != nullptr) jobs.push_back(std::move(*keep));
   }
   return jobs;
+}
+
+absl::Status StateStore::FillPlan(JobRecord& job, std::vector<std::string>* problems) {
+  absl::StatusOr<std::string> plan = plan_hooks_.fill(job);
+  if (plan.ok()) {
+    job.training_plan = *std::move(plan);
+    ACCEL_LOG(info, "state database {}: {} was stored before typed plans; its spec lowered to one",
+              path_, job.id);
+    return InTransaction([&]() -> absl::Status { return WriteJobRow(job); });
+  }
+  problems->push_back(
+      absl::StrCat("training_plan: the job was stored before typed plans and its spec no longer "
+                   "lowers: ", plan.status().message()));
+  return absl::OkStatus();
 }
 
 absl::Status StateStore::Quarantine(int64_t row_id, const JobRecord* keep,

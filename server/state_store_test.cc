@@ -105,6 +105,7 @@ TEST(StateStoreTest, AFailedWriteChangesNothing) {
   EXPECT_EQ(jobs->front().state, JobState::kRunning);
   // The typed record beside the spec comes back as written.
   EXPECT_EQ(jobs->front().plan_json, R"({"strategy":"full_shard"})");
+  EXPECT_EQ(jobs->front().training_plan, job.training_plan);
   EXPECT_EQ(jobs->front().knobs.device, DeviceKind::kCuda);
   EXPECT_EQ(jobs->front().knobs.threads, 3);
   EXPECT_DOUBLE_EQ(jobs->front().knobs.heartbeat_timeout_s, 7.5);

@@ -25,6 +25,7 @@ inline JobRecord SampleJob() {
   j.start_us = 20;
   j.last_step = 41;
   j.plan_json = R"({"strategy":"full_shard"})";
+  j.training_plan = std::string("\x08\x01\x00plan", 7);  // bytes, a NUL among them
   j.knobs.device = DeviceKind::kCuda;
   j.knobs.threads = 3;
   j.knobs.heartbeat_timeout_s = 7.5;

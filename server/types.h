@@ -69,7 +69,13 @@ struct JobRecord {
   int64_t number = 0;    // submission order (FIFO key), unique
   std::string name;
   std::string spec_json;  // accel.v1.JobSpec in proto3 JSON, as it runs (rpc::ResolvedSpec)
-  std::string plan_json;  // accel.v1.JobPlan in proto3 JSON: what the lowering decided
+  // accel.v1.TrainingPlan, serialized: the job as acceld lowered it once at submit, what every
+  // rank trains (rpc/plan_proto.h). Empty only for a job stored before plans existed whose spec
+  // no longer lowers and which has ended (state_store.h, PlanHooks).
+  std::string training_plan;
+  // accel.v1.JobPlan in proto3 JSON: how such an old job showed its plan (GetJob shows
+  // training_plan when there is one). New jobs leave it empty.
+  std::string plan_json;
   JobKnobs knobs;
   int slots = 1;          // resources.num_processes: the gang's size
   int priority = 0;

@@ -234,7 +234,8 @@ absl::StatusOr<DaemonOutcome> RunDaemonWorker(const DaemonEnv& env) {
                                                       assignment.world_size(), " ranks, $WORLD_SIZE ",
                                                       env.world_size));
   }
-  ACCEL_ASSIGN_OR_RETURN(JobRun run, JobRunFromSpec(assignment.spec()));
+  // acceld lowered the job once at submit: this rank trains its typed plan, lowering nothing.
+  ACCEL_ASSIGN_OR_RETURN(JobRun run, JobRunFromAssignment(assignment));
   kernels::SetNumThreads(run.threads);
   ACCEL_LOG(info, "registered: attempt {}, {} ranks, rendezvous {}", env.attempt, env.world_size,
             assignment.rendezvous_prefix());

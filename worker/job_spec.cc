@@ -2,36 +2,58 @@
 
 #include <algorithm>
 
+#include "engine/base/logging.h"
 #include "engine/base/status_macros.h"
 #include "rpc/job_lowering.h"
+#include "rpc/plan_proto.h"
 
 namespace accel::worker {
 
 absl::StatusOr<train::TrainOptions> JobSpecToTrainOptions(const accel::v1::JobSpec& spec,
                                                           JobConfigReport* report) {
-  ACCEL_ASSIGN_OR_RETURN(config::LoweredJob lowered, rpc::LowerJobSpec(spec));
-  if (report != nullptr) {
-    report->source = lowered.source;
-    report->notes = lowered.notes;
-  }
-  return std::move(lowered.options);
+  ACCEL_ASSIGN_OR_RETURN(JobRun run, JobRunFromSpec(spec));
+  if (report != nullptr) *report = run.config;
+  // As the lowering returned them: the ranks' statistics cadence is the worker's (the plan's).
+  run.train.rank_stats_every = 0;
+  return std::move(run.train);
 }
 
 absl::StatusOr<JobRun> JobRunFromSpec(const accel::v1::JobSpec& spec) {
-  JobRun run;
   ACCEL_ASSIGN_OR_RETURN(config::LoweredJob lowered, rpc::LowerJobSpec(spec));
-  run.train = std::move(lowered.options);
-  run.world_size = lowered.world_size;
-  run.config.source = std::move(lowered.source);
-  run.config.notes = std::move(lowered.notes);
-  run.threads = std::max(1, spec.resources().threads_per_process());
-  run.log_every = std::max<int64_t>(1, spec.train().log_every());
-  run.train.rank_stats_every = run.log_every;  // memory and traffic of every rank, per record
-  run.checkpoint_dir = spec.checkpoint().dir();
-  run.checkpoint_every = std::max<int64_t>(0, spec.checkpoint().every_n_steps());
-  run.keep_last = std::max(0, spec.checkpoint().keep_last());
-  if (spec.comm_timeout_s() > 0) run.comm_timeout = absl::Seconds(spec.comm_timeout_s());
-  if (!spec.resources().device().empty()) run.device = spec.resources().device();
+  ACCEL_ASSIGN_OR_RETURN(accel::v1::TrainingPlan plan, rpc::TrainingPlanOfSpec(spec, lowered));
+  return JobRunFromPlan(plan);
+}
+
+absl::StatusOr<JobRun> JobRunFromAssignment(const accel::v1::Assignment& assignment) {
+  if (!assignment.has_plan()) {
+    return absl::InvalidArgumentError(
+        "the assignment carries no training plan (an acceld older than the typed plan?); "
+        "this worker does not lower a job itself");
+  }
+  ACCEL_ASSIGN_OR_RETURN(JobRun run, JobRunFromPlan(assignment.plan()));
+  ACCEL_LOG(info, "plan: acceld's typed plan from the assignment (version {}, lowered once at "
+                  "submit; the model, {}, read from the plan, not from a config.json)",
+            run.plan_version, run.train.resolved_model->Describe());
+  return run;
+}
+
+absl::StatusOr<JobRun> JobRunFromPlan(const accel::v1::TrainingPlan& plan) {
+  ACCEL_ASSIGN_OR_RETURN(rpc::PlannedJob planned, rpc::PlannedJobFromPlan(plan));
+  JobRun run;
+  run.train = std::move(planned.options);
+  run.world_size = planned.world.world_size;
+  run.config.source = std::move(planned.source);
+  run.config.notes = std::move(planned.notes);
+  run.threads = planned.world.threads;
+  run.log_every = planned.world.log_every;
+  run.checkpoint_dir = run.train.checkpoint_dir;
+  run.checkpoint_every = std::max<int64_t>(0, run.train.checkpoint_every);
+  run.keep_last = std::max(0, run.train.keep_last);
+  if (planned.world.comm_timeout_s > 0) {
+    run.comm_timeout = absl::Seconds(planned.world.comm_timeout_s);
+  }
+  run.device = planned.world.device;
+  run.plan_version = planned.version;
   return run;
 }
 

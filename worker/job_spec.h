@@ -1,7 +1,8 @@
-// accel.v1.JobSpec (what acceld hands a worker in its Assignment) -> what this rank runs: the
-// engine's TrainOptions from the one lowering (rpc/job_lowering.h, the same call acceld made at
-// submit), plus the worker's own settings (threads, metrics cadence, checkpoints, collective
-// deadline).
+// The typed plan (accel.v1.TrainingPlan, what acceld hands a worker in its Assignment) -> what
+// this rank runs: the engine's TrainOptions with the model already read, plus the worker's own
+// settings (threads, metrics cadence, checkpoints, collective deadline). No lowering happens
+// here: acceld lowered the job once at submit (rpc/plan_proto.h). JobRunFromSpec and
+// JobSpecToTrainOptions lower a spec once and go through the same plan (tests, tools).
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,8 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "accel/v1/job.pb.h"
+#include "accel/v1/plan.pb.h"
+#include "accel/v1/worker.pb.h"
 #include "engine/train/trainer.h"
 
 namespace accel::worker {
@@ -32,9 +35,19 @@ struct JobRun {
   absl::Duration comm_timeout = absl::Seconds(120);
   std::string device = "cpu";  // resources.device: cpu | cuda (train::DeviceTrainer)
   JobConfigReport config;
+  uint32_t plan_version = 0;  // the typed plan's version it was built from
 };
 
-// The lowered options. InvalidArgument naming the spec key (e.g. "sharding.strategy: ...") when
+// The rank's run from its plan: no lowering, no config.json read (the plan carries the model;
+// train.resolved_model holds it). InvalidArgument naming the field for a plan this build cannot
+// read (rpc::PlannedJobFromPlan).
+[[nodiscard]] absl::StatusOr<JobRun> JobRunFromPlan(const accel::v1::TrainingPlan& plan);
+// A daemon rank's run: its assignment's plan (InvalidArgument when it carries none: this worker
+// never lowers), with one log line saying where the plan came from.
+[[nodiscard]] absl::StatusOr<JobRun> JobRunFromAssignment(const accel::v1::Assignment& assignment);
+
+// The spec lowered once, into its plan, and back (as acceld and a worker do between them). The
+// lowered options. InvalidArgument naming the spec key (e.g. "sharding.strategy: ...") when
 // a value does not map, or the config file and key path when the config does not lower.
 // `report` (optional) receives the source and notes.
 [[nodiscard]] absl::StatusOr<train::TrainOptions> JobSpecToTrainOptions(

@@ -141,8 +141,12 @@ std::vector<std::string> WhatWouldFit(const model::ModelConfig& config,
 absl::Status CheckMemoryPlan(const MemoryCheckInput& in, const ProcessMemory& machine) {
   const config::TrainOptions& options = *in.options;
   if (options.ignore_memory_plan) return absl::OkStatus();
-  // Bad options keep the Trainer's errors.
-  ACCEL_RETURN_IF_ERROR(config::ValidateTrainOptions(options));
+  // Options from a typed plan were validated by the one lowering and carry their model: no
+  // second validation, no config.json read. Others (library callers, tests) keep the
+  // Trainer's errors for bad options.
+  if (!options.resolved_model.has_value()) {
+    ACCEL_RETURN_IF_ERROR(config::ValidateTrainOptions(options));
+  }
   ACCEL_ASSIGN_OR_RETURN(model::ModelConfig config, config::ModelConfigOf(Env::Default(), options));
   ACCEL_ASSIGN_OR_RETURN(Need need,
                          NeedOf(config, options, in.world, in.rank, in.local_ranks, in.on_gpu));

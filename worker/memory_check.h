@@ -35,7 +35,9 @@ struct MemoryCheckInput {
 };
 
 // OK when the plan fits, or options->ignore_memory_plan. FailedPrecondition with the one-line
-// refusal otherwise; the model's errors (a bad preset or config.json) as they are.
+// refusal otherwise; the model's errors (a bad preset or config.json) as they are. Options from
+// a typed plan (options->resolved_model set) are planned with that model, neither re-read nor
+// re-validated; others are validated first (ValidateTrainOptions) and their model is read.
 [[nodiscard]] absl::Status CheckMemoryPlan(const MemoryCheckInput& input,
                                            const ProcessMemory& machine);
 

@@ -1,5 +1,6 @@
 #include "worker/standalone.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -18,7 +19,9 @@
 #include "engine/kernels/threading.h"
 #include "engine/shard/shard_plan.h"
 #include "job/settings_flags.h"
+#include "rpc/plan_proto.h"
 #include "worker/checkpoint_owner.h"
+#include "worker/job_spec.h"
 #include "worker/launch_env.h"
 #include "worker/standalone_config.h"
 #include "worker/rank_runner.h"
@@ -388,7 +391,19 @@ absl::Status RunStandalone(StandaloneFlags f) {
           "rank 0's address: MASTER_ADDR, a Slurm node list, or main_process_ip"));
     }
   }
-  spec.options = f.train;
+  // Lowered once above; the rank trains the typed plan of it, built as a daemon rank's is
+  // (worker/job_spec.h JobRunFromPlan): the model rides in the plan, nothing is read again.
+  ACCEL_ASSIGN_OR_RETURN(
+      accel::v1::TrainingPlan plan,
+      rpc::TrainingPlanFromLowered(
+          {.options = f.train, .world_size = world, .source = resolved.source,
+           .notes = resolved.notes, .model = resolved.model},
+          {.world_size = world, .nodes = std::max(1, launch.num_nodes),
+           .ranks_per_node = std::max(1, launch.local_world_size), .device = f.device,
+           .launcher = "standalone", .threads = threads, .log_every = f.log_every,
+           .comm_timeout_s = f.comm_timeout_s}));
+  ACCEL_ASSIGN_OR_RETURN(JobRun run, JobRunFromPlan(plan));
+  spec.options = std::move(run.train);
   // A fresh run owns the checkpoint directory it saves into; one resuming its own directory in
   // place continues the standalone run that owns it (checkpoint_owner.h).
   ACCEL_ASSIGN_OR_RETURN(spec.options.checkpoint_owner,

@@ -97,6 +97,7 @@ absl::StatusOr<StandaloneConfig> ApplyStandaloneConfig(StandaloneFlags* f, int w
   StandaloneConfig out;
   out.source = std::move(lowered.source);
   out.notes = std::move(lowered.notes);
+  out.model = std::move(lowered.model);
   return out;
 }
 

@@ -24,6 +24,7 @@ namespace accel::worker {
 struct StandaloneConfig {
   std::string source;              // "fsdp.yaml", "fsdp.yaml + ds.json", or "" (no config)
   std::vector<std::string> notes;  // resolver warnings, mapping notes, flag overrides
+  model::ModelConfig model;        // the model the lowering read: the run's typed plan carries it
 };
 
 // Lowers f->train with --config / --deepspeed-config (the flags alone without them) and

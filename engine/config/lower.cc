@@ -1,5 +1,8 @@
 #include "engine/config/lower.h"
 
+#include <atomic>
+
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
@@ -183,7 +186,14 @@ JobSettings JobSettingsFromOptions(const TrainOptions& o, Env* env) {
   return JobSettingsWithModel(o, model.ok() ? &*model : nullptr);
 }
 
+namespace {
+std::atomic<int64_t> lowerings{0};
+}  // namespace
+
+int64_t LoweringsInProcess() { return lowerings.load(std::memory_order_relaxed); }
+
 absl::StatusOr<LoweredJob> Lower(const LoweringInputs& in, Env* env) {
+  lowerings.fetch_add(1, std::memory_order_relaxed);
   // Read once: neither the plan nor the command-line overrides name the model. An unreadable
   // model leaves "auto" buckets unfilled and is reported after the config's own problems.
   absl::StatusOr<model::ModelConfig> model = ModelConfigOf(env, in.job);

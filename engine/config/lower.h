@@ -17,6 +17,7 @@
 // flag). Thread-safe; reads files only through the Env it is given.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -94,6 +95,10 @@ struct LoweredJob {
 
 [[nodiscard]] absl::StatusOr<LoweredJob> Lower(const LoweringInputs& inputs,
                                                Env* env = Env::Default());
+
+// How many times this process called Lower: acceld once per submit, `accel-worker --standalone`
+// once per rank, a daemon rank never (it trains its typed plan). Tests count with it.
+int64_t LoweringsInProcess();
 
 // The parts, exposed for their tests.
 

@@ -1,5 +1,7 @@
 #include "engine/config/train_options.h"
 
+#include <atomic>
+
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
 #include "engine/config/batch_bounds.h"
@@ -40,7 +42,16 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
   return absl::OkStatus();
 }
 
+namespace {
+std::atomic<int64_t> model_config_reads{0};
+}  // namespace
+
+int64_t ModelConfigReads() { return model_config_reads.load(std::memory_order_relaxed); }
+void NoteModelConfigRead() { model_config_reads.fetch_add(1, std::memory_order_relaxed); }
+
 absl::StatusOr<model::ModelConfig> ModelConfigOf(Env* env, const TrainOptions& options) {
+  if (options.resolved_model.has_value()) return *options.resolved_model;
+  NoteModelConfigRead();
   if (!options.model_config.empty()) return model::LoadModelConfig(env, options.model_config);
   return model::ModelPreset(options.model);
 }

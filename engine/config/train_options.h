@@ -25,6 +25,10 @@ struct TrainOptions {
   // Model: a preset name, or a Hugging Face config.json (wins when set).
   std::string model = "gpt2-mini";
   std::string model_config;
+  // The model, already read: a rank built from its typed plan (rpc/plan_proto.h) gets it from
+  // the plan, and ModelConfigOf returns it without opening config.json or looking up the preset.
+  // Unset: ModelConfigOf reads model_config, else the preset.
+  std::optional<model::ModelConfig> resolved_model;
   std::string init_weights;  // model.safetensors; empty = seeded GPT-2 init
   std::string data;          // llm.c token shard or raw text
   int64_t batch = 4;
@@ -92,8 +96,15 @@ struct TrainOptions {
 // steps, no data, or a negative lr, warmup or clip.
 [[nodiscard]] absl::Status ValidateTrainOptions(const TrainOptions& options);
 
-// The model of options.model_config (a config.json) or else of the preset options.model.
+// The model of options.resolved_model when set, else of options.model_config (a config.json),
+// else of the preset options.model.
 [[nodiscard]] absl::StatusOr<model::ModelConfig> ModelConfigOf(Env* env,
                                                               const TrainOptions& options);
+
+// How often this process obtained a model config: every read by ModelConfigOf of a config.json
+// or a preset, and every model taken from a typed plan (NoteModelConfigRead). Not counted: a
+// resolved_model handed back. A rank built from its plan counts one (issue 29's test).
+int64_t ModelConfigReads();
+void NoteModelConfigRead();
 
 }  // namespace accel::config
