@@ -61,7 +61,7 @@ PlanHooks AcceldPlanHooks(Env* env) {
     return shown.ok() ? "" : std::string(shown.status().message());
   };
   hooks.fill = [env](const JobRecord& job) -> absl::StatusOr<std::string> {
-    ACCEL_ASSIGN_OR_RETURN(accel::v1::JobSpec spec, rpc::JobSpecFromJson(job.spec_json));
+    ACCEL_ASSIGN_OR_RETURN(accel::v1::JobSpec spec, job::JobSpecFromJson(job.spec_json));
     ACCEL_ASSIGN_OR_RETURN(accel::v1::TrainingPlan plan, rpc::PlanJobSpec(spec, env));
     return plan.SerializeAsString();
   };

@@ -148,7 +148,7 @@ TEST_F(ServicesTest, AcceldsPlanHooksLowerAStoredSpecAndCheckAStoredPlan) {
   const PlanHooks hooks = AcceldPlanHooks();
   JobRecord old;
   old.id = "job-1";
-  old.spec_json = rpc::JobSpecToJson(Spec(2));
+  old.spec_json = job::JobSpecToJson(Spec(2));
   absl::StatusOr<std::string> plan = hooks.fill(old);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(hooks.check(*plan), "");

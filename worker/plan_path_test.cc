@@ -9,7 +9,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "rpc/job_file.h"
+#include "job/job_file.h"
 #include "rpc/job_lowering.h"
 #include "rpc/plan_proto.h"
 #include "worker/job_spec.h"
@@ -39,7 +39,7 @@ TEST(PlanPathTest, ARankTrainsItsPlanWithOneModelReadAndNoLowering) {
   ASSERT_TRUE(tiny.ok());
   WriteFile(dir + "/config.json", model::ModelConfigToJson(*tiny));
   WriteFile(dir + "/data.txt", std::string(4096, 'a') + "In the beginning");
-  accel::v1::JobSpec spec = rpc::DefaultJobSpec();
+  accel::v1::JobSpec spec = job::DefaultJobSpec();
   spec.mutable_model()->clear_preset();
   spec.mutable_model()->set_config(dir + "/config.json");
   spec.mutable_data()->set_path(dir + "/data.txt");
@@ -81,7 +81,7 @@ TEST(PlanPathTest, ARankTrainsItsPlanWithOneModelReadAndNoLowering) {
 TEST(PlanPathTest, AnAssignmentWithoutAPlanIsRefusedNotLowered) {
   accel::v1::Assignment assignment;
   assignment.set_world_size(1);
-  *assignment.mutable_spec() = rpc::DefaultJobSpec();
+  *assignment.mutable_spec() = job::DefaultJobSpec();
   const int64_t lowerings = config::LoweringsInProcess();
   absl::StatusOr<JobRun> run = JobRunFromAssignment(assignment);
   EXPECT_TRUE(absl::IsInvalidArgument(run.status())) << run.status();
