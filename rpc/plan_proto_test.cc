@@ -359,7 +359,7 @@ TEST(PlanProtoTest, AnUnknownDeviceOrLauncherIsRefusedAtTheDoor) {
 }
 
 TEST(PlanProtoTest, TheSpecsWorldAndHybridGroupAreDecidedByTheLowering) {
-  accel::v1::JobSpec spec = DefaultJobSpec();
+  accel::v1::JobSpec spec = job::DefaultJobSpec();
   spec.mutable_data()->set_path("/data/text.txt");  // not opened
   spec.mutable_model()->set_preset("gpt2-tiny");
   spec.mutable_resources()->set_num_processes(4);
