@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "engine/model/registry.h"
 
 namespace accel::client {
 
@@ -132,10 +133,15 @@ std::string PlanText(const v1::Job& j) {
                           "context %d, %.2fM parameters\n",
                           m.name(), arch, m.n_layer(), heads, m.n_embd(), m.vocab_size(),
                           m.n_positions(), m.num_params() / 1e6);
-  if (arch != "gpt2") {
-    out << absl::StrFormat("    head_dim %d, mlp %d (SwiGLU), %s lm_head, block %s\n",
-                            m.head_dim(), m.intermediate_size(),
-                            m.tied_embeddings() ? "tied" : "untied", m.block_class());
+  // The family's registry entry says whether these follow from the width (GPT-2's do) and
+  // what its MLP is; a model_type this accelctl does not know shows them plainly.
+  const model::Architecture* family = model::FindArchitecture(arch);
+  if (family == nullptr || family->display.details) {
+    const std::string mlp =
+        family == nullptr || family->display.mlp.empty() ? "" : " (" + family->display.mlp + ")";
+    out << absl::StrFormat("    head_dim %d, mlp %d%s, %s lm_head, block %s\n", m.head_dim(),
+                           m.intermediate_size(), mlp, m.tied_embeddings() ? "tied" : "untied",
+                           m.block_class());
   }
   if (!p.config().empty()) out << "  config " << p.config() << "\n";
   for (const std::string& note : p.notes()) out << "  note: " << note << "\n";

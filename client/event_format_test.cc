@@ -61,5 +61,26 @@ TEST(EventFormatTest, MemoryLineAddsTheGpuOnlyWhenTheDriverReportedIt) {
   EXPECT_THAT(EventLine(e), HasSubstr("GPU in use 10.00 GiB of 140.00 GiB"));
 }
 
+// The model line of a plan summary: the family's registry entry says whether head_dim, the MLP,
+// the lm_head and the block follow (Llama's do, with its MLP's kind; GPT-2's follow from its
+// width); a model_type this accelctl does not know shows them without a kind.
+TEST(EventFormatTest, PlanSummaryShowsWhatTheFamilysEntrySays) {
+  v1::Job j;
+  v1::ModelSummary* m = j.mutable_plan()->mutable_model();
+  m->set_name("m");
+  m->set_head_dim(16);
+  m->set_intermediate_size(176);
+  m->set_block_class("Qwen2DecoderLayer");
+  m->set_architecture("qwen2");
+  EXPECT_THAT(PlanText(j), HasSubstr("    head_dim 16, mlp 176 (SwiGLU), untied lm_head, "
+                                     "block Qwen2DecoderLayer"));
+  m->set_architecture("gpt2");
+  EXPECT_THAT(PlanText(j), Not(HasSubstr("head_dim")));
+  m->set_architecture("");  // an acceld older than the field: GPT-2
+  EXPECT_THAT(PlanText(j), Not(HasSubstr("head_dim")));
+  m->set_architecture("newfamily");
+  EXPECT_THAT(PlanText(j), HasSubstr("    head_dim 16, mlp 176, untied lm_head, block "));
+}
+
 }  // namespace
 }  // namespace accel::client

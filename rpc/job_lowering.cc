@@ -3,8 +3,10 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "engine/base/status_macros.h"
 #include "engine/config/mode.h"
+#include "engine/model/registry.h"
 #include "engine/shard/shard_plan.h"
 #include "job/job_options.h"
 
@@ -42,11 +44,13 @@ absl::StatusOr<config::LoweredJob> LowerJobSpec(const accel::v1::JobSpec& spec, 
   }
   in.check_files = check_files;
   ACCEL_ASSIGN_OR_RETURN(config::LoweredJob job, config::Lower(in, env));
-  // The CUDA model is GPT-2's only (docs/models.md): refused here, not when the ranks start.
-  if (spec.resources().device() == "cuda" && job.model.gpt2() == nullptr) {
+  // Whether the model's architecture has a CUDA runner is its registry entry's to say
+  // (docs/models.md): refused here, not when the ranks start.
+  if (spec.resources().device() == "cuda" && !job.model.architecture().TrainsOn("cuda")) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "resources.device: cuda trains GPT-2 models only so far; model ", job.model.name(),
-        " is ", job.model.model_type(), " (use device: cpu)"));
+        "resources.device: cuda trains ", absl::StrJoin(model::FamiliesOn("cuda"), ", "),
+        " models only so far; model ", job.model.name(), " is ", job.model.model_type(),
+        " (architecture ", job.model.architecture().name, "; use device: cpu)"));
   }
   return job;
 }

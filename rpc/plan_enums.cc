@@ -148,25 +148,6 @@ absl::StatusOr<io::AioBackend> FromProto(v1::AioBackendKind b, std::string_view 
   }
 }
 
-v1::RopeScalingType ToProto(model::RopeScaling::Type t) {
-  switch (t) {
-    case model::RopeScaling::Type::kNone: return v1::ROPE_NONE;
-    case model::RopeScaling::Type::kLinear: return v1::ROPE_LINEAR;
-    case model::RopeScaling::Type::kLlama3: return v1::ROPE_LLAMA3;
-  }
-  return v1::ROPE_SCALING_UNSPECIFIED;
-}
-
-absl::StatusOr<model::RopeScaling::Type> FromProto(v1::RopeScalingType t,
-                                                   std::string_view field) {
-  switch (t) {
-    case v1::ROPE_NONE: return model::RopeScaling::Type::kNone;
-    case v1::ROPE_LINEAR: return model::RopeScaling::Type::kLinear;
-    case v1::ROPE_LLAMA3: return model::RopeScaling::Type::kLlama3;
-    default: return Unknown(field, t);
-  }
-}
-
 absl::StatusOr<v1::PlanDevice> DeviceToProto(std::string_view device, std::string_view field) {
   if (device.empty() || device == "cpu") return v1::DEVICE_CPU;
   if (device == "cuda") return v1::DEVICE_CUDA;

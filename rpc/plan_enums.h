@@ -10,7 +10,6 @@
 #include "accel/v1/plan.pb.h"
 #include "engine/config/train_options.h"
 #include "engine/io/async_io.h"
-#include "engine/model/llama_config.h"
 
 namespace accel::rpc {
 
@@ -21,7 +20,6 @@ accel::v1::LrScheduleKind ToProto(optim::ScheduleKind k);
 accel::v1::DeepSpeedLrType ToProto(optim::DeepSpeedLr::Type t);
 accel::v1::StateDictType ToProto(config::TrainOptions::StateDictType t);
 accel::v1::AioBackendKind ToProto(io::AioBackend b);
-accel::v1::RopeScalingType ToProto(model::RopeScaling::Type t);
 
 [[nodiscard]] absl::StatusOr<shard::Strategy> FromProto(accel::v1::ShardStrategy s,
                                                         std::string_view field);
@@ -36,8 +34,6 @@ accel::v1::RopeScalingType ToProto(model::RopeScaling::Type t);
     accel::v1::StateDictType t, std::string_view field);
 [[nodiscard]] absl::StatusOr<io::AioBackend> FromProto(accel::v1::AioBackendKind b,
                                                        std::string_view field);
-[[nodiscard]] absl::StatusOr<model::RopeScaling::Type> FromProto(accel::v1::RopeScalingType t,
-                                                                 std::string_view field);
 
 // Device and launcher: the spec's words at the door (resources.device, resources.launcher),
 // enums after it. InvalidArgument naming `field` for a word or value this build does not know.

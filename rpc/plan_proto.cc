@@ -201,89 +201,21 @@ absl::Status OptionsFromProto(const v1::PlanTrainOptions& p, config::TrainOption
   return absl::OkStatus();
 }
 
-// The architecture's shape, field by field. The only place here that asks which architecture a
-// config has (the registry's entry would carry these two functions).
+// The model as its registry entry writes it: no code here asks which architecture it is.
 void ModelToProto(const model::ModelConfig& c, v1::PlanModelConfig* p) {
   p->set_name(c.name());
-  if (const model::Gpt2Config* g = c.gpt2()) {
-    p->set_family(v1::MODEL_GPT2);
-    p->set_model_type("gpt2");
-    p->set_num_hidden_layers(g->n_layer);
-    p->set_num_attention_heads(g->n_head);
-    p->set_hidden_size(g->n_embd);
-    p->set_vocab_size(g->vocab_size);
-    p->set_max_position_embeddings(g->n_positions);
-    return;
-  }
-  const model::LlamaConfig& l = *c.llama();
-  p->set_family(v1::MODEL_LLAMA);
-  p->set_model_type(l.model_type);
-  p->set_hidden_size(l.hidden_size);
-  p->set_intermediate_size(l.intermediate_size);
-  p->set_num_attention_heads(l.num_attention_heads);
-  p->set_num_key_value_heads(l.num_key_value_heads);
-  p->set_head_dim(l.head_dim);
-  p->set_num_hidden_layers(l.num_hidden_layers);
-  p->set_vocab_size(l.vocab_size);
-  p->set_max_position_embeddings(l.max_position_embeddings);
-  p->set_rms_norm_eps(l.rms_norm_eps);
-  p->set_rope_theta(l.rope_theta);
-  v1::PlanRopeScaling* r = p->mutable_rope_scaling();
-  r->set_type(ToProto(l.rope_scaling.type));
-  r->set_factor(l.rope_scaling.factor);
-  r->set_low_freq_factor(l.rope_scaling.low_freq_factor);
-  r->set_high_freq_factor(l.rope_scaling.high_freq_factor);
-  r->set_original_max_position_embeddings(l.rope_scaling.original_max_position_embeddings);
-  p->set_tie_word_embeddings(l.tie_word_embeddings);
-  p->set_attention_bias(l.attention_bias);
-  p->set_mlp_bias(l.mlp_bias);
-  p->set_initializer_range(l.initializer_range);
+  p->set_model_type(c.model_type());
+  p->set_config_json(model::ModelConfigToJson(c));
 }
 
 absl::StatusOr<model::ModelConfig> ModelFromProto(const v1::PlanModelConfig& p) {
-  switch (p.family()) {
-    case v1::MODEL_GPT2: {
-      model::Gpt2Config g;
-      g.name = p.name();
-      g.n_layer = p.num_hidden_layers();
-      g.n_head = p.num_attention_heads();
-      g.n_embd = p.hidden_size();
-      g.vocab_size = p.vocab_size();
-      g.n_positions = p.max_position_embeddings();
-      return model::ModelConfig(std::move(g));
-    }
-    case v1::MODEL_LLAMA: {
-      model::LlamaConfig l;
-      l.name = p.name();
-      l.model_type = p.model_type();
-      l.hidden_size = p.hidden_size();
-      l.intermediate_size = p.intermediate_size();
-      l.num_attention_heads = p.num_attention_heads();
-      l.num_key_value_heads = p.num_key_value_heads();
-      l.head_dim = p.head_dim();
-      l.num_hidden_layers = p.num_hidden_layers();
-      l.vocab_size = p.vocab_size();
-      l.max_position_embeddings = p.max_position_embeddings();
-      l.rms_norm_eps = p.rms_norm_eps();
-      l.rope_theta = p.rope_theta();
-      ACCEL_ASSIGN_OR_RETURN(l.rope_scaling.type,
-                             FromProto(p.rope_scaling().type(), "model.rope_scaling.type"));
-      l.rope_scaling.factor = p.rope_scaling().factor();
-      l.rope_scaling.low_freq_factor = p.rope_scaling().low_freq_factor();
-      l.rope_scaling.high_freq_factor = p.rope_scaling().high_freq_factor();
-      l.rope_scaling.original_max_position_embeddings =
-          p.rope_scaling().original_max_position_embeddings();
-      l.tie_word_embeddings = p.tie_word_embeddings();
-      l.attention_bias = p.attention_bias();
-      l.mlp_bias = p.mlp_bias();
-      l.initializer_range = p.initializer_range();
-      return model::ModelConfig(std::move(l));
-    }
-    default:
-      return absl::InvalidArgumentError(absl::StrCat(
-          "training plan: model.family has value ", p.family(),
-          ", which this build does not know (a plan from a newer acceld, or no model)"));
+  if (p.config_json().empty()) {
+    return absl::InvalidArgumentError("training plan: model.config_json is empty (no model)");
   }
+  ACCEL_ASSIGN_OR_RETURN(model::ModelConfig c,
+                         model::ModelConfigFromJson(p.config_json(), "training plan: model"));
+  c.set_name(p.name());
+  return c;
 }
 
 }  // namespace

@@ -339,8 +339,11 @@ TEST(PlanProtoTest, UnknownEnumValuesAndNewerVersionsAreRefusedNamingTheField) {
   p.mutable_world()->set_device(static_cast<accel::v1::PlanDevice>(7));
   EXPECT_THAT(refused(p), HasSubstr("world.device has value 7"));
   p = *plan;
-  p.mutable_model()->set_family(static_cast<accel::v1::ModelFamily>(3));
-  EXPECT_THAT(refused(p), HasSubstr("model.family has value 3"));
+  p.mutable_model()->clear_config_json();
+  EXPECT_THAT(refused(p), HasSubstr("model.config_json is empty"));
+  p = *plan;
+  p.mutable_model()->set_config_json(R"({"model_type": "mamba"})");
+  EXPECT_THAT(refused(p), HasSubstr("model_type: not supported"));
   p = *plan;
   p.set_version(kTrainingPlanVersion + 1);
   EXPECT_THAT(refused(p), HasSubstr("a plan from a newer acceld"));
@@ -387,7 +390,7 @@ TEST(PlanProtoTest, TheSpecsWorldAndHybridGroupAreDecidedByTheLowering) {
   EXPECT_EQ(plan->options().checkpoint_dir(), "/ck");
   EXPECT_EQ(plan->options().checkpoint_every(), 5);
   EXPECT_EQ(plan->options().keep_last(), 3);
-  EXPECT_EQ(plan->model().family(), accel::v1::MODEL_GPT2);
+  EXPECT_EQ(plan->model().model_type(), "gpt2");
   // Decoding lowers nothing and counts the rank's one model-config read.
   const int64_t reads = config::ModelConfigReads();
   ASSERT_TRUE(PlannedJobFromPlan(*plan).ok());

@@ -9,34 +9,30 @@
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
 #include "engine/checkpoint/hf_shards.h"
+#include "engine/model/registry.h"
 #include "nlohmann/json.hpp"
 
 namespace accel::checkpoint {
 namespace {
 
-constexpr char kGpt2Prefix[] = "transformer.";
 constexpr char kSingleName[] = "model.safetensors";
 
-// Buffers some files carry that are not parameters.
-bool IsIgnoredBuffer(model::Architecture arch, std::string_view name) {
-  if (arch == model::Architecture::kGpt2) {
-    if (name.starts_with(kGpt2Prefix)) name.remove_prefix(sizeof(kGpt2Prefix) - 1);
-    return name.starts_with("h.") &&
-           (name.ends_with(".attn.bias") || name.ends_with(".attn.masked_bias"));
-  }
-  return name.ends_with(".self_attn.rotary_emb.inv_freq");
+// The name without the family's optional prefix ("transformer." for GPT-2).
+std::string_view Bare(const model::HfTensorNames& hf, std::string_view name) {
+  if (!hf.prefix.empty() && name.starts_with(hf.prefix)) name.remove_prefix(hf.prefix.size());
+  return name;
 }
 
 // The names a file may give the table's tensor `name`.
-std::vector<std::string> Candidates(model::Architecture arch, const std::string& name) {
-  if (arch == model::Architecture::kGpt2) return {name, absl::StrCat(kGpt2Prefix, name)};
-  return {name};
+std::vector<std::string> Candidates(const model::HfTensorNames& hf, const std::string& name) {
+  if (hf.prefix.empty()) return {name};
+  return {name, absl::StrCat(hf.prefix, name)};
 }
 
 // The table tensor a tied lm_head.weight in the file must match, or empty when untied.
 std::string TiedHeadOf(const model::ModelConfig& config) {
   if (!config.tied_embeddings()) return "";
-  return config.gpt2() != nullptr ? "wte.weight" : "model.embed_tokens.weight";
+  return config.architecture().hf.embedding;
 }
 
 }  // namespace
@@ -125,7 +121,8 @@ absl::Status HfModelFile::OpenIndex(Env* env, const std::string& index_path) {
 
 absl::Status HfModelFile::Validate() {
   const model::ModelConfig& config = layout_->config();
-  const model::Architecture arch = config.arch();
+  // How the model's family names its tensors in Hugging Face files (its registry entry).
+  const model::HfTensorNames& hf = config.architecture().hf;
   // Every tensor of every shard, by name; a name in two shards is ambiguous.
   absl::flat_hash_map<std::string, int> shard_of;
   for (int s = 0; s < num_shards(); ++s) {
@@ -140,7 +137,7 @@ absl::Status HfModelFile::Validate() {
   absl::flat_hash_set<std::string> used;
   for (const LayoutEntry& e : layout_->flat().entries()) {
     Source source{-1, ""};
-    for (std::string& name : Candidates(arch, e.name)) {
+    for (std::string& name : Candidates(hf, e.name)) {
       if (auto it = shard_of.find(name); it != shard_of.end()) {
         source = {it->second, std::move(name)};
         break;
@@ -167,11 +164,8 @@ absl::Status HfModelFile::Validate() {
   }
   const std::string tied = TiedHeadOf(config);
   for (const auto& [name, s] : shard_of) {
-    if (used.contains(name) || IsIgnoredBuffer(arch, name)) continue;
-    std::string_view bare = name;
-    if (arch == model::Architecture::kGpt2 && bare.starts_with(kGpt2Prefix)) {
-      bare.remove_prefix(sizeof(kGpt2Prefix) - 1);
-    }
+    const std::string_view bare = Bare(hf, name);
+    if (used.contains(name) || hf.is_buffer(bare)) continue;
     if (bare == "lm_head.weight" && !tied.empty()) {
       ACCEL_RETURN_IF_ERROR(shards_[s]->ExpectShape(name, layout_->flat().Find(tied)->shape));
       continue;

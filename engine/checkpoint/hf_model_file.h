@@ -6,7 +6,8 @@
 // Our parameter tables use Hugging Face's names and orientations (gpt2_specs.h, llama_specs.h),
 // so a flat range maps to contiguous element ranges of consecutive tensors with no transposes:
 // flat [b, e) is cut at tensor boundaries into (file, tensor, element offset, count) pieces.
-// Names the file may use besides the table's, per architecture:
+// Names the file may use besides the table's, per architecture (its registry entry's
+// HfTensorNames, engine/model/registry.h):
 //   gpt2:  the GPT2LMHeadModel prefix "transformer."; lm_head.weight (tied, must have
 //          wte.weight's shape, not read); the attention-mask buffers h.N.attn.bias/masked_bias
 //          (ignored).

@@ -200,7 +200,7 @@ TEST_F(ShardedCheckpointTest, CorruptMetadataIsDataLoss) {
 
 TEST_F(ShardedCheckpointTest, LayoutMismatchIsInvalidArgument) {
   ASSERT_TRUE(SaveAll(&env_, kDir, layout_, state_, 2, 2).ok());
-  model::Gpt2Config other = *layout_.config().gpt2();
+  model::Gpt2Config other = *layout_.config().As<model::Gpt2Config>();
   other.vocab_size = 24;
   const model::ModelLayout bigger = *model::ModelLayout::Create(other);
   State got(bigger.num_params(), 0);

@@ -2,9 +2,8 @@
 
 #include <atomic>
 
-
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "engine/base/path_checks.h"
@@ -15,6 +14,7 @@
 #include "engine/io/block_file.h"
 #include "engine/model/architecture.h"
 #include "engine/model/param_specs.h"
+#include "engine/model/registry.h"
 
 namespace accel::config {
 namespace {
@@ -139,10 +139,10 @@ absl::Status CheckEngine(const LoweringInputs& in, const LoweredJob& job) {
   const TrainOptions& o = job.options;
   ACCEL_RETURN_IF_ERROR(ValidateTrainOptions(o));
   if (o.seq > job.model.max_positions()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "seq_len: ", o.seq, " is longer than the model's context (",
-        job.model.gpt2() != nullptr ? "n_positions " : "max_position_embeddings ",
-        job.model.max_positions(), " in ", o.model_config.empty() ? o.model : o.model_config, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("seq_len: ", o.seq, " is longer than the model's context (",
+                     job.model.architecture().positions_key, " ", job.model.max_positions(), " in ",
+                     o.model_config.empty() ? o.model : o.model_config, ")"));
   }
   // The micro-batch's activations must be countable (issue 28); whether they fit the machine is
   // the rank's memory plan's to say, where the machine is known.

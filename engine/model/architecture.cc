@@ -3,8 +3,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
-#include "engine/model/gpt2.h"
-#include "engine/model/llama.h"
+#include "engine/model/registry.h"
 
 namespace accel::model {
 
@@ -12,10 +11,7 @@ namespace {
 
 absl::StatusOr<int64_t> PlannedBytesOf(const ModelConfig& config, int64_t B, int64_t T,
                                        ActivationOptions options) {
-  if (config.gpt2() != nullptr) {
-    return Gpt2Activations::PlannedBytes(*config.gpt2(), B, T, options);
-  }
-  return LlamaActivations::PlannedBytes(*config.llama(), B, T, options);
+  return config.architecture().activation_bytes(config, B, T, options);
 }
 
 // Activations grow (at most) linearly in B, so B sequences need at most B times one sequence's
@@ -40,13 +36,8 @@ absl::StatusOr<int64_t> PlannedActivationBytes(const ModelConfig& config, int64_
 std::vector<std::vector<std::pair<int64_t, int64_t>>> Bf16OnlyWeightRanges(
     const ModelLayout& layout) {
   std::vector<std::vector<std::pair<int64_t, int64_t>>> ranges(layout.num_units());
-  if (layout.config().gpt2() != nullptr) {
-    const Gpt2 gpt2(&layout);
-    for (int u = 0; u < layout.num_units(); ++u) ranges[u] = gpt2.MatmulWeightRanges(u);
-  } else {
-    const Llama llama(&layout);
-    for (int u = 0; u < layout.num_units(); ++u) ranges[u] = llama.MatmulWeightRanges(u);
-  }
+  const Architecture& family = layout.config().architecture();
+  for (int u = 0; u < layout.num_units(); ++u) ranges[u] = family.bf16_only_ranges(layout, u);
   return ranges;
 }
 

@@ -1,6 +1,6 @@
-// What the engine asks of a model without knowing its architecture, dispatched on
-// ModelConfig::arch(): the activation memory a (B, T) needs, and which weights the model reads
-// only in bf16. The forward and backward themselves are behind train::ModelRunner.
+// What the engine asks of a model without knowing its architecture, answered by the config's
+// registry entry (registry.h): the activation memory a (B, T) needs, and which weights the model
+// reads only in bf16. The forward and backward themselves are behind ModelRunner.
 #pragma once
 
 #include <cstdint>

@@ -71,9 +71,11 @@ class Gpt2Activations {
 
 class Gpt2 {
  public:
-  // layout: a GPT-2 config's (layout->config().gpt2() not null), outliving the model.
+  // layout: a GPT-2 config's (layout->config().As<Gpt2Config>() not null), outliving the model.
   explicit Gpt2(const ModelLayout* layout)
-      : layout_(layout), config_(*layout->config().gpt2()), offsets_(Gpt2OffsetsOf(*layout)) {}
+      : layout_(layout),
+        config_(*layout->config().As<Gpt2Config>()),
+        offsets_(Gpt2OffsetsOf(*layout)) {}
   const ModelLayout& layout() const { return *layout_; }
   // The ranges of unit u (relative to the unit, sorted) that the model reads only through
   // ParamAccess::ParamsBf16 when it multiplies in bf16: the blocks' four matmul weights. The

@@ -65,7 +65,7 @@ class Gpt2Bf16Test : public ::testing::Test {
     r.grads.assign(layout_->num_params(), 0.f);
     Gpt2 gpt(layout_.get());
     auto acts = Gpt2Activations::Create(
-        *layout_->config().gpt2(), B, T, MemoryPool::kHost, nullptr,
+        *layout_->config().As<Gpt2Config>(), B, T, MemoryPool::kHost, nullptr,
         {.bf16_matmuls = bf16_scratch, .checkpoint_blocks = checkpoint_blocks});
     EXPECT_TRUE(acts.ok());
     EXPECT_EQ(acts->bf16_matmuls(), bf16_scratch);

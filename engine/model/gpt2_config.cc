@@ -102,6 +102,20 @@ double Gpt2Config::TrainFlopsPerToken(int64_t T) const {
          6.0 * static_cast<double>(n_layer * n_embd * T);
 }
 
+ModelShape Gpt2Config::Shape() const {
+  return {.model_type = "gpt2",
+          .block_class = "GPT2Block",
+          .num_layers = n_layer,
+          .hidden_size = n_embd,
+          .num_heads = n_head,
+          .num_kv_heads = n_head,
+          .head_dim = n_head > 0 ? head_size() : 0,
+          .intermediate_size = 4 * n_embd,
+          .vocab_size = vocab_size,
+          .max_positions = n_positions,
+          .tied_embeddings = true};
+}
+
 std::vector<std::string> Gpt2PresetNames() {
   std::vector<std::string> names;
   for (const Preset& p : kPresets) names.push_back(p.name);

@@ -12,8 +12,11 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "engine/base/env.h"
+#include "engine/model/model_shape.h"
 
 namespace accel::model {
+
+struct Architecture;  // registry.h
 
 struct Gpt2Config {
   std::string name = "custom";
@@ -31,6 +34,10 @@ struct Gpt2Config {
   // Training FLOPs per token: 6·N for the matmuls plus 6·L·C·T for attention (PaLM's estimate
   // with causal attention counted in full), at sequence length T.
   double TrainFlopsPerToken(int64_t T) const;
+  // The shape in the registry's terms (head_dim 0 while n_head is 0).
+  ModelShape Shape() const;
+  // The GPT-2 entry of the architecture registry (gpt2_family.cc).
+  static const Architecture& Family();
 };
 
 std::vector<std::string> Gpt2PresetNames();

@@ -33,7 +33,7 @@ struct Gpt2Offsets {
   Gpt2RootOffsets root;
   Gpt2BlockOffsets block;  // identical for every block
 };
-// For a layout of a GPT-2 config (layout.config().gpt2() not null).
+// For a layout of a GPT-2 config (layout.config().As<Gpt2Config>() not null).
 Gpt2Offsets Gpt2OffsetsOf(const ModelLayout& layout);
 
 }  // namespace accel::model

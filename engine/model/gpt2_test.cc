@@ -40,7 +40,7 @@ class Gpt2Test : public ::testing::Test {
 
 TEST_F(Gpt2Test, ReachesUnitsInTheDocumentedOrder) {
   Gpt2 gpt(layout_.get());
-  auto acts = Gpt2Activations::Create(*layout_->config().gpt2(), B, T, MemoryPool::kHost);
+  auto acts = Gpt2Activations::Create(*layout_->config().As<Gpt2Config>(), B, T, MemoryPool::kHost);
   ASSERT_TRUE(acts.ok());
   RecordingAccess access(layout_.get(), params_.data(), grads_.data());
   ASSERT_TRUE(gpt.Forward(access, x_.data(), y_.data(), *acts).ok());
@@ -52,7 +52,7 @@ TEST_F(Gpt2Test, ReachesUnitsInTheDocumentedOrder) {
 
 TEST_F(Gpt2Test, InitialLossIsNearUniform) {
   Gpt2 gpt(layout_.get());
-  auto acts = Gpt2Activations::Create(*layout_->config().gpt2(), B, T, MemoryPool::kHost);
+  auto acts = Gpt2Activations::Create(*layout_->config().As<Gpt2Config>(), B, T, MemoryPool::kHost);
   FlatParamAccess access(layout_.get(), params_.data(), grads_.data());
   auto loss = gpt.Forward(access, x_.data(), y_.data(), *acts);
   ASSERT_TRUE(loss.ok());
@@ -65,7 +65,7 @@ TEST_F(Gpt2Test, InitialLossIsNearUniform) {
 
 TEST_F(Gpt2Test, BackwardAccumulatesAndScalesWithDloss) {
   Gpt2 gpt(layout_.get());
-  auto acts = Gpt2Activations::Create(*layout_->config().gpt2(), B, T, MemoryPool::kHost);
+  auto acts = Gpt2Activations::Create(*layout_->config().As<Gpt2Config>(), B, T, MemoryPool::kHost);
   FlatParamAccess access(layout_.get(), params_.data(), grads_.data());
   ASSERT_TRUE(gpt.Forward(access, x_.data(), y_.data(), *acts).ok());
   ASSERT_TRUE(gpt.Backward(access, x_.data(), y_.data(), *acts).ok());
@@ -79,7 +79,7 @@ TEST_F(Gpt2Test, BackwardAccumulatesAndScalesWithDloss) {
 
 TEST_F(Gpt2Test, GradientMatchesFiniteDifferences) {
   Gpt2 gpt(layout_.get());
-  auto acts = Gpt2Activations::Create(*layout_->config().gpt2(), B, T, MemoryPool::kHost);
+  auto acts = Gpt2Activations::Create(*layout_->config().As<Gpt2Config>(), B, T, MemoryPool::kHost);
   FlatParamAccess access(layout_.get(), params_.data(), grads_.data());
   ASSERT_TRUE(gpt.Forward(access, x_.data(), y_.data(), *acts).ok());
   ASSERT_TRUE(gpt.Backward(access, x_.data(), y_.data(), *acts).ok());
@@ -104,7 +104,7 @@ TEST_F(Gpt2Test, GradientMatchesFiniteDifferences) {
 
 TEST_F(Gpt2Test, RejectsBadTokensAndShapes) {
   Gpt2 gpt(layout_.get());
-  auto acts = Gpt2Activations::Create(*layout_->config().gpt2(), B, T, MemoryPool::kHost);
+  auto acts = Gpt2Activations::Create(*layout_->config().As<Gpt2Config>(), B, T, MemoryPool::kHost);
   FlatParamAccess access(layout_.get(), params_.data(), grads_.data());
   x_[7] = 31;
   auto bad = gpt.Forward(access, x_.data(), y_.data(), *acts);
@@ -115,14 +115,16 @@ TEST_F(Gpt2Test, RejectsBadTokensAndShapes) {
   y_[3] = -1;
   EXPECT_THAT(gpt.Forward(access, x_.data(), y_.data(), *acts).status().message(),
               HasSubstr("target token -1"));
-  auto too_long = Gpt2Activations::Create(*layout_->config().gpt2(), 1, 13, MemoryPool::kHost);
+  auto too_long =
+      Gpt2Activations::Create(*layout_->config().As<Gpt2Config>(), 1, 13, MemoryPool::kHost);
   EXPECT_THAT(too_long.status().message(), HasSubstr("exceeds the model's 12 positions"));
 }
 
 TEST_F(Gpt2Test, ActivationsAreChargedToTheLedger) {
   MemoryLedger ledger;
   {
-    auto acts = Gpt2Activations::Create(*layout_->config().gpt2(), B, T, MemoryPool::kDevice, &ledger);
+    auto acts = Gpt2Activations::Create(*layout_->config().As<Gpt2Config>(), B, T,
+                                        MemoryPool::kDevice, &ledger);
     ASSERT_TRUE(acts.ok());
     EXPECT_EQ(ledger.Get(MemoryPool::kDevice, MemoryCategory::kActivations).current, acts->bytes());
     EXPECT_GT(acts->bytes(), 0);
@@ -142,8 +144,9 @@ TEST_F(Gpt2Test, CheckpointedBlocksGiveTheSameBitsAndTheSameAccessOrder) {
     Run r;
     r.grads.assign(layout_->num_params(), 0.f);
     Gpt2 gpt(layout_.get());
-    auto acts = Gpt2Activations::Create(*layout_->config().gpt2(), B, T, MemoryPool::kHost, nullptr,
-                                        {.checkpoint_blocks = checkpoint_blocks});
+    auto acts =
+        Gpt2Activations::Create(*layout_->config().As<Gpt2Config>(), B, T, MemoryPool::kHost,
+                                nullptr, {.checkpoint_blocks = checkpoint_blocks});
     EXPECT_TRUE(acts.ok());
     EXPECT_EQ(acts->checkpoint_blocks(), checkpoint_blocks);
     RecordingAccess access(layout_.get(), params_.data(), r.grads.data());
@@ -170,15 +173,18 @@ TEST_F(Gpt2Test, PlannedBytesAreWhatCreateAllocates) {
     for (bool checkpoint : {false, true}) {
       const ActivationOptions o{.bf16_matmuls = bf16, .checkpoint_blocks = checkpoint};
       MemoryLedger ledger;
-      auto acts = Gpt2Activations::Create(*layout_->config().gpt2(), B, T, MemoryPool::kDevice, &ledger, o);
+      auto acts = Gpt2Activations::Create(*layout_->config().As<Gpt2Config>(), B, T,
+                                          MemoryPool::kDevice, &ledger, o);
       ASSERT_TRUE(acts.ok());
-      auto planned = Gpt2Activations::PlannedBytes(*layout_->config().gpt2(), B, T, o);
+      auto planned = Gpt2Activations::PlannedBytes(*layout_->config().As<Gpt2Config>(), B, T, o);
       ASSERT_TRUE(planned.ok());
       EXPECT_EQ(*planned, acts->bytes()) << "bf16 " << bf16 << " checkpoint " << checkpoint;
       EXPECT_EQ(ledger.Get(MemoryPool::kDevice, MemoryCategory::kActivations).current, *planned);
     }
   }
-  EXPECT_THAT(Gpt2Activations::PlannedBytes(*layout_->config().gpt2(), 0, T, {}).status().message(),
+  EXPECT_THAT(Gpt2Activations::PlannedBytes(*layout_->config().As<Gpt2Config>(), 0, T, {})
+                  .status()
+                  .message(),
               HasSubstr("must be positive"));
 }
 

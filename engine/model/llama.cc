@@ -30,7 +30,9 @@ void Zero(float* p, int64_t n) { std::memset(p, 0, n * sizeof(float)); }
 }  // namespace
 
 Llama::Llama(const ModelLayout* layout)
-    : layout_(layout), config_(*layout->config().llama()), offsets_(LlamaOffsetsOf(*layout)) {}
+    : layout_(layout),
+      config_(*layout->config().As<LlamaConfig>()),
+      offsets_(LlamaOffsetsOf(*layout)) {}
 
 std::vector<std::pair<int64_t, int64_t>> Llama::MatmulWeightRanges(int unit) const {
   const LlamaConfig& c = config_;

@@ -75,7 +75,7 @@ class LlamaActivations {
 
 class Llama {
  public:
-  // layout: a Llama config's (layout->config().llama() not null), outliving the model.
+  // layout: a Llama config's (layout->config().As<LlamaConfig>() not null), outliving the model.
   explicit Llama(const ModelLayout* layout);
   // Ranges of unit u (relative to the unit, sorted) read only through ParamsBf16 when the model
   // multiplies in bf16: the layers' matmul weights, and an untied lm_head.

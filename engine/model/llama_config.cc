@@ -226,6 +226,20 @@ double LlamaConfig::TrainFlopsPerToken(int64_t T) const {
          6.0 * static_cast<double>(num_hidden_layers * q_dim() * T);
 }
 
+ModelShape LlamaConfig::Shape() const {
+  return {.model_type = model_type,
+          .block_class = DecoderLayerClass(),
+          .num_layers = num_hidden_layers,
+          .hidden_size = hidden_size,
+          .num_heads = num_attention_heads,
+          .num_kv_heads = num_key_value_heads,
+          .head_dim = head_dim,
+          .intermediate_size = intermediate_size,
+          .vocab_size = vocab_size,
+          .max_positions = max_position_embeddings,
+          .tied_embeddings = tie_word_embeddings};
+}
+
 std::string LlamaConfig::DecoderLayerClass() const {
   if (model_type == "mistral") return "MistralDecoderLayer";
   if (model_type == "qwen2") return "Qwen2DecoderLayer";

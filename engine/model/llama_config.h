@@ -16,8 +16,11 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "engine/model/model_shape.h"
 
 namespace accel::model {
+
+struct Architecture;  // registry.h
 
 // rope_scaling of Hugging Face's config: none, "linear" (positions divided by factor) or "llama3"
 // (Llama 3.1's frequency-dependent rescaling of inv_freq).
@@ -66,6 +69,10 @@ struct LlamaConfig {
   std::string DecoderLayerClass() const;
   // inv_freq (head_dim / 2 values) after rope_scaling, as Hugging Face computes it.
   std::vector<double> InverseFrequencies() const;
+  // The shape in the registry's terms.
+  ModelShape Shape() const;
+  // The Llama-family entry of the architecture registry (llama_family.cc).
+  static const Architecture& Family();
 };
 
 std::vector<std::string> LlamaPresetNames();

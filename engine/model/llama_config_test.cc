@@ -6,6 +6,7 @@
 
 #include "engine/model/model_config.h"
 #include "engine/model/param_specs.h"
+#include "engine/model/registry.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -23,7 +24,7 @@ TEST(LlamaConfigTest, PresetsHaveThePublishedParameterCounts) {
   for (const auto& [name, count] : published) {
     auto c = ModelPreset(name);
     ASSERT_TRUE(c.ok()) << c.status();
-    EXPECT_EQ(c->arch(), Architecture::kLlama);
+    EXPECT_EQ(&c->architecture(), &LlamaConfig::Family());
     EXPECT_EQ(c->NumParams(), count) << name;
   }
   // The table agrees with the formula, with every optional tensor too.

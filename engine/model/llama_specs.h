@@ -39,7 +39,7 @@ struct LlamaOffsets {
   LlamaRootOffsets root;
   LlamaBlockOffsets block;  // identical for every block
 };
-// For a layout of a Llama config (layout.config().llama() not null).
+// For a layout of a Llama config (layout.config().As<LlamaConfig>() not null).
 LlamaOffsets LlamaOffsetsOf(const ModelLayout& layout);
 
 }  // namespace accel::model

@@ -59,8 +59,8 @@ class LlamaTest : public ::testing::TestWithParam<bool> {
     y_ = rng.IntVector(B * T, 0, 29);
   }
   LlamaActivations Acts(ActivationOptions o = {}) {
-    auto acts = LlamaActivations::Create(*layout_->config().llama(), B, T, MemoryPool::kHost,
-                                         nullptr, o);
+    auto acts = LlamaActivations::Create(*layout_->config().As<LlamaConfig>(), B, T,
+                                         MemoryPool::kHost, nullptr, o);
     EXPECT_TRUE(acts.ok()) << acts.status();
     return std::move(*acts);
   }
@@ -148,7 +148,7 @@ TEST_P(LlamaTest, CheckpointedBlocksGiveTheSameBitsAndTheSameAccessOrder) {
 }
 
 TEST_P(LlamaTest, PlannedBytesAreWhatCreateAllocates) {
-  const LlamaConfig& c = *layout_->config().llama();
+  const LlamaConfig& c = *layout_->config().As<LlamaConfig>();
   for (bool bf16 : {false, true}) {
     for (bool checkpoint : {false, true}) {
       const ActivationOptions o{.bf16_matmuls = bf16, .checkpoint_blocks = checkpoint};
@@ -179,7 +179,7 @@ TEST_P(LlamaTest, RejectsTokensOutsideTheVocabulary) {
 // and the untied head.
 TEST_P(LlamaTest, MatmulWeightRangesCoverTheProjections) {
   Llama llama(layout_.get());
-  const LlamaConfig& c = *layout_->config().llama();
+  const LlamaConfig& c = *layout_->config().As<LlamaConfig>();
   int64_t block = 0;
   for (const auto& [offset, n] : llama.MatmulWeightRanges(1)) block += n;
   EXPECT_EQ(block, (c.q_dim() + 2 * c.kv_dim()) * 16 + 16 * c.q_dim() + 3 * 24 * 16);

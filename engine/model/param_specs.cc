@@ -5,8 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
-#include "engine/model/gpt2_specs.h"
-#include "engine/model/llama_specs.h"
+#include "engine/model/registry.h"
 
 namespace accel::model {
 
@@ -14,10 +13,14 @@ absl::StatusOr<ModelLayout> ModelLayout::Create(const ModelConfig& config) {
   ACCEL_RETURN_IF_ERROR(config.Validate());
   ModelLayout g;
   g.config_ = config;
-  g.specs_ = config.gpt2() != nullptr ? Gpt2ParamSpecs(*config.gpt2())
-                                      : LlamaParamSpecs(*config.llama());
+  g.specs_ = config.architecture().param_specs(config);
   g.units_.resize(config.num_layers() + 1);
   for (const ParamSpec& s : g.specs_) {
+    if (s.unit < 0 || s.unit >= static_cast<int>(g.units_.size())) {
+      return absl::InternalError(absl::StrCat("architecture ", config.architecture().name,
+                                              ": tensor ", s.name, " is in unit ", s.unit, " of ",
+                                              g.units_.size()));
+    }
     ACCEL_RETURN_IF_ERROR(g.flat_.Add(s.name, s.shape));
     const LayoutEntry& e = g.flat_.entries().back();
     UnitRange& u = g.units_[s.unit];

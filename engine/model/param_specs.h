@@ -1,11 +1,11 @@
 // The parameter table of a model and its flat layout, for any architecture.
 //
 // One ParamSpec per tensor, named and shaped as in the architecture's Hugging Face checkpoints
-// (gpt2_specs.h, llama_specs.h list them). The flat buffer is laid out unit by unit so that one
-// FSDP unit is one contiguous range: unit 0 is the root (embeddings, final norm, an untied
-// lm_head), unit 1 + l is transformer block l. The same table goes into checkpoints. Nothing
-// outside engine/model (the strategies, checkpoints, loaders) looks further into a model than
-// this table.
+// (each family's registry entry makes it: gpt2_specs.h, llama_specs.h). The flat buffer is laid out
+// unit by unit so that one FSDP unit is one contiguous range: unit 0 is the root (embeddings, final
+// norm, an untied lm_head), unit 1 + l is transformer block l. The same table goes into
+// checkpoints. Nothing outside engine/model (the strategies, checkpoints, loaders) looks further
+// into a model than this table.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,8 @@
 // ModelRunner: the model's forward and backward on the device a rank computes on, for the
-// Trainer — the CPU's Gpt2 (CreateCpuModelRunner, here) or the GPU's Gpt2Cuda
-// (engine/train/cuda/cuda_model_runner.h). It owns the activations of one (B, T) and reaches
-// the parameters through ParamAccess (the sharded model), whose pointers are the same device's.
+// Trainer — the CPU runner of the model's architecture (CreateCpuModelRunner, here) or its CUDA
+// runner (engine/train/cuda/cuda_model_runner.h), both made by the architecture's registry
+// entry. It owns the activations of one (B, T) and reaches the parameters through ParamAccess
+// (the sharded model), whose pointers are the same device's.
 //
 // ComputeBackend says where a Trainer computes: a DeviceOps for the sharded model and the
 // optimizer (null: host memory of the trainer's ledger), and how to build the runner (null:
@@ -17,23 +18,16 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "engine/base/memory_ledger.h"
+#include "engine/model/model_runner.h"
 #include "engine/model/param_access.h"
 #include "engine/model/param_specs.h"
 #include "engine/shard/device_ops.h"
 
 namespace accel::train {
 
-class ModelRunner {
- public:
-  virtual ~ModelRunner() = default;
-  // inputs and targets are host arrays (B, T); the mean loss over B·T positions, on the host.
-  [[nodiscard]] virtual absl::StatusOr<float> Forward(model::ParamAccess& params,
-                                                      const int32_t* inputs,
-                                                      const int32_t* targets) = 0;
-  // Backpropagates the last Forward, accumulating (+=) into ParamAccess::Grads, scaled by dloss.
-  [[nodiscard]] virtual absl::Status Backward(model::ParamAccess& params, const int32_t* inputs,
-                                              const int32_t* targets, float dloss) = 0;
-};
+// The interface is the model's (engine/model/model_runner.h); each architecture's registry entry
+// makes its runners (engine/model/registry.h).
+using ModelRunner = model::ModelRunner;
 
 struct ModelRunnerOptions {
   int64_t batch = 0, seq = 0;
@@ -54,8 +48,8 @@ struct ModelRunnerResult {
 using ModelRunnerFactory = std::function<absl::StatusOr<ModelRunnerResult>(
     const model::ModelLayout* layout, const ModelRunnerOptions& options)>;
 
-// Gpt2 on the CPU; bf16 matmuls where the CPU multiplies bf16 natively
-// (kernels::Bf16MatmulIsNative).
+// The model's architecture's CPU runner (its registry entry); bf16 matmuls where the CPU multiplies
+// bf16 natively (kernels::Bf16MatmulIsNative).
 [[nodiscard]] absl::StatusOr<ModelRunnerResult> CreateCpuModelRunner(
     const model::ModelLayout* layout, const ModelRunnerOptions& options);
 

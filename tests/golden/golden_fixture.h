@@ -153,7 +153,7 @@ class GoldenFixture : public ::testing::Test, public GoldenFileFixture {
  protected:
   void SetUp() override {
     ASSERT_TRUE(Load("gpt2_tiny.safetensors"));
-    config_ = *layout_->config().gpt2();
+    config_ = *layout_->config().As<model::Gpt2Config>();
   }
   model::Gpt2Config config_;
 };

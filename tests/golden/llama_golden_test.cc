@@ -26,10 +26,10 @@ class LlamaGoldenTest : public ::testing::TestWithParam<std::string>, public Gol
  protected:
   void SetUp() override {
     ASSERT_TRUE(Load(GetParam() + ".safetensors"));
-    ASSERT_NE(layout_->config().llama(), nullptr);
+    ASSERT_NE(layout_->config().As<model::LlamaConfig>(), nullptr);
   }
   model::LlamaActivations Acts() {
-    auto acts = model::LlamaActivations::Create(*layout_->config().llama(), B_, T_,
+    auto acts = model::LlamaActivations::Create(*layout_->config().As<model::LlamaConfig>(), B_, T_,
                                                 MemoryPool::kHost);
     EXPECT_TRUE(acts.ok()) << acts.status();
     return std::move(*acts);
@@ -43,7 +43,7 @@ TEST_P(LlamaGoldenTest, ConfigFileAndRotaryFrequencies) {
                                          ".config.json");
   ASSERT_TRUE(file.ok()) << file.status();
   EXPECT_EQ(file->NumParams(), layout_->num_params());
-  const std::vector<double> ours = layout_->config().llama()->InverseFrequencies();
+  const std::vector<double> ours = layout_->config().As<model::LlamaConfig>()->InverseFrequencies();
   const std::vector<float> want = Read("rope.inv_freq");
   ASSERT_EQ(ours.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(ours[i], want[i], 1e-7 * want[i]) << i;

@@ -81,7 +81,7 @@ class Gpt2Cuda {
   // Not owning; `blas` and `stream` must outlive the model.
   Gpt2Cuda(const ModelLayout* layout, cuda::Blas* blas, cudaStream_t stream)
       : layout_(layout),
-        config_(*layout->config().gpt2()),
+        config_(*layout->config().As<Gpt2Config>()),
         offsets_(Gpt2OffsetsOf(*layout)),
         blas_(blas),
         stream_(stream) {}

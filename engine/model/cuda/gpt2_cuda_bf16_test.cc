@@ -106,8 +106,8 @@ class Gpt2CudaBf16Test : public ::testing::Test {
     DeviceArray<float> grads(std::vector<float>(layout_->num_params(), 0.f));
     Gpt2Cuda gpt(layout_.get(), blas_.get(), stream());
     {
-      auto acts = Gpt2CudaActivations::Create(*layout_->config().gpt2(), B, T, allocator_.get(),
-                                              stream(), bf16_scratch);
+      auto acts = Gpt2CudaActivations::Create(*layout_->config().As<Gpt2Config>(), B, T,
+                                              allocator_.get(), stream(), bf16_scratch);
       ASSERT_TRUE(acts.ok()) << acts.status();
       EXPECT_EQ(acts->bf16_matmuls(), bf16_scratch);
       r->activation_bytes = acts->bytes();
