@@ -1,5 +1,7 @@
-// JobManager: the control plane's brain. Ties the JobRegistry (states), the Scheduler (slots),
-// a GangRunner (processes) and the EventLog (what clients see) together:
+// JobManager: the control plane's brain, a thin facade over its parts. It ties the JobRegistry
+// (states), the Placement (slot pools and launchers: job_placement.h), the WorkerTable (attempt
+// tokens, registration, heartbeats: worker_table.h), the GangLifecycle (start, stop, restart,
+// end: gang_lifecycle.h) and the EventLog (what clients see) together:
 //   submit -> QUEUED -> placed -> STARTING (attempt n, one worker per rank, a fresh job token)
 //   -> every rank registered -> RUNNING -> every rank exited 0 -> SUCCEEDED.
 // A rank exiting non-zero (or silent past the heartbeat deadline) stops the whole gang
@@ -13,65 +15,38 @@
 // (GangRunner::RequestCheckpoint); its ranks save at the next step boundary and exit with
 // kWorkerExitCheckpointed. Ranks still alive after the job's grace period are stopped as usual
 // (SIGTERM, grace, SIGKILL). The job stays RUNNING, so the next acceld resumes it from that
-// checkpoint without using up a restart. The lifecycle half is in job_manager_lifecycle.cc.
+// checkpoint without using up a restart.
 //
-// Threading: every method is thread-safe (one mutex). Tick() does the process work (launch,
-// reap, deadlines) and must always be called from the same long-lived thread (see Supervisor);
-// Start() runs it every `tick_interval` on a thread of its own.
+// Threading: every method is thread-safe. Locks (ControlState in gang_lifecycle.h): a call that
+// changes a job (Submit, Cancel, Delete, Register, a Report with events, Tick) takes the order
+// lock for its whole length and the state lock only to decide; every SQLite write, JSON parse,
+// launch and poll happens with the state lock released. AuthenticateWorker, a heartbeat (a
+// Report without events), Kv, Cluster and TokenForTest take the state lock alone, so they never
+// wait for the state store. docs/reliability.md §"JobManager's locks" says why this is safe.
+// Tick() does the process work (launch, reap, deadlines) and must always be called from the
+// same long-lived thread (see Supervisor); Start() runs it every `tick_interval` on a thread of
+// its own.
 #pragma once
 
 #include <cstdint>
-#include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
-#include "absl/time/time.h"
 #include "engine/base/env.h"
 #include "engine/comm/in_memory_store.h"
 #include "server/event_log.h"
+#include "server/gang_lifecycle.h"
 #include "server/gang_runner.h"
-#include "server/gpus.h"
+#include "server/job_placement.h"
 #include "server/job_registry.h"
-#include "server/retention.h"
-#include "server/scheduler.h"
 #include "server/state_store.h"
+#include "server/worker_table.h"
 
 namespace accel::server {
-
-struct ManagerOptions {
-  int total_slots = 1;  // CPU slots
-  std::string device = "cpu";
-  // GPUs: one slot each of device kind "cuda" (a pool of its own; none: cuda jobs are refused).
-  std::vector<GpuDevice> gpus;
-  std::string worker_bin;                // accel-worker
-  std::vector<std::string> worker_args;  // after the program path
-  std::string coordinator_address;       // ACCEL_COORDINATOR for workers
-  std::string master_addr = "127.0.0.1";  // MASTER_ADDR / MASTER_PORT (torchrun's contract)
-  int master_port = 0;
-  std::string log_dir;                   // <log_dir>/<job>/attempt-<n>/rank-<r>.log
-  std::vector<std::string> base_env;     // inherited by workers ("K=V"); overridden per rank
-  absl::Duration heartbeat_timeout = absl::Seconds(60);  // when the job spec gives none
-  absl::Duration stop_grace = absl::Seconds(10);          // when the job spec gives none
-  absl::Duration heartbeat_interval = absl::Seconds(2);
-  absl::Duration tick_interval = absl::Milliseconds(50);
-  std::function<std::string()> new_token;  // job tokens; random when unset
-  RetentionPolicy retention;               // which ended jobs acceld forgets by itself
-  // The launcher of a job that names none (acceld --launcher): local, slurm or kubernetes.
-  std::string default_launcher = "local";
-};
-
-// Who a worker token belongs to.
-struct WorkerIdentity {
-  std::string job_id;
-  int attempt = 0;
-};
 
 struct WorkerAssignment {
   std::string job_id;
@@ -91,25 +66,6 @@ struct WorkerReport {
   int64_t step = -1;                           // metrics: the step it describes
 };
 
-struct PoolView {
-  std::string device;  // "cpu" | "cuda"
-  int total_slots = 0;
-  int free_slots = 0;
-  std::vector<std::string> names;    // cuda: one per slot
-  std::vector<int64_t> memory_bytes;  // cuda: one per slot (0: unknown)
-};
-
-// The CPU pool in the top-level fields (as before GPUs), every pool in `pools`.
-struct ClusterView {
-  std::string device;
-  int total_slots = 0;
-  int free_slots = 0;
-  std::map<std::string, std::vector<int>> allocations;  // every pool's, by job id
-  std::map<std::string, std::string> allocation_device;  // job id -> its pool's device
-  std::vector<std::string> queue;                        // the CPU queue, then the cuda one
-  std::vector<PoolView> pools;
-};
-
 class JobManager {
  public:
   // Does not own the pointers, which must outlive it. `clock` times deadlines and heartbeats;
@@ -119,7 +75,7 @@ class JobManager {
   ~JobManager();
 
   // Requeues what an earlier acceld left unfinished. Call once, before Start().
-  [[nodiscard]] absl::Status Recover();
+  [[nodiscard]] absl::Status Recover() { return lifecycle_.Recover(); }
   // Adds a launcher that places ranks on other machines ("slurm", "kubernetes"); the runner
   // given to the constructor is "local". Jobs naming it skip acceld's slot pools: the cluster
   // queues them. Call before Recover() and Start(); does not own `runner`.
@@ -166,113 +122,25 @@ class JobManager {
 
   // One round of the control loop: reap and tail workers, enforce deadlines, finish stopped
   // gangs, place queued jobs and start them.
-  void Tick();
+  void Tick() { lifecycle_.Tick(); }
 
   ClusterView Cluster() const;
   // The current job token of a job (tests; empty when it has no live attempt).
   std::string TokenForTest(const std::string& job_id) const;
 
  private:
-  enum class StopReason { kNone, kFailure, kCancel, kShutdown };
-  struct RankState {
-    bool registered = false;
-    bool exited = false;
-    bool exit_ok = false;
-    bool checkpointed = false;  // exited kWorkerExitCheckpointed
-    int64_t last_seen_us = 0;
-  };
-  struct Gang {
-    std::string job_id;
-    int attempt = 0;
-    std::string token;
-    std::vector<RankState> ranks;
-    std::shared_ptr<comm::InMemoryStore> kv;
-    StopReason stop = StopReason::kNone;
-    std::string first_error;
-    absl::Duration heartbeat_timeout;
-    absl::Duration grace;
-    int64_t start_us = 0;  // wall time
-    bool can_checkpoint = false;  // the spec has a checkpoint.dir
-    // Asked to checkpoint: when to stop the ranks that have not exited (steady clock); -1: not.
-    int64_t checkpoint_deadline_us = -1;
-    GangRunner* runner = nullptr;  // the job's launcher
-    std::string placement;         // the cluster's name for the attempt ("" local)
-  };
-
-  void StartAttempt(const JobRecord& job, const std::string& message)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void StopGang(Gang& gang, StopReason reason, const std::string& error)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void HandleExit(const RankExit& exit) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void FinishGang(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void EndJob(const std::string& job_id, JobState state, const std::string& message,
-              const std::string& error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void EndAttempt(const Gang& gang, const std::string& outcome) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<Gang*> LiveGang(const WorkerIdentity& who) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Log(const absl::Status& s, const char* what);
-  // Whether Shutdown asks the gang to checkpoint first: RUNNING (every rank registered, none
-  // exited), not already stopping, with a checkpoint.dir.
-  // The shutdown sequence, on the thread that launched the workers (see Start()).
-  void Drain() ABSL_LOCKS_EXCLUDED(mu_);
-  bool ShouldCheckpointOnShutdown(const Gang& gang) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A job-wide log event from acceld itself (stream "acceld").
-  void Notice(const std::string& job_id, int attempt, const std::string& line)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // cuda_device: the CUDA_VISIBLE_DEVICES value of the rank ("" for CPU jobs: left as is).
-  std::vector<std::string> RankEnv(const JobRecord& job, int attempt, int rank,
-                                   const std::string& token, int threads,
-                                   const std::string& cuda_device) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The pool of a device kind: the CPU scheduler, the GPU one, or null (no such pool).
-  Scheduler* Pool(DeviceKind device) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The job's launcher, or null when this acceld has none of that name.
-  GangRunner* RunnerFor(const JobRecord& job) const;
-  // Whether the job's ranks go to a cluster (slurm, kubernetes) rather than acceld's pools.
-  static bool IsRemote(const JobRecord& job) { return job.knobs.launcher != "local"; }
-  // Queues the job where its launcher takes it: a slot pool, or the remote list that the next
-  // Tick starts (the cluster queues it). FailedPrecondition naming the pool or launcher.
-  absl::Status Enqueue(const JobRecord& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The GangLaunch fields a remote launcher reads (shape, shared command and environment).
-  void DescribeForCluster(const JobRecord& job, const Gang& gang, GangLaunch& launch) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<JobRecord> DeleteLocked(const std::string& job_id)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Applies options_.retention when its interval has passed since the last sweep (and at the
-  // first call).
-  void SweepRetention() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Takes the job out of every pool's queue and frees its slots.
-  void Unschedule(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
   const ManagerOptions options_;
   JobRegistry* const registry_;
   EventLog* const events_;
   StateStore* const store_;
-  GangRunner* const runner_;                       // the local launcher
-  std::map<std::string, GangRunner*> launchers_;   // by name, "local" included
   Clock* const clock_;
   Clock* const wall_clock_;
   // StateStore::StateId(): the workers' $ACCEL_STATE_ID, part of their checkpoint owner; "" when
   // the store could not give one (the workers then say "acceld").
   const std::string state_id_;
-
-  mutable absl::Mutex mu_;
-  Scheduler scheduler_ ABSL_GUARDED_BY(mu_);      // CPU slots
-  Scheduler gpu_scheduler_ ABSL_GUARDED_BY(mu_);  // one slot per options_.gpus entry
-  std::map<std::string, Gang> gangs_ ABSL_GUARDED_BY(mu_);  // by job id
-  std::map<std::string, WorkerIdentity> tokens_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::string> remote_ready_ ABSL_GUARDED_BY(mu_);  // remote jobs to start next Tick
-  std::string coordinator_address_ ABSL_GUARDED_BY(mu_);
-  std::string cluster_address_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::string> cluster_env_ ABSL_GUARDED_BY(mu_);
-  std::string master_addr_ ABSL_GUARDED_BY(mu_);
-  int master_port_ ABSL_GUARDED_BY(mu_) = 0;
-  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
-  bool loop_stop_ ABSL_GUARDED_BY(mu_) = false;
-  int64_t last_sweep_us_ ABSL_GUARDED_BY(mu_) = -1;  // steady clock; -1: never swept
+  mutable ControlState state_;
+  GangLifecycle lifecycle_;
   std::thread loop_;
 };
-
-// 32 random bytes, hex.
-std::string RandomToken();
 
 }  // namespace accel::server

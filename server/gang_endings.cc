@@ -1,20 +1,27 @@
-// JobManager's ending half (job_manager.h): how attempts and jobs end — a rank's exit, the
-// gang's end (restart, resume or finish) — and the periodic tick that notices silent ranks and
-// starts what the schedulers admit.
+// GangLifecycle (gang_lifecycle.h): how attempts and jobs end — a rank's exit, the gang's end
+// (restart, resume or finish) — and the periodic tick that reaps the launchers, notices silent
+// ranks and starts what the placement admits. Each tick: poll the launchers and store their
+// output lines (no state lock); decide under the state lock (exits, deadlines, which gangs are
+// over, taking them out of the WorkerTable); then write each ending and start what is ready,
+// with the state lock released.
 #include <algorithm>
+#include <map>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "engine/base/logging.h"
-#include "engine/base/status_macros.h"
 #include "nlohmann/json.hpp"
-#include "server/job_manager.h"  // IWYU pragma: associated
+#include "server/gang_lifecycle.h"  // IWYU pragma: associated
 
 namespace accel::server {
 
-void JobManager::EndJob(const std::string& job_id, JobState state, const std::string& message,
-                        const std::string& error) {
-  Unschedule(job_id);
+void GangLifecycle::EndJob(const std::string& job_id, JobState state, const std::string& message,
+                           const std::string& error) {
+  {
+    absl::MutexLock lock(&state_->mu);
+    state_->placement.Unschedule(job_id);
+  }
   Log(registry_
           ->Transition(job_id, state, message,
                        [&](JobRecord& j) {
@@ -27,17 +34,16 @@ void JobManager::EndJob(const std::string& job_id, JobState state, const std::st
       "end job");
 }
 
-void JobManager::EndAttempt(const Gang& gang, const std::string& outcome) {
-  Log(store_->PutAttempt(
-          {gang.job_id, gang.attempt, gang.start_us, wall_clock_->NowMicros(), outcome,
-           gang.placement}),
+void GangLifecycle::EndAttempt(const Gang& gang, const std::string& outcome) {
+  Log(store_->PutAttempt({gang.job_id, gang.attempt, gang.start_us, wall_clock_->NowMicros(),
+                          outcome, gang.placement}),
       "store attempt");
 }
 
-void JobManager::HandleExit(const RankExit& exit) {
-  auto it = gangs_.find(exit.job_id);
-  if (it == gangs_.end() || it->second.attempt != exit.attempt) return;  // an old attempt
-  Gang& gang = it->second;
+void GangLifecycle::HandleExit(const RankExit& exit) {
+  Gang* found = state_->workers.Find(exit.job_id);
+  if (found == nullptr || found->attempt != exit.attempt) return;  // an old attempt
+  Gang& gang = *found;
   if (exit.rank < 0 || exit.rank >= static_cast<int>(gang.ranks.size())) return;
   RankState& rs = gang.ranks[exit.rank];
   rs.exited = true;
@@ -56,14 +62,11 @@ void JobManager::HandleExit(const RankExit& exit) {
                                                   ? 0
                                                   : tail.rfind('\n') + 1));
   }
-  StopGang(gang, StopReason::kFailure, error);
+  gang.Stop(StopReason::kFailure, error);
 }
 
-void JobManager::FinishGang(const std::string& job_id) {
-  auto it = gangs_.find(job_id);
-  Gang gang = std::move(it->second);
-  gangs_.erase(it);
-  tokens_.erase(gang.token);
+void GangLifecycle::FinishGang(Gang gang) {
+  const std::string& job_id = gang.job_id;
   absl::StatusOr<JobRecord> job = registry_->Get(job_id);
   if (!job.ok()) return;
   // Asked to checkpoint during the last step, the ranks simply finished.
@@ -117,10 +120,20 @@ void JobManager::FinishGang(const std::string& job_id) {
          gang.first_error);
 }
 
-void JobManager::Tick() {
-  absl::MutexLock lock(&mu_);
+void GangLifecycle::Tick() {
+  absl::MutexLock order(&state_->order_mu);
+  TickLocked();
+}
+
+void GangLifecycle::TickLocked() {
+  // The launchers are fixed once acceld runs, and only order_mu's holder calls them.
+  std::map<std::string, GangRunner*> launchers;
+  {
+    absl::MutexLock lock(&state_->mu);
+    launchers = state_->placement.launchers();
+  }
   PollResult poll;
-  for (const auto& [name, runner] : launchers_) {
+  for (const auto& [name, runner] : launchers) {
     PollResult one = runner->Poll();
     for (RankExit& x : one.exits) poll.exits.push_back(std::move(x));
     for (RankLogLine& l : one.lines) poll.lines.push_back(std::move(l));
@@ -146,56 +159,58 @@ void JobManager::Tick() {
   std::stable_sort(poll.exits.begin(), poll.exits.end(), [](const RankExit& a, const RankExit& b) {
     return (a.signal != 0) > (b.signal != 0);
   });
-  for (const RankExit& e : poll.exits) HandleExit(e);
 
-  const int64_t now = clock_->NowMicros();
-  std::vector<std::string> finished;
-  for (auto& [id, gang] : gangs_) {
-    if (gang.checkpoint_deadline_us >= 0 && now >= gang.checkpoint_deadline_us) {
-      // Asked to checkpoint, some rank has not finished within the grace period.
-      ACCEL_LOG(warn, "{} attempt {}: no checkpoint within the grace period; stopping the gang",
-                id, gang.attempt);
-      gang.checkpoint_deadline_us = -1;
-      gang.runner->Stop(id, gang.attempt, gang.grace);
-    }
-    // Queued in the cluster: no rank can register yet, so no deadline runs.
-    if (gang.stop == StopReason::kNone && gang.runner->Pending(id, gang.attempt)) {
-      for (RankState& rs : gang.ranks) rs.last_seen_us = now;
-    }
-    if (gang.stop == StopReason::kNone) {
-      for (size_t r = 0; r < gang.ranks.size(); ++r) {
-        const RankState& rs = gang.ranks[r];
-        if (rs.exited) continue;
-        const absl::Duration silent = absl::Microseconds(now - rs.last_seen_us);
-        if (silent > gang.heartbeat_timeout) {
-          StopGang(gang, StopReason::kFailure,
-                   absl::StrFormat("rank %d sent no heartbeat for %.0fs (%s)", r,
-                                   absl::ToDoubleSeconds(silent),
-                                   rs.registered ? "hung?" : "never registered"));
-          break;
+  std::vector<Gang> finished;
+  bool shutting_down = false;
+  {
+    absl::MutexLock lock(&state_->mu);
+    for (const RankExit& e : poll.exits) HandleExit(e);
+    const int64_t now = clock_->NowMicros();
+    std::vector<std::string> over;
+    for (auto& [id, gang] : state_->workers.gangs()) {
+      if (gang.checkpoint_deadline_us >= 0 && now >= gang.checkpoint_deadline_us) {
+        // Asked to checkpoint, some rank has not finished within the grace period.
+        ACCEL_LOG(warn, "{} attempt {}: no checkpoint within the grace period; stopping the gang",
+                  id, gang.attempt);
+        gang.checkpoint_deadline_us = -1;
+        gang.runner->Stop(id, gang.attempt, gang.grace);
+      }
+      // Queued in the cluster: no rank can register yet, so no deadline runs.
+      if (gang.stop == StopReason::kNone && gang.runner->Pending(id, gang.attempt)) {
+        for (RankState& rs : gang.ranks) rs.last_seen_us = now;
+      }
+      if (gang.stop == StopReason::kNone) {
+        for (size_t r = 0; r < gang.ranks.size(); ++r) {
+          const RankState& rs = gang.ranks[r];
+          if (rs.exited) continue;
+          const absl::Duration silent = absl::Microseconds(now - rs.last_seen_us);
+          if (silent > gang.heartbeat_timeout) {
+            gang.Stop(StopReason::kFailure,
+                      absl::StrFormat("rank %d sent no heartbeat for %.0fs (%s)", r,
+                                      absl::ToDoubleSeconds(silent),
+                                      rs.registered ? "hung?" : "never registered"));
+            break;
+          }
         }
       }
+      if (gang.AllExited()) over.push_back(id);
     }
-    const bool all_exited = std::all_of(gang.ranks.begin(), gang.ranks.end(),
-                                        [](const RankState& r) { return r.exited; });
-    if (all_exited) finished.push_back(id);
+    // Out of the table now: their tokens die with the attempt.
+    for (const std::string& id : over) finished.push_back(state_->workers.Take(id));
+    shutting_down = state_->shutting_down;
   }
-  for (const std::string& id : finished) FinishGang(id);
+  for (Gang& gang : finished) FinishGang(std::move(gang));
 
-  if (shutting_down_) return;
+  if (shutting_down) return;
   SweepRetention();
-  std::vector<std::string> remote;
-  remote.swap(remote_ready_);
-  for (const std::string& id : remote) {
+  std::vector<std::string> ready;
+  {
+    absl::MutexLock lock(&state_->mu);
+    ready = state_->placement.Ready();
+  }
+  for (const std::string& id : ready) {
     absl::StatusOr<JobRecord> job = registry_->Get(id);
     if (job.ok()) StartAttempt(*job, job->state == JobState::kRestarting ? "resuming: " : "");
-  }
-  for (Scheduler* pool : {&scheduler_, &gpu_scheduler_}) {
-    for (const Scheduler::Placement& p : pool->Schedule()) {
-      absl::StatusOr<JobRecord> job = registry_->Get(p.job_id);
-      if (!job.ok()) continue;
-      StartAttempt(*job, job->state == JobState::kRestarting ? "resuming: " : "");
-    }
   }
 }
 
