@@ -24,9 +24,9 @@
 #include "engine/base/status_macros.h"
 #include "rpc/credential_files.h"
 #include "rpc/job_file.h"
-#include "server/gpus.h"
-#include "server/token_file.h"
-#include "server/wall_clock.h"
+#include "server/core/gpus.h"
+#include "server/services/token_file.h"
+#include "server/core/wall_clock.h"
 
 extern char** environ;
 
