@@ -1,6 +1,6 @@
 // /metrics at scale (issue 17's target: 1000 queued jobs and 100 running ranks render in under
 // 50 ms and under 1 MB). Renders acceld's page from a daemon's worth of in-memory state
-// (server/metrics_fixture.h) and reports the time per render, the page's bytes, and both as a
+// (server/http/metrics_fixture.h) and reports the time per render, the page's bytes, and both as a
 // fraction of the target. An empty daemon, and ten times the ranks, bracket it.
 //   build/bench/accel_bench_metrics [--benchmark_format=json]
 #include <benchmark/benchmark.h>
@@ -8,7 +8,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
-#include "server/metrics_fixture.h"
+#include "server/http/metrics_fixture.h"
 
 namespace {
 

@@ -271,7 +271,7 @@ TEST(MemorySummaryTest, PoolPeaksReadTheTypedLedgerWithEveryPool) {
 }
 
 // A record stored before issue 29 with the ledger as JSON, as acceld reads it into the typed
-// pools (rpc::MemoryPoolsFromLedgerJson, called by server/convert.cc for stored bodies).
+// pools (rpc::MemoryPoolsFromLedgerJson, called by server/services/convert.cc for stored bodies).
 TEST(MemorySummaryTest, PoolPeaksReadTheOldDeviceKeyAsCompute) {
   v1::MemoryEvent m;
   ASSERT_TRUE(rpc::MemoryPoolsFromLedgerJson(

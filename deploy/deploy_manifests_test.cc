@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "server/kubernetes_launcher.h"
-#include "server/kubernetes_manifests.h"
+#include "server/launchers/kubernetes_launcher.h"
+#include "server/launchers/kubernetes_manifests.h"
 #include "yaml-cpp/yaml.h"
 
 namespace accel::server {

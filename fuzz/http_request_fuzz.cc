@@ -1,4 +1,4 @@
-// Fuzz target: acceld's HTTP request parser (server/http_request.h), the bytes any peer of
+// Fuzz target: acceld's HTTP request parser (server/http/http_request.h), the bytes any peer of
 // --http-listen may send. Small limits, so the size refusals are reached too.
 // Properties: RequestHeadLength finds the first empty line, the same when fed in two pieces
 // (resuming its search) as at once; a refusal is one of the documented statuses with a
@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "fuzz/fuzz_check.h"
-#include "server/http_request.h"
+#include "server/http/http_request.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // Fuzz target: what acceld does with a request's bytes before touching any state, without a
 // network: the bytes parse as a protobuf request (as gRPC would hand it over), then go through
-// the checks of server/services.cc. The first byte picks the request:
+// the checks of server/services/services.cc. The first byte picks the request:
 //   0 SubmitJobRequest: ValidateJobSpec (without and with file checks), the lowering, and the
 //     record acceld stores (JobRecordFromSpec), whose spec and typed plan must read back (a
 //     stored spec that does not parse fails the job at the next start);
@@ -17,7 +17,7 @@
 #include "fuzz/job_spec_checks.h"
 #include "job/job_file.h"
 #include "rpc/job_lowering.h"
-#include "server/convert.h"
+#include "server/services/convert.h"
 
 namespace accel::fuzz {
 namespace {

@@ -43,7 +43,7 @@ std::map<std::string, std::map<std::string, MemoryCounts>> MemoryFigures(
 // A record without pools (an acceld from before issue 29) gives its device_peak / host_peak.
 std::array<int64_t, kNumMemoryPools> PoolTotalPeaks(const accel::v1::MemoryEvent& m);
 
-// A MemoryEvent body as stored in acceld's event log (proto JSON, server/convert.h): when it
+// A MemoryEvent body as stored in acceld's event log (proto JSON, server/services/convert.h): when it
 // still carries the old `ledger_json` string, that ledger's pools are added to m->pools (the
 // compute pool's old name "device" reads as compute; unknown pool or category keys are
 // skipped; a pool without "total" keeps total 0). A body without it is left alone and OK. A

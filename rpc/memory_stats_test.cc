@@ -33,7 +33,7 @@ Figures FiguresOf(const v1::MemoryEvent& m) {
   return out;
 }
 
-// What the readers before issue 29 made of a ledger's JSON (server/job_telemetry.cc's
+// What the readers before issue 29 made of a ledger's JSON (server/http/job_telemetry.cc's
 // ParseLedgerJson, kept here as the reference the typed fields are held to).
 Figures FiguresOfOldJson(const std::string& json) {
   Figures out;
@@ -93,7 +93,7 @@ TEST(MemoryStatsTest, AStoredRecordWithLedgerJsonReadsAsTheTypedOne) {
   EXPECT_THAT(stored, HasSubstr(R"("ledger_json":"{\"compute\":)"));
   v1::MemoryEvent old;
   google::protobuf::util::JsonParseOptions opts;
-  opts.ignore_unknown_fields = true;  // as server/convert.cc reads stored bodies
+  opts.ignore_unknown_fields = true;  // as server/services/convert.cc reads stored bodies
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(stored, &old, opts).ok());
   EXPECT_EQ(old.pools_size(), 0) << "the reserved field is not read by the proto itself";
   ASSERT_TRUE(MemoryPoolsFromStoredJson(stored, &old).ok());

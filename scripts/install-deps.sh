@@ -11,7 +11,7 @@ PACKAGES=(
   clang  # scripts/fuzz.sh: libFuzzer, ASan and UBSan
   libdnnl-dev ocl-icd-opencl-dev  # dnnl-config.cmake finds OpenCL (libdnnl-dev only recommends it)
   slurm-wlm munge  # tests/e2e/slurm_cluster.h: a real Slurm cluster in network namespaces (ctest -L slurm)
-  libcpp-httplib-dev  # server/kubernetes_api.cc, and the HTTP tests' client
+  libcpp-httplib-dev  # server/launchers/kubernetes_api.cc, and the HTTP tests' client
   prometheus  # tests/e2e: a real Prometheus scrapes acceld's /metrics
   chromium  # tests/e2e: the dashboard loaded in headless Chromium, with a screenshot
   python3-grpcio python3-protobuf  # clients/python/accel_client and its end-to-end test

@@ -24,10 +24,10 @@
 #include "engine/base/status_macros.h"
 #include "rpc/credential_files.h"
 #include "job/job_file.h"
-#include "server/convert.h"
-#include "server/gpus.h"
-#include "server/token_file.h"
-#include "server/wall_clock.h"
+#include "server/services/convert.h"
+#include "server/core/gpus.h"
+#include "server/services/token_file.h"
+#include "server/core/wall_clock.h"
 
 extern char** environ;
 
@@ -161,7 +161,7 @@ absl::StatusOr<std::unique_ptr<Acceld>> Acceld::Start(AcceldOptions o) {
   chmod(o.state_dir.c_str(), 0700);
   ACCEL_ASSIGN_OR_RETURN(d->state_lock_, LockStateDir(o.state_dir));
   ACCEL_ASSIGN_OR_RETURN(d->token_, EnsureTokenFile(o.token_file));
-  // Jobs stored before typed plans get theirs here, lowered once (server/convert.h).
+  // Jobs stored before typed plans get theirs here, lowered once (server/services/convert.h).
   ACCEL_ASSIGN_OR_RETURN(d->store_,
                          StateStore::Open(o.state_dir + "/state.db", AcceldPlanHooks()));
   // Timestamps users read are wall time; deadlines and heartbeats use the steady clock.

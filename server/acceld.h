@@ -12,18 +12,18 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "server/event_log.h"
-#include "server/http_server.h"
-#include "server/job_telemetry.h"
-#include "server/job_manager.h"
-#include "server/job_registry.h"
-#include "server/retention.h"
-#include "server/rpc_metrics.h"
-#include "server/services.h"
-#include "server/state_store.h"
-#include "server/kubernetes_launcher.h"
-#include "server/slurm_launcher.h"
-#include "server/supervisor.h"
+#include "server/core/event_log.h"
+#include "server/http/http_server.h"
+#include "server/http/job_telemetry.h"
+#include "server/core/job_manager.h"
+#include "server/core/job_registry.h"
+#include "server/core/retention.h"
+#include "server/services/rpc_metrics.h"
+#include "server/services/services.h"
+#include "server/core/state_store.h"
+#include "server/launchers/kubernetes_launcher.h"
+#include "server/launchers/slurm_launcher.h"
+#include "server/launchers/supervisor.h"
 
 namespace accel::server {
 
@@ -82,7 +82,7 @@ class Acceld {
   // "host:port" of the HTTP side as bound; "" without --http-listen.
   std::string http_address() const { return http_ ? http_->address() : ""; }
   JobManager& manager() { return *manager_; }
-  // The parts the HTTP side reads (server/dashboard.h).
+  // The parts the HTTP side reads (server/http/dashboard.h).
   JobRegistry& registry() const { return *registry_; }
   EventLog& events() const { return *events_; }
   StateStore& store() const { return *store_; }

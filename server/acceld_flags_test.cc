@@ -14,7 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/test_util.h"
+#include "server/core/test_util.h"
 
 namespace accel::server {
 namespace {

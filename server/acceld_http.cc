@@ -2,8 +2,8 @@
 // the dashboard. Only with --http-listen; without it acceld follows no telemetry.
 #include "engine/base/status_macros.h"
 #include "server/acceld.h"
-#include "server/dashboard.h"
-#include "server/metrics_page.h"
+#include "server/http/dashboard.h"
+#include "server/http/metrics_page.h"
 
 namespace accel::server {
 

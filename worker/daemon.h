@@ -54,7 +54,7 @@ enum class DaemonOutcome {
   kCheckpointedOnRequest,  // stopped after a requested checkpoint: exit kExitCheckpointed
 };
 // The signal acceld sends to ask for a checkpoint, and the exit code that answers it. acceld
-// has the same numbers (server/gang_runner.h); they are part of the worker contract.
+// has the same numbers (server/core/gang_runner.h); they are part of the worker contract.
 inline constexpr int kCheckpointSignal = SIGUSR1;
 inline constexpr int kExitCheckpointed = 3;
 

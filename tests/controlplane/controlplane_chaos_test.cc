@@ -15,7 +15,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "server/state_store.h"
+#include "server/core/state_store.h"
 #include "tests/controlplane/chaos_faults.h"
 #include "tests/controlplane/daemon_harness.h"
 

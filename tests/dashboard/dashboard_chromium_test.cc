@@ -1,5 +1,5 @@
 // The dashboard in a real browser: an in-process acceld trains a tiny GPT-2 with two real
-// accel-worker ranks, its HTTP side (--http-listen: the token login, then server/dashboard.h's
+// accel-worker ranks, its HTTP side (--http-listen: the token login, then server/http/dashboard.h's
 // routes) serves the record, and headless Chromium loads the pages, runs their scripts and hands back the DOM, in which every chart says
 // how many points it drew. Also writes a screenshot of the job's page (docs/images/dashboard.png
 // is one of these).
@@ -20,8 +20,8 @@
 #include "rpc/memory_stats.h"
 #include "rpc/memory_stats_test_util.h"
 #include "server/acceld.h"
-#include "server/convert.h"
-#include "server/dashboard_test_util.h"
+#include "server/services/convert.h"
+#include "server/http/dashboard_test_util.h"
 #include "tests/e2e/process.h"
 
 namespace accel::server {
