@@ -8,7 +8,7 @@
 #include "engine/testing/mem_env.h"
 #include "fuzz/fuzz_check.h"
 #include "job/job_file.h"
-#include "rpc/job_lowering.h"
+#include "job/job_lowering.h"
 
 namespace accel::fuzz {
 
@@ -32,7 +32,7 @@ inline void CheckAcceptedSpec(const accel::v1::JobSpec& spec) {
   FUZZ_CHECK(MessageDifferencer::Equals(known, *stored),
              "the stored JSON changed an accepted spec:\n" + json);
   testing::MemEnv env;  // no files: lowering must say so, not crash
-  absl::StatusOr<config::LoweredJob> lowered = rpc::LowerJobSpec(spec, /*check_files=*/true, &env);
+  absl::StatusOr<config::LoweredJob> lowered = job::LowerJobSpec(spec, /*check_files=*/true, &env);
   if (!lowered.ok()) {
     CheckError(lowered.status(),
                {absl::StatusCode::kInvalidArgument, absl::StatusCode::kNotFound}, "");

@@ -16,7 +16,7 @@
 #include "fuzz/fuzz_check.h"
 #include "fuzz/job_spec_checks.h"
 #include "job/job_file.h"
-#include "rpc/job_lowering.h"
+#include "job/job_lowering.h"
 #include "server/services/convert.h"
 
 namespace accel::fuzz {
@@ -36,7 +36,7 @@ void Submit(const uint8_t* data, size_t size) {
   }
   CheckAcceptedSpec(spec);
   testing::MemEnv env;
-  absl::StatusOr<config::LoweredJob> lowered = rpc::LowerJobSpec(spec, false, &env);
+  absl::StatusOr<config::LoweredJob> lowered = job::LowerJobSpec(spec, false, &env);
   if (!lowered.ok()) return;  // CheckAcceptedSpec checked the status
   absl::StatusOr<server::JobRecord> record = server::JobRecordFromSpec(spec, *lowered);
   if (!record.ok()) {

@@ -3,7 +3,7 @@
 
 #include "gtest/gtest.h"
 #include "job/job_file.h"
-#include "rpc/job_lowering.h"
+#include "job/job_lowering.h"
 
 namespace accel::job {
 namespace {
@@ -14,7 +14,7 @@ TEST(JobDefaultTest, ConfigsJobDefaultIsValid) {
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_TRUE(ValidateJobSpec(*spec, /*check_files=*/true).ok());
   // What runs is what the Accelerate config lowers to: FULL_SHARD on its 2 processes.
-  auto lowered = rpc::LowerJobSpec(*spec);
+  auto lowered = job::LowerJobSpec(*spec);
   ASSERT_TRUE(lowered.ok()) << lowered.status();
   EXPECT_EQ(lowered->world_size, 2);
   EXPECT_EQ(lowered->options.shard.strategy, shard::Strategy::kFullShard);

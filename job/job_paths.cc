@@ -19,7 +19,7 @@ absl::Status CheckJobPaths(const accel::v1::JobSpec& spec, const FileAccess& acc
       {"model.config", spec.model().config()},
       {"model.init_weights", spec.model().init_weights()},
       {"checkpoint.dir", spec.checkpoint().dir()}};
-  // The configs travel as texts (rpc::LowerJobSpec opens no config path): their paths are only
+  // The configs travel as texts (job::LowerJobSpec opens no config path): their paths are only
   // names. A job_file's configs were checked when ParseJobFile read them.
   for (const auto& [key, path] : paths) {
     if (path.empty()) continue;

@@ -4,8 +4,8 @@
 
 #include "engine/base/logging.h"
 #include "engine/base/status_macros.h"
-#include "rpc/job_lowering.h"
-#include "rpc/plan_proto.h"
+#include "job/job_lowering.h"
+#include "job/plan_proto.h"
 
 namespace accel::worker {
 
@@ -19,8 +19,8 @@ absl::StatusOr<train::TrainOptions> JobSpecToTrainOptions(const accel::v1::JobSp
 }
 
 absl::StatusOr<JobRun> JobRunFromSpec(const accel::v1::JobSpec& spec) {
-  ACCEL_ASSIGN_OR_RETURN(config::LoweredJob lowered, rpc::LowerJobSpec(spec));
-  ACCEL_ASSIGN_OR_RETURN(accel::v1::TrainingPlan plan, rpc::TrainingPlanOfSpec(spec, lowered));
+  ACCEL_ASSIGN_OR_RETURN(config::LoweredJob lowered, job::LowerJobSpec(spec));
+  ACCEL_ASSIGN_OR_RETURN(accel::v1::TrainingPlan plan, job::TrainingPlanOfSpec(spec, lowered));
   return JobRunFromPlan(plan);
 }
 
@@ -38,7 +38,7 @@ absl::StatusOr<JobRun> JobRunFromAssignment(const accel::v1::Assignment& assignm
 }
 
 absl::StatusOr<JobRun> JobRunFromPlan(const accel::v1::TrainingPlan& plan) {
-  ACCEL_ASSIGN_OR_RETURN(rpc::PlannedJob planned, rpc::PlannedJobFromPlan(plan));
+  ACCEL_ASSIGN_OR_RETURN(job::PlannedJob planned, job::PlannedJobFromPlan(plan));
   JobRun run;
   run.train = std::move(planned.options);
   run.world_size = planned.world.world_size;

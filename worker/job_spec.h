@@ -1,7 +1,7 @@
 // The typed plan (accel.v1.TrainingPlan, what acceld hands a worker in its Assignment) -> what
 // this rank runs: the engine's TrainOptions with the model already read, plus the worker's own
 // settings (threads, metrics cadence, checkpoints, collective deadline). No lowering happens
-// here: acceld lowered the job once at submit (rpc/plan_proto.h). JobRunFromSpec and
+// here: acceld lowered the job once at submit (job/plan_proto.h). JobRunFromSpec and
 // JobSpecToTrainOptions lower a spec once and go through the same plan (tests, tools).
 #pragma once
 
@@ -40,7 +40,7 @@ struct JobRun {
 
 // The rank's run from its plan: no lowering, no config.json read (the plan carries the model;
 // train.resolved_model holds it). InvalidArgument naming the field for a plan this build cannot
-// read (rpc::PlannedJobFromPlan).
+// read (job::PlannedJobFromPlan).
 [[nodiscard]] absl::StatusOr<JobRun> JobRunFromPlan(const accel::v1::TrainingPlan& plan);
 // A daemon rank's run: its assignment's plan (InvalidArgument when it carries none: this worker
 // never lowers), with one log line saying where the plan came from.

@@ -10,8 +10,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "job/job_file.h"
-#include "rpc/job_lowering.h"
-#include "rpc/plan_proto.h"
+#include "job/job_lowering.h"
+#include "job/plan_proto.h"
 #include "worker/job_spec.h"
 #include "worker/memory_check.h"
 
@@ -50,9 +50,9 @@ TEST(PlanPathTest, ARankTrainsItsPlanWithOneModelReadAndNoLowering) {
 
   // acceld at submit (services.cc, convert.cc): one lowering, into the typed plan.
   const int64_t before_submit = config::LoweringsInProcess();
-  absl::StatusOr<config::LoweredJob> lowered = rpc::LowerJobSpec(spec);
+  absl::StatusOr<config::LoweredJob> lowered = job::LowerJobSpec(spec);
   ASSERT_TRUE(lowered.ok()) << lowered.status();
-  absl::StatusOr<accel::v1::TrainingPlan> plan = rpc::TrainingPlanOfSpec(spec, *lowered);
+  absl::StatusOr<accel::v1::TrainingPlan> plan = job::TrainingPlanOfSpec(spec, *lowered);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(config::LoweringsInProcess(), before_submit + 1);
   accel::v1::Assignment assignment;
@@ -66,7 +66,7 @@ TEST(PlanPathTest, ARankTrainsItsPlanWithOneModelReadAndNoLowering) {
   const int64_t reads = config::ModelConfigReads();
   absl::StatusOr<JobRun> run = JobRunFromAssignment(assignment);
   ASSERT_TRUE(run.ok()) << run.status();
-  EXPECT_EQ(run->plan_version, rpc::kTrainingPlanVersion);
+  EXPECT_EQ(run->plan_version, job::kTrainingPlanVersion);
   ASSERT_TRUE(run->train.resolved_model.has_value());
   ProcessMemory roomy;
   roomy.mem_available = int64_t{64} << 30;

@@ -19,7 +19,7 @@
 #include "engine/kernels/threading.h"
 #include "engine/shard/shard_plan.h"
 #include "job/settings_flags.h"
-#include "rpc/plan_proto.h"
+#include "job/plan_proto.h"
 #include "worker/checkpoint_owner.h"
 #include "worker/job_spec.h"
 #include "worker/launch_env.h"
@@ -395,7 +395,7 @@ absl::Status RunStandalone(StandaloneFlags f) {
   // (worker/job_spec.h JobRunFromPlan): the model rides in the plan, nothing is read again.
   ACCEL_ASSIGN_OR_RETURN(
       accel::v1::TrainingPlan plan,
-      rpc::TrainingPlanFromLowered(
+      job::TrainingPlanFromLowered(
           {.options = f.train, .world_size = world, .source = resolved.source,
            .notes = resolved.notes, .model = resolved.model},
           {.world_size = world, .nodes = std::max(1, launch.num_nodes),

@@ -25,7 +25,7 @@ struct TrainOptions {
   // Model: a preset name, or a Hugging Face config.json (wins when set).
   std::string model = "gpt2-mini";
   std::string model_config;
-  // The model, already read: a rank built from its typed plan (rpc/plan_proto.h) gets it from
+  // The model, already read: a rank built from its typed plan (job/plan_proto.h) gets it from
   // the plan, and ModelConfigOf returns it without opening config.json or looking up the preset.
   // Unset: ModelConfigOf reads model_config, else the preset.
   std::optional<model::ModelConfig> resolved_model;

@@ -68,9 +68,9 @@ struct JobRecord {
   std::string id;        // "job-<number>"
   int64_t number = 0;    // submission order (FIFO key), unique
   std::string name;
-  std::string spec_json;  // accel.v1.JobSpec in proto3 JSON, as it runs (rpc::ResolvedSpec)
+  std::string spec_json;  // accel.v1.JobSpec in proto3 JSON, as it runs (job::ResolvedSpec)
   // accel.v1.TrainingPlan, serialized: the job as acceld lowered it once at submit, what every
-  // rank trains (rpc/plan_proto.h). Empty only for a job stored before plans existed whose spec
+  // rank trains (job/plan_proto.h). Empty only for a job stored before plans existed whose spec
   // no longer lowers and which has ended (state_store.h, PlanHooks).
   std::string training_plan;
   // accel.v1.JobPlan in proto3 JSON: how such an old job showed its plan (GetJob shows

@@ -7,9 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
 #include "job/job_file.h"
-#include "rpc/job_lowering.h"
+#include "job/job_lowering.h"
 #include "rpc/memory_stats.h"
-#include "rpc/plan_proto.h"
+#include "job/plan_proto.h"
 
 namespace accel::server {
 
@@ -25,9 +25,9 @@ absl::StatusOr<JobRecord> JobRecordFromSpec(const accel::v1::JobSpec& spec,
                                             const config::LoweredJob& lowered) {
   JobRecord job;
   job.name = spec.name();
-  job.spec_json = job::JobSpecToJson(rpc::ResolvedSpec(spec, lowered));
+  job.spec_json = job::JobSpecToJson(job::ResolvedSpec(spec, lowered));
   // The one lowering's result, typed: stored, handed to every rank, shown by GetJob.
-  ACCEL_ASSIGN_OR_RETURN(accel::v1::TrainingPlan plan, rpc::TrainingPlanOfSpec(spec, lowered));
+  ACCEL_ASSIGN_OR_RETURN(accel::v1::TrainingPlan plan, job::TrainingPlanOfSpec(spec, lowered));
   job.training_plan = plan.SerializeAsString();
   job.slots = lowered.world_size;
   job.priority = spec.priority();
@@ -50,8 +50,8 @@ absl::StatusOr<accel::v1::JobPlan> ShownPlan(const std::string& training_plan) {
   if (training_plan.empty() || !plan.ParseFromString(training_plan)) {
     return absl::InvalidArgumentError("the stored training plan does not parse");
   }
-  ACCEL_ASSIGN_OR_RETURN(rpc::PlannedJob planned, rpc::PlannedJobFromPlan(plan));
-  return rpc::PlanToProto(planned);
+  ACCEL_ASSIGN_OR_RETURN(job::PlannedJob planned, job::PlannedJobFromPlan(plan));
+  return job::PlanToProto(planned);
 }
 
 PlanHooks AcceldPlanHooks(Env* env) {
@@ -62,7 +62,7 @@ PlanHooks AcceldPlanHooks(Env* env) {
   };
   hooks.fill = [env](const JobRecord& job) -> absl::StatusOr<std::string> {
     ACCEL_ASSIGN_OR_RETURN(accel::v1::JobSpec spec, job::JobSpecFromJson(job.spec_json));
-    ACCEL_ASSIGN_OR_RETURN(accel::v1::TrainingPlan plan, rpc::PlanJobSpec(spec, env));
+    ACCEL_ASSIGN_OR_RETURN(accel::v1::TrainingPlan plan, job::PlanJobSpec(spec, env));
     return plan.SerializeAsString();
   };
   return hooks;

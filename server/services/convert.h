@@ -14,16 +14,16 @@
 
 namespace accel::server {
 
-// The record acceld stores for a submitted spec: the spec as it runs (rpc::ResolvedSpec), the
+// The record acceld stores for a submitted spec: the spec as it runs (job::ResolvedSpec), the
 // plan beside it, and the typed knobs the manager acts on. InvalidArgument for a device kind
 // it does not know.
 [[nodiscard]] absl::StatusOr<JobRecord> JobRecordFromSpec(const accel::v1::JobSpec& spec,
                                                           const config::LoweredJob& lowered);
 // GetJob's JobPlan of a stored accel.v1.TrainingPlan; InvalidArgument when it is empty, does
-// not parse, or does not decode (rpc::PlannedJobFromPlan).
+// not parse, or does not decode (job::PlannedJobFromPlan).
 [[nodiscard]] absl::StatusOr<accel::v1::JobPlan> ShownPlan(const std::string& training_plan);
 // acceld's PlanHooks for its state store: a stored plan must decode; a job stored before plans
-// existed gets one by lowering its stored spec once (rpc::PlanJobSpec, files read through env).
+// existed gets one by lowering its stored spec once (job::PlanJobSpec, files read through env).
 PlanHooks AcceldPlanHooks(Env* env = Env::Default());
 // last_seq is filled in by the caller (it lives in the EventLog).
 accel::v1::Job JobToProto(const JobRecord& job, int64_t last_seq);

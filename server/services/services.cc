@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/base/logging.h"
 #include "job/job_file.h"
-#include "rpc/job_lowering.h"
+#include "job/job_lowering.h"
 #include "job/job_paths.h"
 #include "rpc/status.h"
 #include "server/services/convert.h"
@@ -114,7 +114,7 @@ grpc::Status CoordinatorService::SubmitJob(grpc::ServerContext* ctx,
   }
   // The one lowering the workers will run on the same spec: what it refuses, they would.
   absl::StatusOr<config::LoweredJob> lowered =
-      rpc::LowerJobSpec(spec, /*check_files=*/true, Env::Default(), texts);
+      job::LowerJobSpec(spec, /*check_files=*/true, Env::Default(), texts);
   if (!lowered.ok()) return ToGrpc(Refused(source, lowered.status()));
   if (absl::Status s = job::CheckWeightsFit(*lowered, Env::Default()); !s.ok()) {
     return ToGrpc(Refused(source, s));

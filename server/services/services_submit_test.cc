@@ -1,7 +1,7 @@
 // acceld's SubmitJob and auth over gRPC: the codes for missing, wrong and worker tokens, a job
 // file parsed by acceld as accelctl would, and specs refused at the door with nothing queued.
 #include "engine/config/lower.h"
-#include "rpc/plan_proto.h"
+#include "job/plan_proto.h"
 #include "server/services/convert.h"
 #include "server/services/services_test_fixture.h"
 
@@ -133,11 +133,11 @@ TEST_F(ServicesTest, SubmitLowersOnceAndTheAssignmentCarriesTheTypedPlan) {
   v1::Assignment a;
   ASSERT_TRUE(workers_->Register(&ctx, reg, &a).ok());
   EXPECT_EQ(config::LoweringsInProcess(), lowerings + 1);  // Register lowers nothing
-  EXPECT_EQ(a.plan().version(), rpc::kTrainingPlanVersion);
+  EXPECT_EQ(a.plan().version(), job::kTrainingPlanVersion);
   EXPECT_EQ(a.plan().options().shard().strategy(), v1::STRATEGY_FULL_SHARD);
   EXPECT_EQ(a.plan().options().batch(), 3);
   EXPECT_EQ(a.plan().world().world_size(), 1);
-  absl::StatusOr<rpc::PlannedJob> planned = rpc::PlannedJobFromPlan(a.plan());
+  absl::StatusOr<job::PlannedJob> planned = job::PlannedJobFromPlan(a.plan());
   ASSERT_TRUE(planned.ok()) << planned.status();
   EXPECT_EQ(planned->options.data, dir_ + "/data.txt");
 }

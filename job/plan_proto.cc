@@ -1,14 +1,14 @@
-#include "rpc/plan_proto.h"
+#include "job/plan_proto.h"
 
 #include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
-#include "rpc/job_lowering.h"
-#include "rpc/plan_enums.h"
+#include "job/job_lowering.h"
+#include "job/plan_enums.h"
 
-namespace accel::rpc {
+namespace accel::job {
 namespace {
 
 namespace v1 = accel::v1;
@@ -328,4 +328,4 @@ v1::JobPlan PlanToProto(const PlannedJob& job) {
   return PlanToProto(lowered, job.world.device);
 }
 
-}  // namespace accel::rpc
+}  // namespace accel::job

@@ -11,7 +11,7 @@
 #include "engine/config/train_options.h"
 #include "engine/io/async_io.h"
 
-namespace accel::rpc {
+namespace accel::job {
 
 accel::v1::ShardStrategy ToProto(shard::Strategy s);
 accel::v1::BackwardPrefetchKind ToProto(shard::BackwardPrefetch p);
@@ -46,4 +46,4 @@ accel::v1::AioBackendKind ToProto(io::AioBackend b);
 [[nodiscard]] absl::StatusOr<std::string> LauncherFromProto(accel::v1::LauncherKind l,
                                                             std::string_view field);
 
-}  // namespace accel::rpc
+}  // namespace accel::job

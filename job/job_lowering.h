@@ -15,7 +15,7 @@
 #include "engine/base/env.h"
 #include "engine/config/lower.h"
 
-namespace accel::rpc {
+namespace accel::job {
 
 // The lowered job. check_files: the files the options name must be usable from here (the NVMe
 // offload directory); acceld and its workers share a file system.
@@ -37,4 +37,4 @@ accel::v1::JobSpec ResolvedSpec(const accel::v1::JobSpec& spec, const config::Lo
 // The plan as GetJob / ListJobs / `accelctl status` show it. `device` is resources.device.
 accel::v1::JobPlan PlanToProto(const config::LoweredJob& job, const std::string& device);
 
-}  // namespace accel::rpc
+}  // namespace accel::job

@@ -1,4 +1,4 @@
-#include "rpc/job_lowering.h"
+#include "job/job_lowering.h"
 
 #include <algorithm>
 
@@ -10,7 +10,7 @@
 #include "engine/shard/shard_plan.h"
 #include "job/job_options.h"
 
-namespace accel::rpc {
+namespace accel::job {
 
 absl::StatusOr<config::LoweredJob> LowerJobSpec(const accel::v1::JobSpec& spec, bool check_files,
                                                 Env* env, Echo texts) {
@@ -120,4 +120,4 @@ accel::v1::JobPlan PlanToProto(const config::LoweredJob& job, const std::string&
   return p;
 }
 
-}  // namespace accel::rpc
+}  // namespace accel::job

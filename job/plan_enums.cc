@@ -1,8 +1,8 @@
-#include "rpc/plan_enums.h"
+#include "job/plan_enums.h"
 
 #include "absl/strings/str_cat.h"
 
-namespace accel::rpc {
+namespace accel::job {
 namespace {
 
 namespace v1 = accel::v1;
@@ -185,4 +185,4 @@ absl::StatusOr<std::string> LauncherFromProto(v1::LauncherKind l, std::string_vi
   }
 }
 
-}  // namespace accel::rpc
+}  // namespace accel::job

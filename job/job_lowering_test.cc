@@ -1,6 +1,6 @@
 // LowerJobSpec: the check acceld runs at submit and the options every daemon worker trains
 // with, from one spec through one lowering.
-#include "rpc/job_lowering.h"
+#include "job/job_lowering.h"
 
 #include <fstream>
 #include <sstream>
@@ -10,7 +10,7 @@
 #include "gtest/gtest.h"
 #include "job/job_file.h"
 
-namespace accel::rpc {
+namespace accel::job {
 namespace {
 
 using ::testing::AllOf;
@@ -207,4 +207,4 @@ TEST(JobLoweringTest, HybridShardsWithinANodeWhenTheJobSpansNodes) {
 }
 
 }  // namespace
-}  // namespace accel::rpc
+}  // namespace accel::job

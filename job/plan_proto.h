@@ -20,7 +20,7 @@
 #include "engine/base/env.h"
 #include "engine/config/lower.h"
 
-namespace accel::rpc {
+namespace accel::job {
 
 // The plan format this build writes and the newest it reads. Version 1: issue 29.
 inline constexpr uint32_t kTrainingPlanVersion = 1;
@@ -77,4 +77,4 @@ RunWorld WorldOfSpec(const accel::v1::JobSpec& spec, int world_size);
 // The plan as GetJob / ListJobs / `accelctl status` show it (accel.v1.JobPlan).
 accel::v1::JobPlan PlanToProto(const PlannedJob& job);
 
-}  // namespace accel::rpc
+}  // namespace accel::job
