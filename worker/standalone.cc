@@ -400,7 +400,7 @@ absl::Status RunStandalone(StandaloneFlags f) {
            .notes = resolved.notes, .model = resolved.model},
           {.world_size = world, .nodes = std::max(1, launch.num_nodes),
            .ranks_per_node = std::max(1, launch.local_world_size), .device = f.device,
-           .launcher = "standalone", .threads = threads, .log_every = f.log_every,
+           .launcher = "standalone", .threads = threads, .log_every = f.spec.train().log_every(),
            .comm_timeout_s = f.comm_timeout_s}));
   ACCEL_ASSIGN_OR_RETURN(JobRun run, JobRunFromPlan(plan));
   spec.options = std::move(run.train);
