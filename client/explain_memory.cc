@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
+#include "engine/config/planned_run.h"
 
 namespace accel::client {
 
@@ -26,7 +27,7 @@ absl::StatusOr<plan::MemoryPlan> ExplainMemory(const MemoryExplainArgs& args,
   plan::MemoryPlanOptions po;
   po.world = world;
   po.ranks_on_machine = std::clamp(args.ranks_per_machine.value_or(world), 1, world);
-  return plan::PlanMemory(*config, options, po);
+  return plan::PlanMemory(*config, config::PlannedRunOf(options), po);
 }
 
 }  // namespace accel::client

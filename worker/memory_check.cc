@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/base/status_macros.h"
+#include "engine/config/planned_run.h"
 #include "engine/plan/memory_plan.h"
 
 namespace accel::worker {
@@ -57,7 +58,8 @@ absl::StatusOr<Need> NeedOf(const model::ModelConfig& config, const config::Trai
   po.ranks_on_machine = std::min(local_ranks, world);
   po.first_local_rank = std::min(rank / po.ranks_on_machine * po.ranks_on_machine,
                                  world - po.ranks_on_machine);
-  ACCEL_ASSIGN_OR_RETURN(plan::MemoryPlan plan, plan::PlanMemory(config, options, po));
+  ACCEL_ASSIGN_OR_RETURN(plan::MemoryPlan plan,
+                         plan::PlanMemory(config, config::PlannedRunOf(options), po));
   Need n;
   n.bytes = on_gpu ? plan.machine_pool_peak[static_cast<int>(MemoryPool::kHost)]
                    : plan.MachineRamBytes();

@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "engine/base/env.h"
 #include "engine/config/batch_bounds.h"
+#include "engine/config/planned_run.h"
 #include "engine/plan/memory_plan.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -44,7 +45,7 @@ TEST(MemoryCheckTest, AHugeMicroBatchIsRefusedNamingTheLargestThatFits) {
     config::TrainOptions b = o;
     b.batch = batch;
     auto model = config::ModelConfigOf(Env::Default(), b);
-    auto plan = accel::plan::PlanMemory(*model, b, {});
+    auto plan = accel::plan::PlanMemory(*model, config::PlannedRunOf(b), {});
     EXPECT_TRUE(plan.ok()) << plan.status();
     return plan.ok() ? plan->MachineRamBytes() : int64_t{0};
   };

@@ -62,14 +62,14 @@ struct RankPeaks {
 };
 
 absl::StatusOr<RankPeaks> PlanRank(const model::ModelLayout& layout,
-                                   const config::TrainOptions& options, int world, int rank,
+                                   const PlannedRun& options, int world, int rank,
                                    int64_t activation_bytes) {
   ACCEL_ASSIGN_OR_RETURN(shard::ShardPlan plan,
                          shard::ShardPlan::Create(layout, world, rank, options.shard));
   MemoryLedger ledger;
   ACCEL_RETURN_IF_ERROR(internal::ReplayRank({.layout = &layout,
                                               .plan = &plan,
-                                              .options = &options,
+                                              .run = &options,
                                               .activation_bytes = activation_bytes},
                                              &ledger));
   RankPeaks r;
@@ -96,7 +96,7 @@ int64_t MemoryPlan::MachineRamBytes() const {
 }
 
 absl::StatusOr<MemoryPlan> PlanMemory(const model::ModelConfig& config,
-                                      const config::TrainOptions& options,
+                                      const PlannedRun& options,
                                       const MemoryPlanOptions& po) {
   if (po.ranks_on_machine < 1 || po.first_local_rank < 0 ||
       po.first_local_rank + po.ranks_on_machine > po.world) {

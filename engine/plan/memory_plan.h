@@ -19,8 +19,8 @@
 
 #include "absl/status/statusor.h"
 #include "engine/base/memory_ledger.h"
-#include "engine/config/train_options.h"
 #include "engine/model/model_config.h"
+#include "engine/shard/shard_plan.h"
 
 namespace accel::plan {
 
@@ -67,10 +67,26 @@ struct MemoryPlan {
   int64_t MachineRamBytes() const;
 };
 
+// What the plan reads of a run: the options that size a rank's memory. engine/config sits above
+// plan (DESIGN.md §2), so config fills this from its TrainOptions (config::PlannedRunOf,
+// engine/config/planned_run.h); the plan never sees the whole options.
+struct PlannedRun {
+  int64_t batch = 4;
+  int64_t seq = 64;
+  int64_t grad_accum = 1;
+  shard::ShardOptions shard;
+  bool activation_checkpointing = false;
+  // How the weights arrive (the setup's transient buffers, memory_replay.cc).
+  bool loads_weights = false;  // TrainOptions::init_weights is set
+  bool zero3_init = false;
+  bool cpu_ram_efficient_loading = false;
+  bool sync_module_states = false;
+};
+
 // InvalidArgument naming the problem for a plan the engine would refuse (a bad world or rank,
 // a hybrid group that does not divide the world, a bad batch or sequence).
 [[nodiscard]] absl::StatusOr<MemoryPlan> PlanMemory(const model::ModelConfig& config,
-                                                    const config::TrainOptions& options,
+                                                    const PlannedRun& run,
                                                     const MemoryPlanOptions& plan_options);
 
 // {"model":..,"rank":{"compute":{"params":..,...,"total":..},...,"total":..},

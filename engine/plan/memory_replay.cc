@@ -196,15 +196,15 @@ class RankReplay {
 
   // weight_loading.cc: the buffers each loading path holds while it loads ("other", host).
   void InitWeights() {
-    const config::TrainOptions& t = *in_.options;
+    const PlannedRun& t = *in_.run;
     const model::ModelLayout& layout = *in_.layout;
     int64_t floats = 0;
-    if (!t.init_weights.empty() && t.zero3_init) {
+    if (t.loads_weights && t.zero3_init) {
       for (int u = 0; u < plan_.num_units(); ++u) {
         floats = std::max(floats, sharded_params_ ? U(u).shard_valid : U(u).numel);
       }
       floats = std::max<int64_t>(floats, 1);
-    } else if (t.cpu_ram_efficient_loading || (t.init_weights.empty() && !t.sync_module_states)) {
+    } else if (t.cpu_ram_efficient_loading || (!t.loads_weights && !t.sync_module_states)) {
       // One unit at a time: broadcast with a status element, or a seeded init unit by unit.
       for (int u = 0; u < layout.num_units(); ++u) {
         floats = std::max(floats, layout.unit(u).numel);
@@ -222,7 +222,7 @@ class RankReplay {
   // state: no new peak), so they are not replayed — the cost is independent of grad_accum
   // (issue 28: grad_accum 2e9 kept the worker here for minutes).
   absl::Status Step() {
-    const int64_t accum = in_.options->grad_accum;
+    const int64_t accum = in_.run->grad_accum;
     State before = Snapshot();
     for (int64_t micro = 0; micro + 1 < accum; ++micro) {
       MicroStep(/*last=*/false);

@@ -27,8 +27,8 @@
 
 #include "absl/status/status.h"
 #include "engine/base/memory_ledger.h"
-#include "engine/config/train_options.h"
 #include "engine/model/param_specs.h"
+#include "engine/plan/memory_plan.h"
 #include "engine/shard/shard_plan.h"
 
 namespace accel::plan::internal {
@@ -36,7 +36,7 @@ namespace accel::plan::internal {
 struct ReplayInput {
   const model::ModelLayout* layout = nullptr;
   const shard::ShardPlan* plan = nullptr;
-  const config::TrainOptions* options = nullptr;
+  const PlannedRun* run = nullptr;
   int64_t activation_bytes = 0;  // model::Gpt2Activations::PlannedBytes
   int steps = 2;                 // steps replayed after setup (the second reuses the cache)
 };

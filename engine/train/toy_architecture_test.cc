@@ -18,6 +18,7 @@
 #include "engine/model/architecture.h"
 #include "engine/model/config_json.h"
 #include "engine/model/registry.h"
+#include "engine/config/planned_run.h"
 #include "engine/plan/memory_plan.h"
 #include "engine/train/repetitive_text_test_fixture.h"
 #include "engine/train/trainer.h"
@@ -316,13 +317,14 @@ TEST_F(ToyArchitectureTest, ItIsPlannedByTheMemoryPlan) {
   auto bytes = model::PlannedActivationBytes(*config, o.batch, o.seq, {});
   ASSERT_TRUE(bytes.ok()) << bytes.status();
   EXPECT_EQ(*bytes, 4 * (3 * 4 * 32 * 16 + 4 * 32 * 256));
-  auto memory = plan::PlanMemory(*config, o, {});
+  auto memory = plan::PlanMemory(*config, config::PlannedRunOf(o), {});
   ASSERT_TRUE(memory.ok()) << memory.status();
   EXPECT_EQ(memory->num_params, config->NumParams());
   EXPECT_EQ(memory->Peak(MemoryPool::kDevice, MemoryCategory::kActivations), *bytes);
   // The entry's own refusal reaches the plan: a sequence above its positions.
   o.seq = 65;
-  EXPECT_THAT(plan::PlanMemory(*config, o, {}).status().message(), HasSubstr("toy: bad (B, T)"));
+  EXPECT_THAT(plan::PlanMemory(*config, config::PlannedRunOf(o), {}).status().message(),
+              HasSubstr("toy: bad (B, T)"));
 }
 
 // Built by the trainer from its entry's CPU runner, sharded and stepped as any model; the

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "engine/config/planned_run.h"
 #include "engine/plan/memory_plan.h"
 #include "tests/sharding/gang_fixture.h"
 
@@ -52,7 +53,8 @@ class MemoryPlanTest : public GangTest {
       accel::plan::MemoryPlanOptions po;
       po.world = world;
       po.rank = r;
-      absl::StatusOr<accel::plan::MemoryPlan> plan = accel::plan::PlanMemory(config(), o, po);
+      absl::StatusOr<accel::plan::MemoryPlan> plan =
+          accel::plan::PlanMemory(config(), config::PlannedRunOf(o), po);
       ASSERT_TRUE(plan.ok()) << what << ": " << plan.status();
       for (int p = 0; p < kNumMemoryPools; ++p) {
         for (int c = 0; c < kNumMemoryCategories; ++c) {
@@ -131,20 +133,24 @@ TEST_F(MemoryPlanTest, HugeAccumulationOrMicroBatchIsPlannedAtOnce) {
       o.grad_accum = 6;
       accel::plan::MemoryPlanOptions po;
       po.world = 2;
-      absl::StatusOr<accel::plan::MemoryPlan> few = accel::plan::PlanMemory(config(), o, po);
+      absl::StatusOr<accel::plan::MemoryPlan> few =
+          accel::plan::PlanMemory(config(), config::PlannedRunOf(o), po);
       ASSERT_TRUE(few.ok()) << few.status();
       o.grad_accum = 2000000000;
-      absl::StatusOr<accel::plan::MemoryPlan> huge = accel::plan::PlanMemory(config(), o, po);
+      absl::StatusOr<accel::plan::MemoryPlan> huge =
+          accel::plan::PlanMemory(config(), config::PlannedRunOf(o), po);
       ASSERT_TRUE(huge.ok()) << huge.status();
       EXPECT_EQ(huge->peak, few->peak) << Name(s) << (offload ? " offload" : "");
       EXPECT_EQ(huge->pool_peak, few->pool_peak) << Name(s);
     }
   }
   train::TrainOptions o = Options(Strategy::kFullShard, DType::kF32, false, false, 1);
-  absl::StatusOr<accel::plan::MemoryPlan> small = accel::plan::PlanMemory(config(), o, {});
+  absl::StatusOr<accel::plan::MemoryPlan> small =
+      accel::plan::PlanMemory(config(), config::PlannedRunOf(o), {});
   ASSERT_TRUE(small.ok()) << small.status();
   o.batch = 2000000000;
-  absl::StatusOr<accel::plan::MemoryPlan> huge = accel::plan::PlanMemory(config(), o, {});
+  absl::StatusOr<accel::plan::MemoryPlan> huge =
+      accel::plan::PlanMemory(config(), config::PlannedRunOf(o), {});
   ASSERT_TRUE(huge.ok()) << huge.status();
   const int64_t activations = huge->Peak(MemoryPool::kDevice, MemoryCategory::kActivations);
   // Micro-batch 2 → 2e9: the activations grow about 1e9-fold.
