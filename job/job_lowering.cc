@@ -35,12 +35,7 @@ absl::StatusOr<config::LoweredJob> LowerJobSpec(const accel::v1::JobSpec& spec, 
   }
   if (spec.resources().nodes() > 0) {
     in.launcher_machines = spec.resources().nodes();
-    in.launcher_machines_source = "resources.nodes";
-    // A job file alone: a hybrid strategy with no group size shards within a node.
-    const int world = spec.resources().has_num_processes() ? spec.resources().num_processes() : 1;
-    if (shard::IsHybrid(in.job.shard.strategy) && in.job.shard.hybrid_group_size == 0) {
-      in.job.shard.hybrid_group_size = std::max(1, world / spec.resources().nodes());
-    }
+    in.launcher_machines_source = "resources.nodes";  // a hybrid group spans one node
   }
   in.check_files = check_files;
   ACCEL_ASSIGN_OR_RETURN(config::LoweredJob job, config::Lower(in, env));

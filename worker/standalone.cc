@@ -345,20 +345,14 @@ absl::Status RunStandalone(StandaloneFlags f) {
                                        ? "num_processes"
                                        : "this one process (no --world-size, WORLD_SIZE or "
                                          "SLURM_NTASKS)";
-  // FSDP's rule: a hybrid plan on several nodes shards within a node and replicates across
-  // (a config's num_machines says the same, unless it disagrees with the launcher).
-  const bool node_groups = launch.num_nodes > 1 && world == launch.world_size &&
-                           !f.given.contains("--hybrid-group-size");
-  if (node_groups) f.train.shard.hybrid_group_size = launch.local_world_size;
-  ACCEL_ASSIGN_OR_RETURN(StandaloneConfig resolved, ApplyStandaloneConfig(&f, world, world_source));
-  if (node_groups && shard::IsHybrid(f.train.shard.strategy) &&
-      f.train.shard.hybrid_group_size != launch.local_world_size) {
-    resolved.notes.push_back(absl::StrCat(
-        "hybrid group size ", launch.local_world_size, " (the ranks of one node of ",
-        launch.num_nodes, ", from ", launch.source, ") instead of ",
-        f.train.shard.hybrid_group_size));
-    f.train.shard.hybrid_group_size = launch.local_world_size;
+  // The launcher's machines, when the gang spans several: the lowering groups a hybrid plan by
+  // node from them (config::Lower decides that rule) and prefers them to a file's num_machines.
+  LauncherMachines machines;
+  if (launch.num_nodes > 1 && world == launch.world_size) {
+    machines = {launch.num_nodes, absl::StrCat("the nodes of ", launch.source)};
   }
+  ACCEL_ASSIGN_OR_RETURN(StandaloneConfig resolved,
+                         ApplyStandaloneConfig(&f, world, world_source, machines));
   if (rank == 0) PrintResolvedMode(f.train, resolved, f.output == "json");
   if (rank == 0 && world > 1 && f.output == "text" && launch.source != "none") {
     std::printf("launch: %s\n", DescribeLaunchEnv(launch).c_str());  // JSON: stdout stays records

@@ -71,7 +71,8 @@ const std::vector<std::pair<std::string, Copy>>& FlagFields() {
 }  // namespace
 
 absl::StatusOr<StandaloneConfig> ApplyStandaloneConfig(StandaloneFlags* f, int world,
-                                                       std::string_view world_source, Env* env) {
+                                                       std::string_view world_source,
+                                                       LauncherMachines machines, Env* env) {
   config::LoweringInputs in;
   in.job = f->train;
   if (!f->config.empty()) in.accelerate = {f->config, ""};
@@ -79,6 +80,10 @@ absl::StatusOr<StandaloneConfig> ApplyStandaloneConfig(StandaloneFlags* f, int w
   in.env = ProcessLaunchVars();  // the same map type as config::EnvMap
   in.launcher_world = world;
   in.launcher_world_source = std::string(world_source);
+  if (machines.count > 0) {
+    in.launcher_machines = machines.count;
+    in.launcher_machines_source = machines.source;
+  }
   in.accumulation_given = f->given.contains("--grad-accum");
   in.clipping_given = f->given.contains("--grad-clip");
   if (f->load_dtype == "bf16") in.load_dtype = config::FloatType::kBf16;

@@ -29,10 +29,16 @@ struct StandaloneConfig {
 
 // Lowers f->train with --config / --deepspeed-config (the flags alone without them) and
 // replaces it with what every rank runs. world_source names where `world` came from
-// ("--world-size", "WORLD_SIZE"). InvalidArgument / NotFound from the lowering, naming the
-// file and key or the flag.
+// ("--world-size", "WORLD_SIZE"). `machines`: the launcher's node count when the gang spans
+// several (the lowering then groups a hybrid plan by node), with what said it. InvalidArgument /
+// NotFound from the lowering, naming the file and key or the flag.
+struct LauncherMachines {
+  int count = 0;       // 0: the launcher says nothing about machines
+  std::string source;  // "SLURM_NNODES", "torchrun --nnodes", ...
+};
 [[nodiscard]] absl::StatusOr<StandaloneConfig> ApplyStandaloneConfig(
-    StandaloneFlags* f, int world, std::string_view world_source, Env* env = Env::Default());
+    StandaloneFlags* f, int world, std::string_view world_source, LauncherMachines machines = {},
+    Env* env = Env::Default());
 
 // The multi-node keys of the Accelerate YAML at `path` (num_processes, num_machines,
 // machine_rank, main_process_ip, main_process_port, rdzv_backend), read before the lowering

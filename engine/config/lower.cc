@@ -1,5 +1,6 @@
 #include "engine/config/lower.h"
 
+#include <algorithm>
 #include <atomic>
 
 #include "absl/strings/match.h"
@@ -15,6 +16,7 @@
 #include "engine/model/architecture.h"
 #include "engine/model/param_specs.h"
 #include "engine/model/registry.h"
+#include "engine/shard/shard_plan.h"
 
 namespace accel::config {
 namespace {
@@ -179,6 +181,17 @@ absl::Status CheckWrappedClasses(const TrainPlan& plan, const model::ModelConfig
   return absl::OkStatus();
 }
 
+// FSDP's rule, decided here and nowhere else: a hybrid plan spread over several machines shards
+// within a machine and replicates across. A group the job, a flag or the config set stands (a
+// config's own group was resolved with the launcher's machine count already); an unset one (0)
+// becomes the ranks of one machine.
+void GroupHybridByMachine(const LoweringInputs& in, LoweredJob* out) {
+  shard::ShardOptions& s = out->options.shard;
+  if (!shard::IsHybrid(s.strategy) || s.hybrid_group_size != 0) return;
+  if (!in.launcher_machines.has_value() || *in.launcher_machines < 1) return;
+  s.hybrid_group_size = std::max(1, out->world_size / *in.launcher_machines);
+}
+
 }  // namespace
 
 JobSettings JobSettingsFromOptions(const TrainOptions& o, Env* env) {
@@ -217,6 +230,7 @@ absl::StatusOr<LoweredJob> Lower(const LoweringInputs& in, Env* env) {
                                        absl::StrJoin(kept, ", ")));
     }
   }
+  GroupHybridByMachine(in, &out);
   if (!model.ok()) {
     return Prefixed(out.options.model_config.empty() ? "model" : out.options.model_config,
                     model.status());
