@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "engine/kernels/cross_entropy.h"
 
 namespace accel::data {
 
@@ -85,12 +86,18 @@ int64_t BatchLoader::token_offset(int64_t k) const {
 
 namespace {
 
-// The copy loop at the source's token width (ids of 32-bit sources are <= INT32_MAX).
+// The copy loop at the source's token width (ids of 32-bit sources are <= INT32_MAX). mask, when
+// not null, is aligned with tokens: a target token with mask 0 becomes kIgnoreIndex.
 template <typename T>
-void CopyShifted(const T* tokens, int64_t n, int32_t* inputs, int32_t* targets) {
+void CopyShifted(const T* tokens, const uint8_t* mask, int64_t n, int32_t* inputs,
+                 int32_t* targets) {
   for (int64_t i = 0; i < n; ++i) {
     inputs[i] = static_cast<int32_t>(tokens[i]);
     targets[i] = static_cast<int32_t>(tokens[i + 1]);
+  }
+  if (mask == nullptr) return;
+  for (int64_t i = 0; i < n; ++i) {
+    if (mask[i + 1] == 0) targets[i] = kernels::kIgnoreIndex;
   }
 }
 
@@ -99,10 +106,11 @@ void CopyShifted(const T* tokens, int64_t n, int32_t* inputs, int32_t* targets) 
 void BatchLoader::Fill(int64_t k, int32_t* inputs, int32_t* targets) const {
   const int64_t bt = options_.batch_size * options_.seq_len;
   const int64_t first = token_offset(k);
+  const uint8_t* mask = source_->has_mask() ? source_->mask().data() + first : nullptr;
   if (source_->token_bytes() == 2) {
-    CopyShifted(source_->tokens16().data() + first, bt, inputs, targets);
+    CopyShifted(source_->tokens16().data() + first, mask, bt, inputs, targets);
   } else {
-    CopyShifted(source_->tokens32().data() + first, bt, inputs, targets);
+    CopyShifted(source_->tokens32().data() + first, mask, bt, inputs, targets);
   }
 }
 

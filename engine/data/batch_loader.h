@@ -6,6 +6,9 @@
 // so the ranks of one step read disjoint slices, and the stream wraps around (a new epoch) after
 // windows_per_epoch = (size - 1) / (B * T * world) batches; the tail that does not fill a window
 // is never read. inputs = those tokens [0, B*T), targets = [1, B*T] (the next token).
+// With a loss mask on the source (token_source.h), a target whose token has mask 0 is written as
+// -100 (kernels::kIgnoreIndex, PyTorch's ignore_index): its loss does not count. Without one the
+// targets are the tokens themselves.
 //
 // With a shuffle seed s, epoch e = k / windows_per_epoch visits windows in the order of a
 // Fisher-Yates permutation of [0, windows_per_epoch) drawn from std::mt19937_64 seeded with
@@ -43,7 +46,8 @@ class BatchLoader {
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<BatchLoader>> Create(
       std::shared_ptr<const TokenSource> source, const BatchLoaderOptions& options);
 
-  // Writes batch k (k >= 0) of this rank: inputs and targets, B*T tokens each, (B, T) row-major.
+  // Writes batch k (k >= 0) of this rank: inputs and targets, B*T tokens each, (B, T) row-major;
+  // masked targets are -100.
   void Fill(int64_t k, int32_t* inputs, int32_t* targets) const;
   // Fill(position()) and advance the position.
   void Next(int32_t* inputs, int32_t* targets);

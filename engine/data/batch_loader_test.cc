@@ -199,5 +199,41 @@ TEST(BatchLoaderTest, UniformBelowStaysInRange) {
   for (int i = 0; i < 100; ++i) EXPECT_LT(UniformBelow(gen, big), big);
 }
 
+// With a loss mask, a target whose token has mask 0 is -100 (kIgnoreIndex); inputs and the other
+// targets are the tokens, at both token widths and on every rank.
+TEST(BatchLoaderTest, MaskedTargetsAreIgnoreIndex) {
+  for (bool wide : {false, true}) {
+    const int64_t n = 41;
+    std::vector<uint8_t> mask(n);
+    for (int64_t i = 0; i < n; ++i) mask[i] = i % 3 != 0;  // tokens 0, 3, 6, ... masked
+    std::unique_ptr<TokenSource> src;
+    if (wide) {
+      std::vector<uint32_t> t(n);
+      std::iota(t.begin(), t.end(), 70000u);
+      src = TokenSource::FromTokens(std::move(t), TokenSourceKind::kTokenShard, "w.bin");
+    } else {
+      std::vector<uint16_t> t(n);
+      std::iota(t.begin(), t.end(), uint16_t{0});
+      src = TokenSource::FromTokens(std::move(t), TokenSourceKind::kTokenShard, "n.bin");
+    }
+    ASSERT_TRUE(src->SetLossMask(mask).ok());
+    std::shared_ptr<const TokenSource> shared = std::move(src);
+    const int32_t base = wide ? 70000 : 0;
+    for (int rank : {0, 1}) {
+      auto loader = MustCreate(shared, Opts(2, 5, rank, 2));
+      for (int64_t k : {0, 1, 2}) {
+        std::vector<int32_t> in(10), tg(10);
+        loader->Fill(k, in.data(), tg.data());
+        const int64_t first = loader->token_offset(k);
+        for (int64_t i = 0; i < 10; ++i) {
+          EXPECT_EQ(in[i], base + first + i);
+          const int64_t t = first + i + 1;
+          EXPECT_EQ(tg[i], t % 3 != 0 ? base + t : -100) << "wide=" << wide << " k=" << k;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace accel::data

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
+#include "engine/data/loss_mask.h"
 
 namespace accel::data {
 namespace {
@@ -127,14 +128,40 @@ absl::StatusOr<std::unique_ptr<TokenSource>> TokenSource::OpenTextBytes(Env* env
   return FromTokens(std::move(tokens), TokenSourceKind::kTextBytes, path);
 }
 
-absl::StatusOr<std::unique_ptr<TokenSource>> TokenSource::Open(Env* env, const std::string& path) {
-  ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, env->NewRandomAccessFile(path));
-  if (file->Size() >= 4) {
-    char head[4];
-    ACCEL_RETURN_IF_ERROR(file->Read(0, 4, head));
-    if (IsShardMagic(ReadLe32(head))) return OpenTokenShard(env, path);
+absl::Status TokenSource::SetLossMask(std::vector<uint8_t> mask) {
+  if (static_cast<int64_t>(mask.size()) != size()) {
+    return absl::InvalidArgumentError(absl::StrCat("loss mask of ", mask.size(), " bytes for ",
+                                                   path_, " of ", size(), " tokens"));
   }
-  return OpenTextBytes(env, path);
+  const auto odd = std::find_if(mask.begin(), mask.end(), [](uint8_t b) { return b > 1; });
+  if (odd != mask.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("loss mask of ", path_, ": byte ", int{*odd},
+                                                   " at index ", odd - mask.begin(),
+                                                   " is neither 0 nor 1"));
+  }
+  mask_ = std::move(mask);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<TokenSource>> TokenSource::Open(Env* env, const std::string& path) {
+  std::unique_ptr<TokenSource> source;
+  {
+    ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file,
+                           env->NewRandomAccessFile(path));
+    char head[4];
+    if (file->Size() >= 4) ACCEL_RETURN_IF_ERROR(file->Read(0, 4, head));
+    if (file->Size() >= 4 && IsShardMagic(ReadLe32(head))) {
+      ACCEL_ASSIGN_OR_RETURN(source, OpenTokenShard(env, path));
+    } else {
+      ACCEL_ASSIGN_OR_RETURN(source, OpenTextBytes(env, path));
+    }
+  }
+  const std::string mask_path = LossMaskPath(path);
+  if (env->FileExists(mask_path)) {
+    ACCEL_ASSIGN_OR_RETURN(std::vector<uint8_t> mask, ReadLossMask(env, mask_path, source->size()));
+    ACCEL_RETURN_IF_ERROR(source->SetLossMask(std::move(mask)));
+  }
+  return source;
 }
 
 }  // namespace accel::data

@@ -11,6 +11,10 @@
 //   - any other file: its raw bytes, each one token in [0, 256) (a byte-level "tokenizer").
 // A magic selects its form and its one version; any other version of either magic is refused.
 //
+// A loss mask (engine/data/loss_mask.h) may sit beside the file (X.bin → X.mask): Open loads
+// it, and mask(i) = 0 marks token i as a target whose loss does not count. Without one every
+// target counts (has_mask() false).
+//
 // Tokens are stored at the width of their form: uint16 for GPT-2 shards and text (2 bytes per
 // token: a 2 MB text file takes 4 MB, a 300 MB shard 300 MB), uint32 for Llama 3 shards (a
 // 400 MB shard takes 400 MB). token(i) reads either; tokens16()/tokens32() give the one array
@@ -51,7 +55,8 @@ class TokenSource {
   // The file's bytes as tokens 0..255 (vocab 256).
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<TokenSource>> OpenTextBytes(
       Env* env, const std::string& path);
-  // A shard if the file starts with either shard magic, else text bytes.
+  // A shard if the file starts with either shard magic, else text bytes; with the loss mask
+  // beside it (LossMaskPath) when that file exists. A malformed mask is DataLoss naming it.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<TokenSource>> Open(Env* env,
                                                                          const std::string& path);
   // For tests and in-memory data; `tokens` must be non-empty, and 32-bit ids <= INT32_MAX.
@@ -76,6 +81,12 @@ class TokenSource {
   // Memory the tokens take: size() * token_bytes().
   int64_t storage_bytes() const { return size() * token_bytes(); }
 
+  // The loss mask: one byte (0 or 1) per token, or empty (every target counts).
+  bool has_mask() const { return !mask_.empty(); }
+  std::span<const uint8_t> mask() const { return mask_; }
+  // Attaches a mask of size() bytes, each 0 or 1 (InvalidArgument otherwise). Before sharing.
+  [[nodiscard]] absl::Status SetLossMask(std::vector<uint8_t> mask);
+
   int32_t max_token() const { return max_token_; }
   // A lower bound for the model's vocabulary: 256 for text, max_token() + 1 for shards.
   // int64 since a Llama 3 shard's ids may reach INT32_MAX.
@@ -92,6 +103,7 @@ class TokenSource {
   // One of the two is empty.
   std::vector<uint16_t> tokens16_;
   std::vector<uint32_t> tokens32_;
+  std::vector<uint8_t> mask_;  // empty, or one byte per token
   TokenSourceKind kind_;
   std::string path_;
   int32_t max_token_ = 0;

@@ -174,5 +174,56 @@ TEST(CrossEntropyTest, ExtremeLogitsStayFinite) {
   }
 }
 
+// Masked positions (target kIgnoreIndex): loss 0, a zero gradient row, and their logits are not
+// read (NaN there changes nothing). The unmasked rows match a value computed by hand:
+// logits (0, ln 3) with target 1 give p = (1/4, 3/4), loss ln(4/3), dlogits dloss·(1/4, -1/4).
+TEST(CrossEntropyTest, IgnoredTargetsHandComputed) {
+  const int64_t N = 3, V = 2;
+  const float nan = std::nanf("");
+  const std::vector<float> logits = {nan, nan, 0.0f, std::log(3.0f), nan, nan};
+  const std::vector<int32_t> targets = {kIgnoreIndex, 1, kIgnoreIndex};
+  EXPECT_EQ(CountLossTargets(targets.data(), N), 1);
+  for (auto [fwd, bwd] : {std::pair<ForwardFn, BackwardFn>{&ref::SoftmaxCrossEntropyForward,
+                                                           &ref::SoftmaxCrossEntropyBackward},
+                          {&SoftmaxCrossEntropyForward, &SoftmaxCrossEntropyBackward}}) {
+    std::vector<float> losses(N, 5.0f), dlogits(N * V, 5.0f), blosses(N, 5.0f);
+    fwd(losses.data(), logits.data(), targets.data(), N, V);
+    EXPECT_EQ(losses[0], 0.0f);
+    EXPECT_NEAR(losses[1], std::log(4.0 / 3.0), 1e-6);
+    EXPECT_EQ(losses[2], 0.0f);
+    bwd(dlogits.data(), blosses.data(), logits.data(), targets.data(), N, V, 0.5f);
+    EXPECT_EQ(blosses, losses);
+    const std::vector<float> expected = {0.0f, 0.0f, 0.125f, -0.125f, 0.0f, 0.0f};
+    EXPECT_TRUE(AllClose(dlogits, expected, 1e-7, 0.0));
+  }
+}
+
+// Fast against reference with masked rows spread over a batch above the parallel cutoff, in place.
+TEST(CrossEntropyTest, IgnoredTargetsFastMatchesRef) {
+  const int64_t N = 9, V = 4099;
+  for (int threads : kThreadCounts) {
+    ScopedThreads scoped(threads);
+    TestRng rng(31);
+    const std::vector<float> logits = rng.NormalVector(N * V, 2.0f, 3.0f);
+    std::vector<int32_t> targets = rng.IntVector(N, 0, static_cast<int32_t>(V));
+    for (int64_t i : {0, 4, 5, 8}) targets[i] = kIgnoreIndex;
+    const float dloss = 1.0f / static_cast<float>(CountLossTargets(targets.data(), N));
+    std::vector<float> loss_r(N), loss_f(N);
+    ref::SoftmaxCrossEntropyForward(loss_r.data(), logits.data(), targets.data(), N, V);
+    SoftmaxCrossEntropyForward(loss_f.data(), logits.data(), targets.data(), N, V);
+    EXPECT_TRUE(AllClose(loss_f, loss_r, 1e-5, 1e-5));
+    std::vector<float> dl_r(N * V, 3.0f), dl_f = logits, bl_r(N), bl_f(N);
+    ref::SoftmaxCrossEntropyBackward(dl_r.data(), bl_r.data(), logits.data(), targets.data(), N,
+                                     V, dloss);
+    SoftmaxCrossEntropyBackward(dl_f.data(), bl_f.data(), dl_f.data(), targets.data(), N, V,
+                                dloss);
+    EXPECT_TRUE(AllClose(dl_f, dl_r, 1e-5 * dloss, 1e-5));
+    for (int64_t i : {0, 4, 5, 8}) {
+      EXPECT_EQ(loss_f[i], 0.0f);
+      for (int64_t j = 0; j < V; ++j) ASSERT_EQ(dl_f[i * V + j], 0.0f) << "row " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace accel::kernels

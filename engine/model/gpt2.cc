@@ -102,7 +102,7 @@ absl::StatusOr<float> Gpt2::Forward(ParamAccess& access, const int32_t* inputs,
   const Gpt2Config& c = config_;
   const int64_t B = a.B(), T = a.T(), BT = B * T, C = c.n_embd, V = c.vocab_size;
   ACCEL_RETURN_IF_ERROR(CheckTokens(inputs, BT, V, "input"));
-  if (targets != nullptr) ACCEL_RETURN_IF_ERROR(CheckTokens(targets, BT, V, "target"));
+  if (targets != nullptr) ACCEL_RETURN_IF_ERROR(CheckTargets(targets, BT, V));
   const Gpt2RootOffsets& ro = offsets_.root;
 
   ACCEL_ASSIGN_OR_RETURN(const float* root, access.Params(0, Pass::kForward));

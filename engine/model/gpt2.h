@@ -83,7 +83,8 @@ class Gpt2 {
   std::vector<std::pair<int64_t, int64_t>> MatmulWeightRanges(int unit) const;
 
   // Runs the model on inputs (B, T) and, when targets (B, T) is not null, returns the mean loss
-  // (otherwise 0). InvalidArgument if a token is outside [0, V), T exceeds n_positions, or
+  // over the targets that count (!= kernels::kIgnoreIndex; 0 when none do; otherwise 0).
+  // InvalidArgument if a token is outside [0, V) (a target may also be kIgnoreIndex), T exceeds n_positions, or
   // (B, T) differs from the activations'.
   [[nodiscard]] absl::StatusOr<float> Forward(ParamAccess& params, const int32_t* inputs,
                                               const int32_t* targets, Gpt2Activations& acts) const;

@@ -136,7 +136,7 @@ absl::StatusOr<float> Llama::Forward(ParamAccess& access, const int32_t* inputs,
   const LlamaConfig& c = config_;
   const int64_t BT = a.B() * a.T(), C = c.hidden_size, V = c.vocab_size;
   ACCEL_RETURN_IF_ERROR(CheckTokens(inputs, BT, V, "input"));
-  if (targets != nullptr) ACCEL_RETURN_IF_ERROR(CheckTokens(targets, BT, V, "target"));
+  if (targets != nullptr) ACCEL_RETURN_IF_ERROR(CheckTargets(targets, BT, V));
   const LlamaRootOffsets& ro = offsets_.root;
 
   ACCEL_ASSIGN_OR_RETURN(const float* root, access.Params(0, Pass::kForward));

@@ -22,17 +22,21 @@ void LmHeadForward(float* logits, const float* x, const float* w, const uint16_t
 float LmHeadLoss(float* losses, const float* logits, const int32_t* targets, int64_t BT,
                  int64_t V) {
   k::SoftmaxCrossEntropyForward(losses, logits, targets, BT, V);
+  // Masked positions add 0; n = BT when nothing is masked (today's arithmetic, bit for bit).
+  const int64_t n = k::CountLossTargets(targets, BT);
+  if (n == 0) return 0.0f;
   double sum = 0;
   for (int64_t i = 0; i < BT; ++i) sum += losses[i];
-  return static_cast<float>(sum / static_cast<double>(BT));
+  return static_cast<float>(sum / static_cast<double>(n));
 }
 
 void LmHeadBackward(float* dx, float* dw, float* logits, float* losses, const int32_t* targets,
                     const float* x, const float* w, const uint16_t* w16, uint16_t* x16,
                     uint16_t* dlogits16, int64_t BT, int64_t C, int64_t V, float dloss) {
   float* dlogits = logits;
-  k::SoftmaxCrossEntropyBackward(dlogits, losses, dlogits, targets, BT, V,
-                                 dloss / static_cast<float>(BT));
+  const int64_t n = k::CountLossTargets(targets, BT);
+  const float row_dloss = n == 0 ? 0.0f : dloss / static_cast<float>(n);
+  k::SoftmaxCrossEntropyBackward(dlogits, losses, dlogits, targets, BT, V, row_dloss);
   if (w16 != nullptr) {
     FloatToBf16(dlogits, dlogits16, BT * V);
     FloatToBf16(x, x16, BT * C);

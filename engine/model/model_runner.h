@@ -21,10 +21,12 @@ namespace accel::model {
 class ModelRunner {
  public:
   virtual ~ModelRunner() = default;
-  // inputs and targets are host arrays (B, T); the mean loss over B·T positions, on the host.
+  // inputs and targets are host arrays (B, T); the mean loss over the targets that count
+  // (!= kernels::kIgnoreIndex; all B·T without a mask; 0 when none count), on the host.
   [[nodiscard]] virtual absl::StatusOr<float> Forward(ParamAccess& params, const int32_t* inputs,
                                                       const int32_t* targets) = 0;
-  // Backpropagates the last Forward, accumulating (+=) into ParamAccess::Grads, scaled by dloss.
+  // Backpropagates the last Forward's mean loss, accumulating (+=) into ParamAccess::Grads,
+  // scaled by dloss (nothing flows from masked targets; zero when none count).
   [[nodiscard]] virtual absl::Status Backward(ParamAccess& params, const int32_t* inputs,
                                               const int32_t* targets, float dloss) = 0;
 };

@@ -167,6 +167,8 @@ class ShardedModel final : public model::ParamAccess {
   [[nodiscard]] absl::StatusOr<double> GradNormSquared();
   // The mean of `value` over all ranks, summed in rank order (loss agreement).
   [[nodiscard]] absl::StatusOr<double> MeanOverRanks(double value);
+  // The sum of `value` over all ranks, in rank order: the same bits on every rank.
+  [[nodiscard]] absl::StatusOr<double> SumOverRanks(double value);
   // The same ranges, in the same order, as ShardPlan::OwnedFlatRanges().
   std::vector<OwnedRange> OwnedRanges();
   // Every parameter of the layout, in layout order (param_views.cc). Valid for the model's

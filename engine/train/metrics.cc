@@ -13,6 +13,7 @@ std::string StepMetricsToJson(const StepMetrics& m) {
   j["grad_norm"] = m.grad_norm;
   j["clip_scale"] = m.clip_scale;
   j["tokens"] = m.tokens;
+  if (m.loss_targets.has_value()) j["loss_targets"] = *m.loss_targets;
   j["tokens_per_s"] = m.tokens_per_s;
   j["step_seconds"] = m.step_seconds;
   j["elapsed_seconds"] = m.elapsed_seconds;

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,11 +17,14 @@ namespace accel::train {
 struct StepMetrics {
   int64_t step = 0;          // 0-based index of the optimizer step just taken
   int64_t total_steps = 0;
-  float loss = 0;            // mean over the step's micro-batches
+  float loss = 0;            // mean over the step's micro-batches (masked: over loss_targets)
   float lr = 0;
   double grad_norm = 0;      // global L2 norm before clipping
   float clip_scale = 1;      // factor applied to the gradients (1 = not clipped)
   int64_t tokens = 0;        // tokens processed in this step (all micro-batches)
+  // With a loss mask: the step's targets whose loss counted (all ranks and micro-batches); the
+  // loss is their mean. Unset without a mask (every target counts).
+  std::optional<int64_t> loss_targets;
   double step_seconds = 0;
   double tokens_per_s = 0;
   double elapsed_seconds = 0;

@@ -7,7 +7,9 @@
 #include "engine/checkpoint/hf_weights.h"
 #include "engine/comm/self_communicator.h"
 #include "engine/data/token_source.h"
+#include "engine/base/logging.h"
 #include "engine/kernels/adamw.h"
+#include "engine/kernels/cross_entropy.h"
 #include "engine/optim/clip.h"
 
 namespace accel::train {
@@ -130,35 +132,70 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
   }
 
   ACCEL_ASSIGN_OR_RETURN(t->loader_, OpenTrainingData(std::move(tokens), options, rank, world));
-  t->inputs_.resize(options.batch * options.seq);
-  t->targets_.resize(options.batch * options.seq);
+  t->inputs_.resize(options.grad_accum * options.batch * options.seq);
+  t->targets_.resize(options.grad_accum * options.batch * options.seq);
+  t->micro_targets_.resize(options.grad_accum);
   if (!options.resume_dir.empty()) ACCEL_RETURN_IF_ERROR(t->Resume(options.resume_dir));
   // NVMe offload: what loading wrote goes to the files before training starts.
   ACCEL_RETURN_IF_ERROR(t->sharded_->EvictOffloaded());
   return t;
 }
 
+absl::StatusOr<int64_t> Trainer::FillStep() {
+  const int accum = static_cast<int>(options_.grad_accum);
+  const int64_t bt = options_.batch * options_.seq;
+  int64_t mine = 0;
+  for (int micro = 0; micro < accum; ++micro) {
+    int32_t* targets = targets_.data() + micro * bt;
+    loader_->Fill(step_ * accum + micro, inputs_.data() + micro * bt, targets);
+    micro_targets_[micro] = kernels::CountLossTargets(targets, bt);
+    mine += micro_targets_[micro];
+  }
+  // Every rank reads the same file, so every rank takes the same branch.
+  if (!loader_->source().has_mask()) return mine * world();
+  ACCEL_ASSIGN_OR_RETURN(const double all, sharded_->SumOverRanks(static_cast<double>(mine)));
+  return static_cast<int64_t>(all);
+}
+
 absl::StatusOr<StepMetrics> Trainer::TrainStep() {
   const int64_t start = env_->NowMicros();
   const int accum = static_cast<int>(options_.grad_accum);
+  const int64_t bt = options_.batch * options_.seq;
   shard::ShardedModel& sharded = *sharded_;
   ACCEL_RETURN_IF_ERROR(sharded.ZeroGrads());
   sharded.set_loss_scale(scaler_.scale());
+  // The step's loss is the mean over its targets that count, on every rank and micro-batch
+  // (Hugging Face's num_items_in_batch): micro-batch m's mean loss is weighted by its count n_m
+  // over the step's count N (dloss = scale · n_m / N). With nothing masked that is 1/(accum·world):
+  // today's arithmetic is kept, bit for bit. N = 0 (all masked): zero loss and gradients.
+  ACCEL_ASSIGN_OR_RETURN(const int64_t step_targets, FillStep());
+  const bool masked = step_targets != accum * bt * world();
   double loss_sum = 0;
   for (int micro = 0; micro < accum; ++micro) {
     sharded.BeginMicroStep(micro, accum);
-    loader_->Fill(step_ * accum + micro, inputs_.data(), targets_.data());
-    ACCEL_ASSIGN_OR_RETURN(float loss, runner_->Forward(sharded, inputs_.data(), targets_.data()));
-    ACCEL_RETURN_IF_ERROR(runner_->Backward(sharded, inputs_.data(), targets_.data(),
-                                            sharded.GradScale(accum)));
+    const int32_t* inputs = inputs_.data() + micro * bt;
+    const int32_t* targets = targets_.data() + micro * bt;
+    const double weight = step_targets == 0 ? 0.0
+                                            : static_cast<double>(micro_targets_[micro]) /
+                                                  static_cast<double>(step_targets);
+    ACCEL_ASSIGN_OR_RETURN(float loss, runner_->Forward(sharded, inputs, targets));
+    ACCEL_RETURN_IF_ERROR(runner_->Backward(
+        sharded, inputs, targets,
+        masked ? static_cast<float>(scaler_.scale() * weight) : sharded.GradScale(accum)));
     ACCEL_RETURN_IF_ERROR(sharded.EndMicroStep(micro, accum));
-    loss_sum += loss;
+    loss_sum += masked ? loss * weight : loss;
   }
   StepMetrics m;
   m.step = step_;
   m.total_steps = options_.steps;
+  if (loader_->source().has_mask()) m.loss_targets = step_targets;
+  if (step_targets == 0 && rank() == 0) {
+    ACCEL_LOG(warn, "step {}: every target of the step is masked; loss and gradients are zero "
+                    "(the optimizer still steps)", step_);
+  }
   // Agreed on every rank: the mean loss and the global norm are all-gathered values.
-  ACCEL_ASSIGN_OR_RETURN(double mean_loss, sharded.MeanOverRanks(loss_sum / accum));
+  ACCEL_ASSIGN_OR_RETURN(double mean_loss, masked ? sharded.SumOverRanks(loss_sum)
+                                                  : sharded.MeanOverRanks(loss_sum / accum));
   ACCEL_ASSIGN_OR_RETURN(double norm_squared, sharded.GradNormSquared());
   m.loss = static_cast<float>(mean_loss);
   m.lr = options_.schedule.LrAt(applied_steps_);

@@ -5,6 +5,8 @@
 // one AdamW per owned range, the data loader and the LR schedule. A step runs grad_accum
 // micro-batches (forward + backward; rank r's micro-step m of step k reads window
 // (k·accum + m)·world + r), agrees on the mean loss and the global gradient norm across ranks,
+// (with a loss mask: the mean over the step's targets that count on every rank and micro-batch,
+// docs/data.md "Loss mask"),
 // skips the update on every rank when either is not finite, clips, updates the owned ranges and
 // lets the sharded model re-gather what it keeps full.
 // Memory: parameters, gradients and optimizer state are charged to the "compute" pool
@@ -128,6 +130,10 @@ class Trainer {
  private:
   Trainer() = default;
   absl::StatusOr<std::vector<RankStats>> CollectRankStats(double comm_wait_seconds);
+  // Fills the step's micro-batches into inputs_ / targets_ (micro-batch m at m·B·T), counts the
+  // targets that count in each (micro_targets_) and returns the step's count over every rank
+  // (one small all-gather). Without a loss mask: B·T·accum·world, with no collective.
+  [[nodiscard]] absl::StatusOr<int64_t> FillStep();
   // weight_loading.cc: the initial weights by options_ (seeded or --init-weights; default,
   // sync_module_states, cpu_ram_efficient_loading, zero3_init).
   [[nodiscard]] absl::Status InitWeights();
@@ -159,7 +165,8 @@ class Trainer {
   std::vector<optim::AdamW> optimizers_;  // one per owned range; after sharded_ (its ops)
   std::unique_ptr<ModelRunner> runner_;
   std::unique_ptr<data::BatchLoader> loader_;
-  std::vector<int32_t> inputs_, targets_;
+  std::vector<int32_t> inputs_, targets_;  // the step's accum micro-batches, (accum, B, T)
+  std::vector<int64_t> micro_targets_;     // per micro-batch: targets != kIgnoreIndex
   LossScaler scaler_;  // enabled under fp16 only
   // Communicator totals at the last stats record.
   int64_t stats_sent_ = 0, stats_received_ = 0, stats_sent_cross_node_ = 0;

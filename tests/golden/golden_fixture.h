@@ -1,6 +1,6 @@
 // The golden fixtures shared by the CPU and GPU golden tests: a tiny model's config, initial
-// parameters, token batches and PyTorch's results, read from gpt2_tiny.safetensors or
-// llama_tiny*.safetensors (tests/golden/README.md).
+// parameters, token batches (with their loss masks in the *_masked fixtures) and PyTorch's
+// results, read from gpt2_tiny*.safetensors or llama_tiny*.safetensors (tests/golden/README.md).
 #pragma once
 
 #include <cmath>
@@ -64,16 +64,24 @@ class GoldenFileFixture {
     EXPECT_TRUE(reader_->ReadFloat(name, v.data(), info->numel).ok()) << name;
     return v;
   }
+  // Step `step`'s inputs and targets; a masked fixture's step<k>.mask (1: the target counts)
+  // turns the targets it masks into -100, as the BatchLoader does (docs/data.md "Loss mask").
   void ReadBatch(int step, std::vector<int32_t>* x, std::vector<int32_t>* y) {
+    const std::string s = "step" + std::to_string(step);
     std::vector<int32_t> tokens(B_ * (T_ + 1));
-    ASSERT_TRUE(reader_->ReadRaw("step" + std::to_string(step) + ".tokens", tokens.data(),
-                                 tokens.size() * sizeof(int32_t)).ok());
+    ASSERT_TRUE(
+        reader_->ReadRaw(s + ".tokens", tokens.data(), tokens.size() * sizeof(int32_t)).ok());
+    std::vector<int32_t> mask(B_ * T_, 1);
+    if (reader_->Find(s + ".mask") != nullptr) {
+      ASSERT_TRUE(
+          reader_->ReadRaw(s + ".mask", mask.data(), mask.size() * sizeof(int32_t)).ok());
+    }
     x->resize(B_ * T_);
     y->resize(B_ * T_);
     for (int64_t b = 0; b < B_; ++b) {
       for (int64_t t = 0; t < T_; ++t) {
         (*x)[b * T_ + t] = tokens[b * (T_ + 1) + t];
-        (*y)[b * T_ + t] = tokens[b * (T_ + 1) + t + 1];
+        (*y)[b * T_ + t] = mask[b * T_ + t] != 0 ? tokens[b * (T_ + 1) + t + 1] : -100;
       }
     }
   }
@@ -148,11 +156,12 @@ class GoldenFileFixture {
   std::vector<float> params_, grads_;
 };
 
-// The GPT-2 fixture (gpt2_tiny.safetensors).
-class GoldenFixture : public ::testing::Test, public GoldenFileFixture {
+// A GPT-2 fixture, the parameter's stem: gpt2_tiny, or gpt2_tiny_masked (the same model and
+// batches with loss masks, make_masked_reference.py).
+class GoldenFixture : public ::testing::TestWithParam<std::string>, public GoldenFileFixture {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(Load("gpt2_tiny.safetensors"));
+    ASSERT_TRUE(Load(GetParam() + ".safetensors"));
     config_ = *layout_->config().As<model::Gpt2Config>();
   }
   model::Gpt2Config config_;

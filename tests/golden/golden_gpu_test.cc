@@ -1,5 +1,5 @@
 // The golden test on the GPU path (label gpu; skips without a device): the tiny GPT-2 of
-// tests/golden through the CUDA model (engine/model/cuda/gpt2_cuda.h) and the CUDA AdamW,
+// tests/golden (with and without loss masks) through the CUDA model (engine/model/cuda/gpt2_cuda.h) and the CUDA AdamW,
 // against the same PyTorch float64 truth as golden_test.cc.
 //
 // Tolerances are ten times the CPU test's: 1e-4 of each tensor's largest magnitude for logits,
@@ -46,7 +46,7 @@ class GoldenGpuTest : public GoldenFixture {
   std::unique_ptr<cuda::CachingAllocator> allocator_;
 };
 
-TEST_F(GoldenGpuTest, ForwardLogitsLossAndEveryGradient) {
+TEST_P(GoldenGpuTest, ForwardLogitsLossAndEveryGradient) {
   DeviceArray<float> params(params_), grads(std::vector<float>(params_.size(), 0.f));
   model::Gpt2Cuda gpt(layout_.get(), blas_.get(), stream());
   {
@@ -73,7 +73,7 @@ TEST_F(GoldenGpuTest, ForwardLogitsLossAndEveryGradient) {
   }
 }
 
-TEST_F(GoldenGpuTest, ThreeAdamWStepsWithClipping) {
+TEST_P(GoldenGpuTest, ThreeAdamWStepsWithClipping) {
   const int64_t n = layout_->num_params();
   DeviceArray<float> params(params_), grads(n), m(std::vector<float>(n, 0.f)),
       v(std::vector<float>(n, 0.f));
@@ -143,6 +143,10 @@ TEST_F(GoldenGpuTest, ThreeAdamWStepsWithClipping) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenGpuTest,
+                         ::testing::Values("gpt2_tiny", "gpt2_tiny_masked"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace accel

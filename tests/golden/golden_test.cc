@@ -1,5 +1,5 @@
 // The engine against PyTorch: a tiny GPT-2 (tests/golden/make_reference.py, float64 truth rounded
-// once to f32) — logits, loss, every gradient, and parameters and losses over 3 AdamW steps with
+// once to f32; and with loss masks, make_masked_reference.py) — logits, loss, every gradient, and parameters and losses over 3 AdamW steps with
 // global-norm clipping. Tolerances (tests/golden/README.md): logits and gradients within 1e-5 of
 // each tensor's largest magnitude, losses and gradient norms within 1e-6 relative.
 #include <cmath>
@@ -24,7 +24,7 @@ using testing::AllCloseToScale;
 
 using GoldenTest = GoldenFixture;
 
-TEST_F(GoldenTest, ForwardLogitsLossAndEveryGradient) {
+TEST_P(GoldenTest, ForwardLogitsLossAndEveryGradient) {
   model::Gpt2 gpt(layout_.get());
   auto acts = model::Gpt2Activations::Create(config_, B_, T_, MemoryPool::kHost);
   ASSERT_TRUE(acts.ok()) << acts.status();
@@ -45,7 +45,7 @@ TEST_F(GoldenTest, ForwardLogitsLossAndEveryGradient) {
   }
 }
 
-TEST_F(GoldenTest, ThreeAdamWStepsWithClipping) {
+TEST_P(GoldenTest, ThreeAdamWStepsWithClipping) {
   model::Gpt2 gpt(layout_.get());
   auto acts = model::Gpt2Activations::Create(config_, B_, T_, MemoryPool::kHost);
   ASSERT_TRUE(acts.ok());
@@ -64,6 +64,10 @@ TEST_F(GoldenTest, ThreeAdamWStepsWithClipping) {
   // The exemption must stay an exception: the key biases (2 layers x C) plus a handful.
   EXPECT_LT(CheckAdamWSteps(step, exempt), 2 * C + 200);
 }
+
+// gpt2_tiny_masked: the loss is the mean over the targets that count (ignore_index=-100).
+INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenTest, ::testing::Values("gpt2_tiny", "gpt2_tiny_masked"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace accel

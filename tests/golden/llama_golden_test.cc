@@ -3,7 +3,8 @@
 // an untied head (llama_tiny) and a tied one with q/k/v/o biases, head_dim ≠ hidden/heads, one
 // kv head and llama3 rope_scaling (llama_tiny_tied_bias). Logits, loss, every gradient, the
 // rotary frequencies, and parameters and losses over 3 AdamW steps with global-norm clipping;
-// the tolerances are the GPT-2 golden's (tests/golden/README.md).
+// the tolerances are the GPT-2 golden's (tests/golden/README.md). llama_tiny_masked is
+// llama_tiny trained on the mean over the targets its loss masks let count.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -85,7 +86,8 @@ TEST_P(LlamaGoldenTest, ThreeAdamWStepsWithClipping) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, LlamaGoldenTest,
-                         ::testing::Values("llama_tiny", "llama_tiny_tied_bias"),
+                         ::testing::Values("llama_tiny", "llama_tiny_tied_bias",
+                                           "llama_tiny_masked"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

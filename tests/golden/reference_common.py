@@ -62,10 +62,19 @@ def make_batches(vocab):
             for _ in range(STEPS)]
 
 
-def run(init, batches, dtype, forward, vocab):
+def masked_targets(y, mask):
+    """y with -100 (cross_entropy's ignore_index) where mask (bool, y's shape) is False; y itself
+    without a mask."""
+    return y if mask is None else y.masked_fill(~mask, -100)
+
+
+def run(init, batches, dtype, forward, vocab, masks=None):
     """Trains STEPS steps of forward (P, idx) -> logits from init in dtype; returns a dict of
     named result tensors (in dtype): step0.logits, step0.grad.*, step<k>.loss, step<k>.grad_norm,
-    step<k>.param.*, and _final_loss_batch0 (report only)."""
+    step<k>.param.*, and _final_loss_batch0 (report only). masks: per step a bool [B, T] tensor
+    (True: the target counts) or None; the loss is then the mean over the targets that count
+    (F.cross_entropy with ignore_index=-100)."""
+    masks = masks or [None] * len(batches)
     P = {n: t.to(dtype).clone().requires_grad_(True) for n, t in init.items()}
     decay = [t for t in P.values() if t.dim() >= 2]
     no_decay = [t for t in P.values() if t.dim() < 2]
@@ -75,10 +84,10 @@ def run(init, batches, dtype, forward, vocab):
         lr=LR, betas=(BETA1, BETA2), eps=EPS)
     out = {}
     for k, tokens in enumerate(batches):
-        x, y = tokens[:, :-1], tokens[:, 1:]
+        x, y = tokens[:, :-1], masked_targets(tokens[:, 1:], masks[k])
         opt.zero_grad(set_to_none=True)
         logits = forward(P, x)
-        loss = F.cross_entropy(logits.reshape(-1, vocab), y.reshape(-1))
+        loss = F.cross_entropy(logits.reshape(-1, vocab), y.reshape(-1), ignore_index=-100)
         loss.backward()
         if k == 0:
             out["step0.logits"] = logits.detach().clone()
@@ -91,9 +100,9 @@ def run(init, batches, dtype, forward, vocab):
         for n, t in P.items():
             out[f"step{k}.param.{n}"] = t.detach().clone()
     with torch.no_grad():  # how far training moved batch 0's loss (report only)
-        x, y = batches[0][:, :-1], batches[0][:, 1:]
+        x, y = batches[0][:, :-1], masked_targets(batches[0][:, 1:], masks[0])
         out["_final_loss_batch0"] = F.cross_entropy(
-            forward(P, x).reshape(-1, vocab), y.reshape(-1)).reshape(1)
+            forward(P, x).reshape(-1, vocab), y.reshape(-1), ignore_index=-100).reshape(1)
     return out
 
 
@@ -184,12 +193,15 @@ def make_metadata(config, generator, dev, dev_past_tiny=None):
     return metadata
 
 
-def fixture_tensors(names, init, batches, ref):
-    """The stored tensors, in file order: param.*, step<k>.tokens (I32), step0.logits,
-    step<k>.loss and step<k>.grad_norm, step0.grad.*, step<k>.param.* (all F32)."""
+def fixture_tensors(names, init, batches, ref, masks=None):
+    """The stored tensors, in file order: param.*, step<k>.tokens (I32), with masks
+    step<k>.mask (I32 [B, T], 1 where the target counts), step0.logits, step<k>.loss and
+    step<k>.grad_norm, step0.grad.*, step<k>.param.* (all F32)."""
     tensors = [(f"param.{n}", init[n].to(torch.float32)) for n in names]
     for k in range(STEPS):
         tensors.append((f"step{k}.tokens", batches[k].to(torch.int32)))
+        if masks is not None:
+            tensors.append((f"step{k}.mask", masks[k].to(torch.int32)))
     tensors.append(("step0.logits", ref["step0.logits"].to(torch.float32)))
     for k in range(STEPS):
         tensors.append((f"step{k}.loss", ref[f"step{k}.loss"].to(torch.float32)))
@@ -229,19 +241,21 @@ def write_safetensors(path, tensors, metadata):
 
 
 def generate(out_path, specs, draw, forward, vocab, model_config, generator,
-             extra_tensors=(), record_tiny_grads=False):
+             extra_tensors=(), record_tiny_grads=False, masks=None):
     """The whole recipe for one fixture: init, f64 and f32 training runs, deviations, metadata,
     the file. model_config is merged with hyperparameters() into the metadata "config";
     extra_tensors (name, f32/i32 tensor) are appended after the standard ones;
-    record_tiny_grads adds deviations_past_tiny_grads() to the metadata.
+    record_tiny_grads adds deviations_past_tiny_grads() to the metadata; masks (per step a bool
+    [B, T], True where the target counts) trains on the mean over the targets that count and
+    stores each step's mask.
     Returns (init, batches, ref, f32, dev, tensors) for a generator's own checks and report."""
     torch.set_num_threads(1)  # fixed reduction order: identical bytes every run
     torch.set_default_dtype(torch.float64)
     init = init_params(specs, draw)
     batches = make_batches(vocab)
 
-    ref = run(init, batches, torch.float64, forward, vocab)
-    f32 = run(init, batches, torch.float32, forward, vocab)
+    ref = run(init, batches, torch.float64, forward, vocab, masks)
+    f32 = run(init, batches, torch.float32, forward, vocab, masks)
     dev = deviations(ref, f32)
     print_summary(ref, f32, dev)
 
@@ -257,7 +271,8 @@ def generate(out_path, specs, draw, forward, vocab, model_config, generator,
         print(f"  {grp:12s} {d['rel']:.3e} ({d['worst']}) leaving out {d['exempt']} elements "
               f"with 0 < |step-0 grad| < {TINY_GRAD:.0e}")
     metadata = make_metadata(config, generator, dev, past_tiny)
-    tensors = fixture_tensors([n for n, _ in specs], init, batches, ref) + list(extra_tensors)
+    tensors = (fixture_tensors([n for n, _ in specs], init, batches, ref, masks) +
+               list(extra_tensors))
     write_safetensors(out_path, tensors, metadata)
     print(f"wrote {out_path} ({os.path.getsize(out_path)} bytes, {len(tensors)} tensors)")
     return init, batches, ref, f32, dev, tensors

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
 #include "engine/comm/in_memory_store.h"
+#include "engine/data/loss_mask.h"
 #include "engine/model/model_config.h"
 #include "engine/shard/process_groups.h"
 #include "engine/shard/ring_traffic.h"
@@ -146,6 +147,19 @@ absl::Status WriteGangInputs(const std::string& dir, const model::ModelConfig& c
   for (int i = 0; i < 3000; ++i) text += static_cast<char>('a' + (i * 7 + i / 13) % 26);
   ACCEL_RETURN_IF_ERROR(WriteFileAtomic(Env::Default(), dir + "/data.txt", text));
   return WriteFileAtomic(Env::Default(), dir + "/config.json", model::ModelConfigToJson(config));
+}
+
+absl::StatusOr<std::string> WriteGangMaskedData(const std::string& dir) {
+  ACCEL_ASSIGN_OR_RETURN(std::string text, ReadFileToString(Env::Default(), dir + "/data.txt"));
+  std::vector<uint8_t> mask(text.size());
+  for (size_t i = 0; i < mask.size(); ++i) {
+    mask[i] = (i / 5 + i / 17) % 3 != 0 && (i < 200 || i >= 240);
+  }
+  const std::string path = dir + "/masked.txt";
+  ACCEL_RETURN_IF_ERROR(WriteFileAtomic(Env::Default(), path, text));
+  ACCEL_RETURN_IF_ERROR(WriteFileAtomic(Env::Default(), data::LossMaskPath(path),
+                                        data::LossMaskBytes(mask)));
+  return path;
 }
 
 model::ModelConfig SmallModel(const std::string& arch, const std::string& name) {

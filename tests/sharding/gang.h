@@ -45,6 +45,12 @@ absl::StatusOr<ResumeComparison> RunStraightAndResumed(const train::TrainOptions
 // config.json for `config`.
 absl::Status WriteGangInputs(const std::string& dir, const model::ModelConfig& config);
 
+// A loss-masked copy of the gang data in `dir` (after WriteGangInputs): masked.txt, the same
+// 3000 bytes, and masked.txt.mask (docs/data.md "Loss mask"): runs of counted and masked
+// targets of varying length, so micro-batches and ranks count different numbers of targets,
+// and 40 masked bytes in a row, so some micro-batches count none. Returns masked.txt's path.
+absl::StatusOr<std::string> WriteGangMaskedData(const std::string& dir);
+
 // The sharding tests' small model of each architecture ("gpt2", "llama"), with odd sizes so that
 // units need padding at 3 and 4 ranks: GPT-2 L=2, NH=4, C=20, V=256, P=16; a Llama-family model
 // with grouped-query attention (4 heads over 2), head_dim 6 ≠ C/NH, q/k/v/o biases and an

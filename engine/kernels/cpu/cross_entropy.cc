@@ -43,6 +43,10 @@ void SoftmaxCrossEntropyForward(float* losses, const float* logits, const int32_
                                 int64_t N, int64_t V) {
 #pragma omp parallel for schedule(static) if (N * V >= kParallelMinElems)
   for (int64_t i = 0; i < N; ++i) {
+    if (targets[i] == kIgnoreIndex) {
+      losses[i] = 0.0f;
+      continue;
+    }
     const float* row = logits + i * V;
     const RowStats st = ComputeRowStats(row, V);
     losses[i] = std::log(st.sum_exp) + st.max - row[targets[i]];
@@ -55,6 +59,11 @@ void SoftmaxCrossEntropyBackward(float* dlogits, float* losses, const float* log
   for (int64_t i = 0; i < N; ++i) {
     const float* row = logits + i * V;
     float* drow = dlogits + i * V;
+    if (targets[i] == kIgnoreIndex) {
+      losses[i] = 0.0f;
+      std::fill(drow, drow + V, 0.0f);
+      continue;
+    }
     const RowStats st = ComputeRowStats(row, V);
     const int64_t target = targets[i];
     // Read before the row is overwritten: drow may be row.

@@ -27,6 +27,10 @@ RowStats ComputeRowStats(const float* row, int64_t V) {
 void SoftmaxCrossEntropyForward(float* losses, const float* logits, const int32_t* targets,
                                 int64_t N, int64_t V) {
   for (int64_t i = 0; i < N; ++i) {
+    if (targets[i] == kIgnoreIndex) {
+      losses[i] = 0.0f;
+      continue;
+    }
     const float* row = logits + i * V;
     const RowStats st = ComputeRowStats(row, V);
     losses[i] = static_cast<float>(std::log(st.sum_exp) + st.max - row[targets[i]]);
@@ -38,6 +42,11 @@ void SoftmaxCrossEntropyBackward(float* dlogits, float* losses, const float* log
   for (int64_t i = 0; i < N; ++i) {
     const float* row = logits + i * V;
     float* drow = dlogits + i * V;
+    if (targets[i] == kIgnoreIndex) {
+      losses[i] = 0.0f;
+      for (int64_t j = 0; j < V; ++j) drow[j] = 0.0f;
+      continue;
+    }
     const RowStats st = ComputeRowStats(row, V);
     const int64_t target = targets[i];
     losses[i] = static_cast<float>(std::log(st.sum_exp) + st.max - row[target]);

@@ -1,9 +1,11 @@
-// Fused softmax + cross-entropy on the device (kernels.h; contract in ../cross_entropy.h). One
+// Fused softmax + cross-entropy on the device (kernels.h; contract in ../cross_entropy.h, whose
+// kIgnoreIndex rows get loss 0 and a zero gradient). One
 // block per row: a max and a sum-of-exponentials reduction, then (backward) one pass that writes
 // dlogits over the logits it reads. Each entry is read and written by the same thread, and the
 // target logit is read before the block synchronises for the last reduction, so in place is safe.
 #include <cuda_runtime.h>
 
+#include "engine/kernels/cross_entropy.h"
 #include "engine/kernels/cuda/common.cuh"
 #include "engine/kernels/cuda/kernels.h"
 
@@ -18,6 +20,16 @@ __global__ void SoftmaxCrossEntropyKernel(float* dlogits, float* losses, const f
   const int64_t row = blockIdx.x;
   const float* x = logits + row * V;
   const int64_t target = targets[row];
+  if (target == kIgnoreIndex) {
+    // A masked position (kernels/cross_entropy.h): no loss, no gradient. The whole block takes
+    // this branch, so no barrier is left waiting.
+    if (threadIdx.x == 0) losses[row] = 0.0f;
+    if constexpr (kBackward) {
+      float* d = dlogits + row * V;
+      for (int64_t j = threadIdx.x; j < V; j += blockDim.x) d[j] = 0.0f;
+    }
+    return;
+  }
   float local_max = -INFINITY;
   for (int64_t j = threadIdx.x; j < V; j += blockDim.x) local_max = fmaxf(local_max, x[j]);
   const float row_max = BlockReduce<float, true>(local_max);

@@ -57,5 +57,37 @@ TEST(CudaCrossEntropyTest, ForwardAndBackwardMatchRef) {
   }
 }
 
+// Targets of kIgnoreIndex (masked positions) give loss 0 and a zero gradient row, as the
+// reference does; the other rows are unchanged.
+TEST(CudaCrossEntropyTest, IgnoredTargetsMatchRef) {
+  ACCEL_SKIP_WITHOUT_GPU();
+  const int64_t N = 6, V = 1000;
+  TestRng rng(77);
+  const std::vector<float> logits = rng.NormalVector(N * V, 0.0f, 4.0f);
+  std::vector<int32_t> targets = rng.IntVector(N, 0, static_cast<int32_t>(V));
+  targets[0] = targets[3] = targets[4] = kIgnoreIndex;
+  const float dloss = 1.0f / 3.0f;
+  std::vector<float> losses(N), dlogits(N * V);
+  ref::SoftmaxCrossEntropyBackward(dlogits.data(), losses.data(), logits.data(), targets.data(), N,
+                                   V, dloss);
+  DeviceArray<float> d_logits(logits), d_losses(N);
+  DeviceArray<int32_t> d_targets(targets);
+  ASSERT_TRUE(
+      SoftmaxCrossEntropyForward(d_losses.get(), d_logits.get(), d_targets.get(), N, V, nullptr)
+          .ok());
+  ASSERT_TRUE(DeviceOk());
+  EXPECT_TRUE(AllClose(d_losses.Download(), losses, 1e-5, 1e-5));
+  ASSERT_TRUE(SoftmaxCrossEntropyBackward(d_logits.get(), d_losses.get(), d_logits.get(),
+                                          d_targets.get(), N, V, dloss, nullptr)
+                  .ok());
+  ASSERT_TRUE(DeviceOk());
+  const std::vector<float> got = d_logits.Download();
+  EXPECT_TRUE(AllClose(got, dlogits, 1e-7, 1e-4));
+  for (int64_t i : {0, 3, 4}) {
+    EXPECT_EQ(d_losses.Download()[i], 0.0f);
+    for (int64_t j = 0; j < V; ++j) ASSERT_EQ(got[i * V + j], 0.0f) << "row " << i;
+  }
+}
+
 }  // namespace
 }  // namespace accel::kernels::cuda

@@ -7,7 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
 #include "engine/tensor/cuda/device.h"
+#include "engine/kernels/cross_entropy.h"
 #include "engine/kernels/cuda/kernels.h"
+#include "engine/model/token_check.h"
 
 namespace accel::model {
 
@@ -15,17 +17,6 @@ namespace kc = ::accel::kernels::cuda;
 using cuda::DeviceBuffer;
 
 namespace {
-
-absl::Status CheckTokens(const int32_t* tokens, int64_t n, int64_t V, const char* what) {
-  for (int64_t i = 0; i < n; ++i) {
-    if (tokens[i] < 0 || tokens[i] >= V) {
-      return absl::InvalidArgumentError(absl::StrCat(what, " token ", tokens[i], " at position ",
-                                                     i, " is outside the vocabulary [0, ", V,
-                                                     ")"));
-    }
-  }
-  return absl::OkStatus();
-}
 
 absl::Status Zero(DeviceBuffer& b, cudaStream_t stream) {
   ACCEL_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(b.data(), 0, b.bytes(), stream));
@@ -120,7 +111,7 @@ absl::StatusOr<float> Gpt2Cuda::Forward(ParamAccess& access, const int32_t* inpu
   const Gpt2Config& c = config_;
   const int64_t B = a.B(), T = a.T(), BT = B * T, C = c.n_embd, NH = c.n_head, V = c.vocab_size;
   ACCEL_RETURN_IF_ERROR(CheckTokens(inputs, BT, V, "input"));
-  if (targets != nullptr) ACCEL_RETURN_IF_ERROR(CheckTokens(targets, BT, V, "target"));
+  if (targets != nullptr) ACCEL_RETURN_IF_ERROR(CheckTargets(targets, BT, V));
   const cudaStream_t s = stream_;
   ACCEL_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(a.inputs_.data(), inputs, BT * sizeof(int32_t),
                                              cudaMemcpyHostToDevice, s));
@@ -173,15 +164,18 @@ absl::StatusOr<float> Gpt2Cuda::Forward(ParamAccess& access, const int32_t* inpu
   ACCEL_RETURN_IF_ERROR(LmHead(a, root, Bf16Params(access, 0, a)));
   ACCEL_RETURN_IF_ERROR(access.Release(0, Pass::kForward));
   if (targets == nullptr) return 0.0f;
+  a.loss_targets_ = kernels::CountLossTargets(targets, BT);
   ACCEL_RETURN_IF_ERROR(kc::SoftmaxCrossEntropyForward(a.losses_.as<float>(),
                                                        a.logits_.as<float>(),
                                                        a.targets_.as<int32_t>(), BT, V, s));
   ACCEL_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(a.host_losses_.data(), a.losses_.data(),
                                              BT * sizeof(float), cudaMemcpyDeviceToHost, s));
   ACCEL_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
+  // Masked positions add 0; the denominator is BT when nothing is masked (lm_head.cc's rule).
+  if (a.loss_targets_ == 0) return 0.0f;
   double sum = 0;
   for (float x : a.host_losses_) sum += x;
-  return static_cast<float>(sum / static_cast<double>(BT));
+  return static_cast<float>(sum / static_cast<double>(a.loss_targets_));
 }
 
 absl::Status Gpt2Cuda::Backward(ParamAccess& access, Gpt2CudaActivations& a, float dloss) {
@@ -195,9 +189,10 @@ absl::Status Gpt2Cuda::Backward(ParamAccess& access, Gpt2CudaActivations& a, flo
   ACCEL_ASSIGN_OR_RETURN(const float* root, access.Params(0, Pass::kBackward));
   ACCEL_ASSIGN_OR_RETURN(float* groot, access.Grads(0));
   float* dlogits = a.logits_.as<float>();  // in place over the logits
+  const float row_dloss =
+      a.loss_targets_ == 0 ? 0.0f : dloss / static_cast<float>(a.loss_targets_);
   ACCEL_RETURN_IF_ERROR(kc::SoftmaxCrossEntropyBackward(
-      dlogits, a.losses_.as<float>(), dlogits, a.targets_.as<int32_t>(), BT, V,
-      dloss / static_cast<float>(BT), s));
+      dlogits, a.losses_.as<float>(), dlogits, a.targets_.as<int32_t>(), BT, V, row_dloss, s));
   ACCEL_RETURN_IF_ERROR(LmHeadBackward(a, groot, root, Bf16Params(access, 0, a)));
   float* dln = a.dln_.as<float>();  // dlnf, from the lm_head
   float* dres = a.dresidual_.as<float>();

@@ -74,6 +74,8 @@ class Gpt2CudaActivations {
   // bf16 copies of a matmul's input and output gradient, made just before it (bf16_matmuls).
   cuda::DeviceBuffer inp16_, dout16_;
   std::vector<float> host_losses_;
+  // The last Forward's targets that count (!= kernels::kIgnoreIndex): its loss's denominator.
+  int64_t loss_targets_ = 0;
 };
 
 class Gpt2Cuda {
@@ -87,7 +89,8 @@ class Gpt2Cuda {
         stream_(stream) {}
 
   // inputs and targets are host arrays (B, T), checked as Gpt2::Forward checks them and
-  // uploaded; targets may be null (then returns 0). The mean loss over B·T positions.
+  // uploaded; targets may be null (then returns 0). The mean loss over the targets that count
+  // (!= kernels::kIgnoreIndex; 0 when none do), as Gpt2::Forward.
   [[nodiscard]] absl::StatusOr<float> Forward(ParamAccess& params, const int32_t* inputs,
                                               const int32_t* targets, Gpt2CudaActivations& acts);
   // Backpropagates the last Forward (which had targets), accumulating (+=) into the device
