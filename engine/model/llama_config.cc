@@ -144,7 +144,7 @@ absl::StatusOr<RopeScaling> ReadRopeScaling(const Json& j, const std::string& sr
 
 // Keys Hugging Face's Llama, Mistral, Qwen2 and Qwen3 configs have that change the math, at any
 // value but the one this engine implements.
-absl::Status CheckImplemented(const Json& j, const std::string& src) {
+absl::Status CheckImplemented(const Json& j, const LlamaConfig& /*c*/, const std::string& src) {
   if (j.contains("hidden_act") && j["hidden_act"] != "silu") {
     return Refuse(src, "hidden_act", j["hidden_act"], "silu only");
   }
@@ -169,7 +169,8 @@ absl::Status ReadAttentionWindow(const Json& j, const std::string& src, LlamaCon
   int64_t window = c->model_type == "llama" ? 0 : 4096;
   if (j.contains("sliding_window") && j["sliding_window"].is_null()) window = 0;
   ACCEL_RETURN_IF_ERROR(ReadInt(j, src, "sliding_window", &window));
-  if (window < 0 || (window == 0 && j.contains("sliding_window") && !j["sliding_window"].is_null())) {
+  const bool named = j.contains("sliding_window") && !j["sliding_window"].is_null();
+  if (window < 0 || (window == 0 && named)) {
     return absl::InvalidArgumentError(
         absl::StrCat(src, ": key sliding_window must be a positive integer or null, got ", window));
   }
@@ -394,9 +395,9 @@ absl::StatusOr<LlamaConfig> LlamaConfigFromJson(std::string_view json_text,
   if (c.model_type == "qwen2" && j.contains("attention_bias") && !c.attention_bias) {
     return Refuse(src, "attention_bias", j["attention_bias"], "Qwen2 has q/k/v biases");
   }
-  ACCEL_RETURN_IF_ERROR(c.Validate());
-  ACCEL_RETURN_IF_ERROR(CheckImplemented(j, src));
   ACCEL_RETURN_IF_ERROR(ReadAttentionWindow(j, src, &c));
+  ACCEL_RETURN_IF_ERROR(c.Validate());
+  ACCEL_RETURN_IF_ERROR(CheckImplemented(j, c, src));
   return c;
 }
 
