@@ -54,8 +54,8 @@ void AddModelDataTrainRows(std::vector<Setting>& rows) {
                }},
           {.key = "model.config",
            .type = SettingType::kPath,
-           .help = "a Hugging Face `config.json` (`model_type` gpt2, llama, mistral or qwen2; "
-                   "docs/models.md); wins over `preset`",
+           .help = "a Hugging Face `config.json` (`model_type` gpt2, llama, mistral, qwen2 or "
+                   "qwen3; docs/models.md); wins over `preset`",
            .flag = "--model-config",
            .flag_help = "Hugging Face GPT-2 config.json (wins over --model)",
            .flag_shows_default = false,

@@ -1,6 +1,6 @@
 // Llama-family weights through LoadHfWeights / SaveHfWeights / HfModelFile: Hugging Face names,
 // sharded checkpoints (model.safetensors.index.json), bf16 files, a tied lm_head and the buffers
-// old files carry.
+// old files carry; Qwen3's q/k norm weights.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -234,6 +234,49 @@ TEST_P(HfLlamaWeightsTest, TheIndexIsTheMapAndEachShardItNamesIsARegularFile) {
 }
 
 INSTANTIATE_TEST_SUITE_P(TiedAndUntied, HfLlamaWeightsTest, ::testing::Bool());
+
+// Qwen3 (tied, head_dim 32 != 64 / 4): self_attn.{q,k}_norm.weight (head_dim) under Hugging
+// Face's names, saved and loaded back, the config.json a Qwen3ForCausalLM; a file without a
+// k_norm is refused naming the tensor and the file.
+TEST(HfQwen3WeightsTest, SavesAndLoadsTheQkNorms) {
+  const std::string dir = ::testing::TempDir() + "/hf_qwen3_" + std::to_string(::getpid());
+  ASSERT_TRUE(Env::Default()->CreateDirs(dir).ok());
+  auto config = model::ModelPreset("qwen3-tiny");
+  ASSERT_TRUE(config.ok()) << config.status();
+  auto layout = model::ModelLayout::Create(*config);
+  ASSERT_TRUE(layout.ok()) << layout.status();
+  const std::vector<float> values = accel::testing::TestRng(9).NormalVector(layout->num_params());
+  const std::string path = dir + "/model.safetensors";
+  ASSERT_TRUE(SaveHfWeights(Env::Default(), path, *layout, values.data()).ok());
+  auto reader = SafetensorsReader::Open(Env::Default(), path);
+  ASSERT_TRUE(reader.ok());
+  for (const char* name : {"model.layers.0.self_attn.q_norm.weight",
+                           "model.layers.1.self_attn.k_norm.weight"}) {
+    ASSERT_NE((*reader)->Find(name), nullptr) << name;
+    EXPECT_EQ((*reader)->Find(name)->shape, std::vector<int64_t>{32}) << name;
+  }
+  EXPECT_EQ((*reader)->Find("model.layers.0.self_attn.q_proj.bias"), nullptr);
+  EXPECT_EQ((*reader)->Find("lm_head.weight"), nullptr);
+  std::vector<float> back(layout->num_params());
+  ASSERT_TRUE(LoadHfWeights(Env::Default(), path, *layout, back.data()).ok());
+  EXPECT_EQ(back, values);
+  auto saved = model::LoadModelConfig(Env::Default(), dir + "/config.json");
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  EXPECT_EQ(saved->model_type(), "qwen3");
+  EXPECT_EQ(saved->NumParams(), layout->num_params());
+
+  SafetensorsWriter without;
+  for (const LayoutEntry& e : layout->flat().entries()) {
+    if (e.name == "model.layers.1.self_attn.k_norm.weight") continue;
+    ASSERT_TRUE(without.AddConverted(e.name, e.shape, values.data() + e.offset, DType::kF32).ok());
+  }
+  ASSERT_TRUE(without.Write(Env::Default(), path).ok());
+  auto missing = HfModelFile::Open(Env::Default(), path, &*layout);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(missing.status().message(),
+              HasSubstr("tensor model.layers.1.self_attn.k_norm.weight is missing"));
+  (void)Env::Default()->DeleteRecursively(dir);
+}
 
 }  // namespace
 }  // namespace accel::checkpoint

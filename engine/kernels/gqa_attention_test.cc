@@ -204,7 +204,8 @@ TEST(GqaAttentionTest, EqualsGpt2AttentionOnRepeatedKv) {
       SCOPED_TRACE(fast ? "fast" : "ref");
       std::vector<float> out(s.Out()), att(s.Att()), dqkv(s.Qkv(), 0.0f);
       (fast ? GqaAttentionForward : ref::GqaAttentionForward)(out.data(), att.data(), qkv.data(),
-                                                              s.B, s.T, s.H, s.KV, s.D);
+                                                              s.B, s.T, s.H, s.KV, s.D,
+                                                              /*window=*/0);
       (fast ? GqaAttentionBackward : ref::GqaAttentionBackward)(
           dqkv.data(), dout.data(), qkv.data(), att.data(), s.B, s.T, s.H, s.KV, s.D);
       EXPECT_TRUE(AllCloseToScale(out, out_w, 1e-5));

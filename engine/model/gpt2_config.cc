@@ -141,8 +141,8 @@ absl::StatusOr<Gpt2Config> Gpt2ConfigFromJson(std::string_view json_text, std::s
   if (j.contains("model_type") && j["model_type"] != "gpt2") {
     return absl::InvalidArgumentError(absl::StrCat(
         src,
-        ": model_type: only gpt2 is read here (llama, mistral and qwen2 files are read by "
-        "ModelConfigFromJson)"));
+        ": model_type: only gpt2 is read here (llama, mistral, qwen2 and qwen3 files are read "
+        "by ModelConfigFromJson)"));
   }
   Gpt2Config c;
   c.name = src;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "engine/base/status_macros.h"
 #include "engine/kernels/elementwise.h"
@@ -80,7 +81,45 @@ void Llama::LinearBackward(LlamaActivations& a, float* dinp, float* g, const flo
                         IC, OC);
 }
 
-void Llama::BlockForward(LlamaActivations& a, const float* p, const uint16_t* p16,
+void Llama::QkNormForward(LlamaActivations& a, const float* p,
+                          const LlamaBlockActivations& L) const {
+  const LlamaConfig& c = config_;
+  const int64_t H = c.num_attention_heads, KV = c.num_key_value_heads, D = c.head_dim;
+  const int64_t W = c.q_dim() + 2 * c.kv_dim();
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  const LlamaBlockOffsets& bo = offsets_.block;
+  // Per position: its H query heads and KV key heads are rows of D (Hugging Face normalises the
+  // (B, T, heads, head_dim) view over its last dimension).
+  for (int64_t i = 0; i < a.B() * a.T(); ++i) {
+    const float* in = L.qkv_pre + i * W;
+    float* out = L.qkv + i * W;
+    float* rstd = L.qk_rstd + i * (H + KV);
+    k::RmsNormForward(out, rstd, in, p + bo.q_norm, H, D, eps);
+    k::RmsNormForward(out + H * D, rstd + H, in + H * D, p + bo.k_norm, KV, D, eps);
+    std::memcpy(out + (H + KV) * D, in + (H + KV) * D, KV * D * sizeof(float));
+  }
+}
+
+void Llama::QkNormBackward(LlamaActivations& a, const float* p, float* g,
+                           const LlamaBlockActivations& L) const {
+  const LlamaConfig& c = config_;
+  const int64_t H = c.num_attention_heads, KV = c.num_key_value_heads, D = c.head_dim;
+  const int64_t W = c.q_dim() + 2 * c.kv_dim();
+  const LlamaBlockOffsets& bo = offsets_.block;
+  std::vector<float> dnormed((H + KV) * D);
+  for (int64_t i = 0; i < a.B() * a.T(); ++i) {
+    float* d = a.dqkv_ + i * W;
+    const float* in = L.qkv_pre + i * W;
+    const float* rstd = L.qk_rstd + i * (H + KV);
+    std::memcpy(dnormed.data(), d, dnormed.size() * sizeof(float));
+    Zero(d, (H + KV) * D);
+    k::RmsNormBackward(d, g + bo.q_norm, dnormed.data(), in, p + bo.q_norm, rstd, H, D);
+    k::RmsNormBackward(d + H * D, g + bo.k_norm, dnormed.data() + H * D, in + H * D,
+                       p + bo.k_norm, rstd + H, KV, D);
+  }
+}
+
+void Llama::BlockForward(LlamaActivations& a, int64_t l, const float* p, const uint16_t* p16,
                          const float* residual, const LlamaBlockActivations& L,
                          bool output) const {
   const LlamaConfig& c = config_;
@@ -89,9 +128,14 @@ void Llama::BlockForward(LlamaActivations& a, const float* p, const uint16_t* p1
   const float eps = static_cast<float>(c.rms_norm_eps);
   const LlamaBlockOffsets& bo = offsets_.block;
   k::RmsNormForward(L.in_norm, L.in_rstd, residual, p + bo.input_norm, BT, C, eps);
-  Linear(a, L.qkv, L.in_norm, p, p16, bo.qkv_w, bo.qkv_b, C, c.q_dim() + 2 * c.kv_dim());
+  if (c.qk_norm()) {
+    Linear(a, L.qkv_pre, L.in_norm, p, p16, bo.qkv_w, bo.qkv_b, C, c.q_dim() + 2 * c.kv_dim());
+    QkNormForward(a, p, L);
+  } else {
+    Linear(a, L.qkv, L.in_norm, p, p16, bo.qkv_w, bo.qkv_b, C, c.q_dim() + 2 * c.kv_dim());
+  }
   k::RopeForward(L.qkv, a.rope_cos_, a.rope_sin_, B, T, H, KV, D);
-  k::GqaAttentionForward(L.atty, L.att, L.qkv, B, T, H, KV, D);
+  k::GqaAttentionForward(L.atty, L.att, L.qkv, B, T, H, KV, D, c.AttentionWindow(l));
   Linear(a, L.residual2, L.atty, p, p16, bo.o_w, bo.o_b, c.q_dim(), C);
   k::ResidualForward(L.residual2, L.residual2, residual, BT * C);
   k::RmsNormForward(L.post_norm, L.post_rstd, L.residual2, p + bo.post_norm, BT, C, eps);
@@ -126,6 +170,7 @@ void Llama::BlockBackward(LlamaActivations& a, const float* p, const uint16_t* p
   Zero(a.dqkv_, BT * QKV);
   k::GqaAttentionBackward(a.dqkv_, a.datty_, L.qkv, L.att, B, T, H, KV, D);
   k::RopeBackward(a.dqkv_, a.rope_cos_, a.rope_sin_, B, T, H, KV, D);
+  if (c.qk_norm()) QkNormBackward(a, p, g, L);
   Zero(dln, BT * C);
   LinearBackward(a, dln, g, a.dqkv_, L.in_norm, p, p16, bo.qkv_w, bo.qkv_b, C, QKV);
   k::RmsNormBackward(dres, g + bo.input_norm, dln, residual, p + bo.input_norm, L.in_rstd, BT, C);
@@ -148,7 +193,7 @@ absl::StatusOr<float> Llama::Forward(ParamAccess& access, const int32_t* inputs,
     const int unit = static_cast<int>(l) + 1;
     ACCEL_ASSIGN_OR_RETURN(const float* p, access.Params(unit, Pass::kForward));
     const LlamaBlockActivations L = a.Block(l);
-    BlockForward(a, p, Bf16Params(access, unit, a), residual, L, /*output=*/true);
+    BlockForward(a, l, p, Bf16Params(access, unit, a), residual, L, /*output=*/true);
     ACCEL_RETURN_IF_ERROR(access.Release(unit, Pass::kForward));
     residual = L.residual3;
   }
@@ -194,7 +239,7 @@ absl::Status Llama::Backward(ParamAccess& access, const int32_t* inputs, const i
     const uint16_t* p16 = Bf16Params(access, unit, a);
     const LlamaBlockActivations L = a.Block(l);
     const float* residual = l > 0 ? a.Block(l - 1).residual3 : a.encoded_;
-    if (a.checkpoint_blocks()) BlockForward(a, p, p16, residual, L, /*output=*/false);
+    if (a.checkpoint_blocks()) BlockForward(a, l, p, p16, residual, L, /*output=*/false);
     BlockBackward(a, p, p16, g, residual, L);
     ACCEL_RETURN_IF_ERROR(access.Release(unit, Pass::kBackward));
     ACCEL_RETURN_IF_ERROR(access.GradsReady(unit));

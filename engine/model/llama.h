@@ -1,7 +1,9 @@
 // Llama-family decoder forward and backward over the kernels, one unit at a time through
 // ParamAccess, in Hugging Face's LlamaForCausalLM conventions (llama_config.h):
 //   x = embed_tokens[tok]
-//   per layer: h = x + o_proj(attention(rope(q, k), v)) on input_layernorm(x)   (RMSNorm)
+//   per layer: h = x + o_proj(attention(rope(q, k), v)) on input_layernorm(x)   (RMSNorm);
+//              qwen3 normalises q and k per head first (q_norm, k_norm: RMSNorm over head_dim);
+//              attention is causal, within the layer's sliding window where it has one
 //              x = h + down_proj(silu(gate_proj(n)) * up_proj(n)), n = post_attention_layernorm(h)
 //   logits = lm_head(norm(x))  (lm_head = embed_tokens when tied)
 // Grouped-query attention: query head h reads key/value head h / (heads / kv_heads). q/k/v come
@@ -32,6 +34,9 @@ namespace accel::model {
 struct LlamaBlockActivations {
   float *in_norm, *in_rstd, *qkv, *att, *atty, *residual2, *post_norm, *post_rstd, *gate_up,
       *swiglu, *residual3;
+  // qk_norm (qwen3) only, else null: the projection's output before the per-head norms
+  // (B, T, QKV) and their rstd (B, T, H + KV).
+  float *qkv_pre = nullptr, *qk_rstd = nullptr;
 };
 
 class LlamaActivations {
@@ -90,8 +95,13 @@ class Llama {
 
  private:
   // Layer l's forward from its input into L; without `output` it stops before down_proj.
-  void BlockForward(LlamaActivations& a, const float* p, const uint16_t* p16,
+  void BlockForward(LlamaActivations& a, int64_t l, const float* p, const uint16_t* p16,
                     const float* residual, const LlamaBlockActivations& L, bool output) const;
+  // qwen3: L.qkv's q and k heads = q_norm / k_norm of L.qkv_pre's, its v copied.
+  void QkNormForward(LlamaActivations& a, const float* p, const LlamaBlockActivations& L) const;
+  // The backward of QkNormForward, in place on a.dqkv_ (v's rows pass through).
+  void QkNormBackward(LlamaActivations& a, const float* p, float* g,
+                      const LlamaBlockActivations& L) const;
   void BlockBackward(LlamaActivations& a, const float* p, const uint16_t* p16, float* g,
                      const float* residual, const LlamaBlockActivations& L) const;
   // out (BT, OC) = inp (BT, IC) · Wᵀ + b, W (OC, IC) at w_offset of unit params p (bf16 copy

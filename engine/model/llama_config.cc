@@ -1,5 +1,6 @@
 #include "engine/model/llama_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <utility>
@@ -46,6 +47,21 @@ std::vector<LlamaConfig> Presets() {
   l3.rope_theta = 500000.0;
   l3.rope_scaling = {RopeScaling::Type::kLlama3, 32.0, 1.0, 4.0, 8192};
   p.push_back(l3);
+  // Qwen3: a byte-level test shape (head_dim 32 != 64 / 4, tied) and Qwen3-0.6B's
+  // (Qwen/Qwen3-0.6B config.json: head_dim 128 with hidden 1024 and 16 heads).
+  LlamaConfig q3_tiny = Shape("qwen3-tiny", 64, 176, 4, 2, 2, 256, 256, true);
+  q3_tiny.model_type = "qwen3";
+  q3_tiny.head_dim = 32;
+  q3_tiny.rms_norm_eps = 1e-6;
+  q3_tiny.max_window_layers = 2;
+  p.push_back(q3_tiny);
+  LlamaConfig q3 = Shape("qwen3-0.6b", 1024, 3072, 16, 8, 28, 151936, 40960, true);
+  q3.model_type = "qwen3";
+  q3.head_dim = 128;
+  q3.rms_norm_eps = 1e-6;
+  q3.rope_theta = 1000000.0;
+  q3.max_window_layers = 28;
+  p.push_back(q3);
   return p;
 }
 
@@ -126,9 +142,9 @@ absl::StatusOr<RopeScaling> ReadRopeScaling(const Json& j, const std::string& sr
   return s;
 }
 
-// Keys Hugging Face's Llama, Mistral and Qwen2 configs have that change the math, at any value
-// but the one this engine implements.
-absl::Status CheckImplemented(const Json& j, const LlamaConfig& c, const std::string& src) {
+// Keys Hugging Face's Llama, Mistral, Qwen2 and Qwen3 configs have that change the math, at any
+// value but the one this engine implements.
+absl::Status CheckImplemented(const Json& j, const LlamaConfig& /*c*/, const std::string& src) {
   if (j.contains("hidden_act") && j["hidden_act"] != "silu") {
     return Refuse(src, "hidden_act", j["hidden_act"], "silu only");
   }
@@ -138,24 +154,60 @@ absl::Status CheckImplemented(const Json& j, const LlamaConfig& c, const std::st
   if (j.contains("use_qk_norm") && j["use_qk_norm"] != false) {
     return Refuse(src, "use_qk_norm", j["use_qk_norm"], "false only");
   }
-  // Newer Hugging Face files list each layer's attention; only full attention is implemented.
-  if (j.contains("layer_types") && j["layer_types"].is_array()) {
-    for (const Json& t : j["layer_types"]) {
-      if (t != "full_attention") {
-        return Refuse(src, "layer_types", t, "full_attention only: sliding-window attention");
+  return absl::OkStatus();
+}
+
+// Which layers attend through a sliding window, as Hugging Face decides it: Mistral's every layer
+// (MistralConfig's default window 4096 when the key is absent; a Llama file's only when it names
+// one); Qwen2's and Qwen3's only with use_sliding_window, on layers from max_window_layers
+// (default 28) on. layer_types, where a newer file lists it, says the same per layer; full layers
+// must come first (the only pattern these families have).
+absl::Status ReadAttentionWindow(const Json& j, const std::string& src, LlamaConfig* c) {
+  const bool qwen = c->model_type == "qwen2" || c->model_type == "qwen3";
+  bool use = !qwen;
+  if (qwen) ACCEL_RETURN_IF_ERROR(ReadBool(j, src, "use_sliding_window", &use));
+  int64_t window = c->model_type == "llama" ? 0 : 4096;
+  if (j.contains("sliding_window") && j["sliding_window"].is_null()) window = 0;
+  ACCEL_RETURN_IF_ERROR(ReadInt(j, src, "sliding_window", &window));
+  const bool named = j.contains("sliding_window") && !j["sliding_window"].is_null();
+  if (window < 0 || (window == 0 && named)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(src, ": key sliding_window must be a positive integer or null, got ", window));
+  }
+  int64_t first_windowed = qwen ? 28 : 0;
+  if (qwen) ACCEL_RETURN_IF_ERROR(ReadInt(j, src, "max_window_layers", &first_windowed));
+  if (first_windowed < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(src, ": key max_window_layers must be >= 0, got ", first_windowed));
+  }
+  if (j.contains("layer_types") && !j["layer_types"].is_null()) {
+    const Json& types = j["layer_types"];
+    if (!types.is_array() || static_cast<int64_t>(types.size()) != c->num_hidden_layers) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          src, ": key layer_types must list num_hidden_layers = ", c->num_hidden_layers,
+          " entries"));
+    }
+    int64_t first_sliding = c->num_hidden_layers;
+    for (int64_t l = 0; l < c->num_hidden_layers; ++l) {
+      const Json& t = types[l];
+      if (t == "sliding_attention") {
+        first_sliding = std::min(first_sliding, l);
+      } else if (t != "full_attention") {
+        return Refuse(src, "layer_types", t, "full_attention and sliding_attention only");
+      } else if (first_sliding < l) {
+        return Refuse(src, "layer_types", t,
+                      "sliding_attention layers after every full_attention one only");
       }
     }
-  }
-  // A sliding window at least as long as any sequence the model sees is full causal attention.
-  const bool window_used = c.model_type != "qwen2" || j.value("use_sliding_window", false);
-  if (window_used && j.contains("sliding_window") && !j["sliding_window"].is_null()) {
-    if (!j["sliding_window"].is_number_integer() ||
-        j["sliding_window"].get<int64_t>() < c.max_position_embeddings) {
-      return Refuse(src, "sliding_window", j["sliding_window"],
-                    absl::StrCat("null or at least max_position_embeddings = ",
-                                 c.max_position_embeddings, " only: sliding-window attention"));
+    first_windowed = qwen ? first_sliding : 0;
+    if (!qwen && first_sliding != 0 && first_sliding != c->num_hidden_layers) {
+      return Refuse(src, "layer_types", types,
+                    "one kind for every layer only: this model_type has no max_window_layers");
     }
+    if (first_sliding == c->num_hidden_layers) use = false;
   }
+  c->sliding_window = use ? window : 0;
+  c->max_window_layers = qwen ? first_windowed : 0;
   return absl::OkStatus();
 }
 
@@ -178,6 +230,12 @@ absl::Status LlamaConfig::Validate() const {
                                                      " must be in [1, ", limits[i], "], got ",
                                                      value));
     }
+  }
+  if (sliding_window < 0 || sliding_window > (int64_t{1} << 24) || max_window_layers < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model config ", name, ": sliding_window must be in [0, ", int64_t{1} << 24,
+        "] (0: none) and max_window_layers >= 0, got ", sliding_window, " and ",
+        max_window_layers));
   }
   if (num_attention_heads % num_key_value_heads != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -216,7 +274,7 @@ int64_t LlamaConfig::NumParams() const {
                             (attention_bias ? q_dim() + 2 * kv_dim() : 0) +
                             (o_proj_bias() ? C : 0);
   const int64_t mlp = 3 * C * I + (mlp_bias ? 2 * I + C : 0);
-  const int64_t layer = attention + mlp + 2 * C;
+  const int64_t layer = attention + mlp + 2 * C + (qk_norm() ? 2 * head_dim : 0);
   return vocab_size * C * (tie_word_embeddings ? 1 : 2) + C + num_hidden_layers * layer;
 }
 
@@ -243,6 +301,7 @@ ModelShape LlamaConfig::Shape() const {
 std::string LlamaConfig::DecoderLayerClass() const {
   if (model_type == "mistral") return "MistralDecoderLayer";
   if (model_type == "qwen2") return "Qwen2DecoderLayer";
+  if (model_type == "qwen3") return "Qwen3DecoderLayer";
   return "LlamaDecoderLayer";
 }
 
@@ -290,7 +349,8 @@ absl::StatusOr<LlamaConfig> LlamaPreset(std::string_view name) {
 }
 
 bool IsLlamaModelType(std::string_view model_type) {
-  return model_type == "llama" || model_type == "mistral" || model_type == "qwen2";
+  return model_type == "llama" || model_type == "mistral" || model_type == "qwen2" ||
+         model_type == "qwen3";
 }
 
 absl::StatusOr<LlamaConfig> LlamaConfigFromJson(std::string_view json_text,
@@ -300,7 +360,7 @@ absl::StatusOr<LlamaConfig> LlamaConfigFromJson(std::string_view json_text,
   if (!j.contains("model_type") || !j["model_type"].is_string() ||
       !IsLlamaModelType(j["model_type"].get<std::string>())) {
     return absl::InvalidArgumentError(
-        absl::StrCat(src, ": model_type must be llama, mistral or qwen2"));
+        absl::StrCat(src, ": model_type must be llama, mistral, qwen2 or qwen3"));
   }
   LlamaConfig c;
   c.name = src;
@@ -319,6 +379,7 @@ absl::StatusOr<LlamaConfig> LlamaConfigFromJson(std::string_view json_text,
   c.num_key_value_heads = c.num_attention_heads;
   ACCEL_RETURN_IF_ERROR(ReadInt(j, src, "num_key_value_heads", &c.num_key_value_heads));
   if (c.num_attention_heads > 0) c.head_dim = c.hidden_size / c.num_attention_heads;
+  if (c.model_type == "qwen3") c.head_dim = 128;  // Qwen3Config's default, not hidden / heads
   ACCEL_RETURN_IF_ERROR(ReadInt(j, src, "head_dim", &c.head_dim));
   ACCEL_RETURN_IF_ERROR(ReadInt(j, src, "num_hidden_layers", &c.num_hidden_layers));
   ACCEL_RETURN_IF_ERROR(ReadInt(j, src, "vocab_size", &c.vocab_size));
@@ -334,6 +395,7 @@ absl::StatusOr<LlamaConfig> LlamaConfigFromJson(std::string_view json_text,
   if (c.model_type == "qwen2" && j.contains("attention_bias") && !c.attention_bias) {
     return Refuse(src, "attention_bias", j["attention_bias"], "Qwen2 has q/k/v biases");
   }
+  ACCEL_RETURN_IF_ERROR(ReadAttentionWindow(j, src, &c));
   ACCEL_RETURN_IF_ERROR(c.Validate());
   ACCEL_RETURN_IF_ERROR(CheckImplemented(j, c, src));
   return c;
@@ -369,6 +431,16 @@ std::string LlamaConfigToJson(const LlamaConfig& c) {
   }
   j["tie_word_embeddings"] = c.tie_word_embeddings;
   if (c.model_type != "qwen2") j["attention_bias"] = c.attention_bias;
+  const nlohmann::ordered_json window = c.sliding_window > 0
+                                            ? nlohmann::ordered_json(c.sliding_window)
+                                            : nlohmann::ordered_json(nullptr);
+  if (c.model_type == "qwen2" || c.model_type == "qwen3") {
+    j["use_sliding_window"] = c.sliding_window > 0;
+    j["sliding_window"] = window;
+    j["max_window_layers"] = c.max_window_layers;
+  } else if (c.model_type == "mistral" || c.sliding_window > 0) {
+    j["sliding_window"] = window;
+  }
   j["mlp_bias"] = c.mlp_bias;
   j["hidden_act"] = "silu";
   j["initializer_range"] = c.initializer_range;

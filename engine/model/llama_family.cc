@@ -1,5 +1,8 @@
-// The Llama-family entry of the architecture registry (registry.h): llama, mistral and qwen2
-// config.json files are one network with different defaults (llama_config.h).
+// The Llama-family entry of the architecture registry (registry.h): llama, mistral, qwen2 and
+// qwen3 config.json files are one network with different defaults and two options, Qwen3's
+// per-head q/k norms and the sliding window (llama_config.h). Qwen3 is an option here rather
+// than an entry of its own: its tables, activations and runner are this family's with two more
+// tensors per layer, and nothing outside engine/model asks which it is.
 #include "engine/model/llama.h"
 #include "engine/model/registry.h"
 
@@ -11,8 +14,9 @@ const LlamaConfig& Of(const ModelConfig& c) { return *c.As<LlamaConfig>(); }
 Architecture MakeLlama() {
   Architecture a;
   a.name = "llama";
-  a.model_types = {"llama", "mistral", "qwen2"};
-  a.block_classes = {"LlamaDecoderLayer", "MistralDecoderLayer", "Qwen2DecoderLayer"};
+  a.model_types = {"llama", "mistral", "qwen2", "qwen3"};
+  a.block_classes = {"LlamaDecoderLayer", "MistralDecoderLayer", "Qwen2DecoderLayer",
+                     "Qwen3DecoderLayer"};
   a.positions_key = "max_position_embeddings";
   a.from_json = [](std::string_view text, std::string_view source) -> absl::StatusOr<ModelConfig> {
     return LlamaConfigFromJson(text, source);

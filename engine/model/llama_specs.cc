@@ -30,6 +30,10 @@ std::vector<ParamSpec> LlamaParamSpecs(const LlamaConfig& c) {
     }
     add(p + "self_attn.o_proj.weight", {C, c.q_dim()}, unit, ParamInit::kNormal);
     if (c.o_proj_bias()) add(p + "self_attn.o_proj.bias", {C}, unit, ParamInit::kZeros);
+    if (c.qk_norm()) {
+      add(p + "self_attn.q_norm.weight", {c.head_dim}, unit, ParamInit::kOnes);
+      add(p + "self_attn.k_norm.weight", {c.head_dim}, unit, ParamInit::kOnes);
+    }
     add(p + "post_attention_layernorm.weight", {C}, unit, ParamInit::kOnes);
     add(p + "mlp.gate_proj.weight", {I, C}, unit, ParamInit::kNormal);
     add(p + "mlp.up_proj.weight", {I, C}, unit, ParamInit::kNormal);
@@ -53,7 +57,8 @@ LlamaOffsets LlamaOffsetsOf(const ModelLayout& layout) {
            block("self_attn.o_proj.bias"),
            block("post_attention_layernorm.weight"), block("mlp.gate_proj.weight"),
            block("mlp.gate_proj.bias"), block("mlp.down_proj.weight"),
-           block("mlp.down_proj.bias")}};
+           block("mlp.down_proj.bias"), block("self_attn.q_norm.weight"),
+           block("self_attn.k_norm.weight")}};
 }
 
 }  // namespace accel::model

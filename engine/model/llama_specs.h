@@ -9,7 +9,8 @@
 //                   self_attn.{q_proj (Q, C), k_proj (K, C), v_proj (K, C)}.weight,
 //                   [self_attn.{q,k,v}_proj.bias (Q), (K), (K) with attention_bias],
 //                   self_attn.o_proj.weight (C, Q), [self_attn.o_proj.bias (C) with
-//                   attention_bias, except qwen2], post_attention_layernorm.weight (C),
+//                   attention_bias, except qwen2], [self_attn.{q,k}_norm.weight (D) in qwen3,
+//                   D = head_dim], post_attention_layernorm.weight (C),
 //                   mlp.{gate_proj, up_proj}.weight (I, C), [mlp.{gate,up}_proj.bias (I)],
 //                   mlp.down_proj.weight (C, I), [mlp.down_proj.bias (C)]
 // The order is chosen so that q/k/v weights are one (Q + 2K, C) matrix (one matmul gives the
@@ -34,6 +35,7 @@ struct LlamaRootOffsets {
 };
 struct LlamaBlockOffsets {
   int64_t input_norm, qkv_w, qkv_b, o_w, o_b, post_norm, gate_up_w, gate_up_b, down_w, down_b;
+  int64_t q_norm, k_norm;  // qwen3's per-head RMSNorm weights (head_dim each)
 };
 struct LlamaOffsets {
   LlamaRootOffsets root;

@@ -6,7 +6,7 @@
 // asks a config's entry (ModelConfig::architecture()) or looks one up by model_type here; it
 // never asks which family it has.
 //
-// Built in: GPT-2 (gpt2_family.cc) and the Llama family (llama, mistral, qwen2;
+// Built in: GPT-2 (gpt2_family.cc) and the Llama family (llama, mistral, qwen2, qwen3;
 // llama_family.cc). Adding an architecture is a new entry: its config type (a FamilyConfig,
 // model_config.h, whose Family() returns the entry), its tables and model, and a line in
 // registry.cc's list (or RegisterArchitecture, as the toy family of
@@ -102,7 +102,7 @@ struct Architecture {
 std::vector<const Architecture*> Architectures();
 // The family that reads `model_type` (one of its model_types), or null.
 const Architecture* FindArchitecture(std::string_view model_type);
-// Every model_type the registry reads, family by family: "gpt2, llama, mistral, qwen2".
+// Every model_type the registry reads, family by family: "gpt2, llama, mistral, qwen2, qwen3".
 std::vector<std::string> SupportedModelTypes();
 // The families that train on `device`, by display name ("GPT-2").
 std::vector<std::string> FamiliesOn(std::string_view device);

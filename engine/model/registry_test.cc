@@ -18,11 +18,12 @@ using ::testing::HasSubstr;
 
 TEST(RegistryTest, HuggingFaceModelTypesFindTheirFamily) {
   EXPECT_EQ(FindArchitecture("gpt2"), &Gpt2Config::Family());
-  for (const char* t : {"llama", "mistral", "qwen2"}) {
+  for (const char* t : {"llama", "mistral", "qwen2", "qwen3"}) {
     EXPECT_EQ(FindArchitecture(t), &LlamaConfig::Family()) << t;
   }
   EXPECT_EQ(FindArchitecture("bert"), nullptr);
-  EXPECT_THAT(SupportedModelTypes(), ElementsAre("gpt2", "llama", "mistral", "qwen2"));
+  EXPECT_THAT(SupportedModelTypes(),
+              ElementsAre("gpt2", "llama", "mistral", "qwen2", "qwen3"));
   EXPECT_THAT(FamiliesOn("cuda"), ElementsAre("GPT-2"));
   EXPECT_THAT(FamiliesOn("cpu"), ElementsAre("GPT-2", "Llama"));
 }
@@ -72,7 +73,7 @@ TEST(RegistryTest, AnUnknownModelTypeIsRefusedNamingTheKey) {
     EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(c.status().message(),
                 HasSubstr("b.json: model_type: not supported (supported: gpt2, llama, mistral, "
-                          "qwen2)"));
+                          "qwen2, qwen3)"));
     EXPECT_THAT(c.status().message(), ::testing::Not(HasSubstr("bert")));
   }
 }

@@ -369,7 +369,7 @@ TEST_F(ToyArchitectureTest, UnknownModelTypesAreRefusedListingEveryFamily) {
   EXPECT_EQ(trainer.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(trainer.status().message(),
               HasSubstr("config.json: model_type: not supported (supported: gpt2, llama, "
-                        "mistral, qwen2, toymlp, toymlp-renamed)"));
+                        "mistral, qwen2, qwen3, toymlp, toymlp-renamed)"));
   // A family's runner per device is its entry's: the toy has none on cuda.
   EXPECT_FALSE(ToyConfig::Family().TrainsOn("cuda"));
   EXPECT_THAT(model::FamiliesOn("cpu"), ::testing::Contains("Toy MLP"));

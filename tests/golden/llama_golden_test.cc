@@ -1,7 +1,10 @@
 // The engine against PyTorch for Llama-family models (tests/golden/make_llama_reference.py,
 // Hugging Face LlamaForCausalLM conventions, float64 truth rounded once to f32): a GQA model with
 // an untied head (llama_tiny) and a tied one with q/k/v/o biases, head_dim ≠ hidden/heads, one
-// kv head and llama3 rope_scaling (llama_tiny_tied_bias). Logits, loss, every gradient, the
+// kv head and llama3 rope_scaling (llama_tiny_tied_bias), Mistral with a sliding window of 3 keys
+// on 8-token sequences (mistral_tiny_window), Qwen2 with the window on its second layer only
+// (qwen2_tiny_window: use_sliding_window, max_window_layers 1) and Qwen3 with per-head q/k
+// RMSNorm, head_dim 16 != hidden / heads and a tied head (qwen3_tiny). Logits, loss, every gradient, the
 // rotary frequencies, and parameters and losses over 3 AdamW steps with global-norm clipping;
 // the tolerances are the GPT-2 golden's (tests/golden/README.md). llama_tiny_masked is
 // llama_tiny trained on the mean over the targets its loss masks let count.
@@ -87,7 +90,8 @@ TEST_P(LlamaGoldenTest, ThreeAdamWStepsWithClipping) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, LlamaGoldenTest,
                          ::testing::Values("llama_tiny", "llama_tiny_tied_bias",
-                                           "llama_tiny_masked"),
+                                           "llama_tiny_masked", "mistral_tiny_window",
+                                           "qwen2_tiny_window", "qwen3_tiny"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

@@ -1,12 +1,18 @@
 #!/usr/bin/python3
-"""Writes the Llama-family golden fixtures: tests/golden/llama_tiny.safetensors and
-tests/golden/llama_tiny_tied_bias.safetensors, each with its Hugging Face config.json
-(llama_tiny.config.json, llama_tiny_tied_bias.config.json).
+"""Writes the Llama-family golden fixtures: tests/golden/llama_tiny.safetensors,
+llama_tiny_tied_bias.safetensors, mistral_tiny_window.safetensors (a sliding window of 3 keys on
+8-token sequences), qwen2_tiny_window.safetensors (use_sliding_window on layer 1 only, by
+max_window_layers) and qwen3_tiny.safetensors (per-head q/k RMSNorm, head_dim 16 != 32 / 4,
+tied), each with its Hugging Face config.json (<stem>.config.json).
 
 The model is Hugging Face's LlamaForCausalLM, written here in plain torch (transformers is not
 imported): RMSNorm, q/k/v/o projections in nn.Linear orientation (W [out, in], y = x W^T + b),
 rotate-half RoPE with optional "linear" or "llama3" rope_scaling, grouped-query attention
 (HF repeat_kv), SwiGLU MLP, final norm, untied or tied lm_head; mean cross-entropy over B*T.
+Mistral's sliding window (transformers' sliding_window_causal mask: query i sees key j when
+0 <= i - j < sliding_window; Qwen2/Qwen3 only with use_sliding_window, on layers >=
+max_window_layers) and Qwen3's q_norm / k_norm (RMSNorm over head_dim on the (B, T, heads,
+head_dim) view, before RoPE) are modeling_mistral's, modeling_qwen2's and modeling_qwen3's.
 The recipe (f32-representable init, batches, 3 AdamW steps with global-norm clipping, f32-vs-f64
 deviations, file layout) is reference_common.py's, identical to the GPT-2 fixture's.
 
@@ -73,7 +79,49 @@ LLAMA_TINY_TIED_BIAS.update({
     "tie_word_embeddings": True,
 })
 
-FIXTURES = [("llama_tiny", LLAMA_TINY), ("llama_tiny_tied_bias", LLAMA_TINY_TIED_BIAS)]
+# (c) Mistral with a sliding window of 3 keys on sequences of 8: the window binds.
+MISTRAL_TINY_WINDOW = {k: v for k, v in LLAMA_TINY.items()
+                       if k not in ("attention_bias", "mlp_bias", "pretraining_tp")}
+MISTRAL_TINY_WINDOW.update({
+    "architectures": ["MistralForCausalLM"],
+    "model_type": "mistral",
+    "sliding_window": 3,
+})
+
+# (d) Qwen2 with use_sliding_window: layer 0 below max_window_layers keeps full attention, layer
+# 1 has a window of 4 keys; tied head, q/k/v biases.
+QWEN2_TINY_WINDOW = {k: v for k, v in LLAMA_TINY.items()
+                     if k not in ("attention_bias", "mlp_bias", "pretraining_tp", "head_dim")}
+QWEN2_TINY_WINDOW.update({
+    "architectures": ["Qwen2ForCausalLM"],
+    "max_window_layers": 1,
+    "model_type": "qwen2",
+    "rms_norm_eps": 1e-06,
+    "rope_theta": 1000000.0,
+    "sliding_window": 4,
+    "tie_word_embeddings": True,
+    "use_sliding_window": True,
+})
+
+# (e) Qwen3: per-head q/k RMSNorm, head_dim 16 != hidden / heads = 8, no biases, tied head.
+QWEN3_TINY = dict(LLAMA_TINY)
+for _key in ("mlp_bias", "pretraining_tp"):
+    del QWEN3_TINY[_key]
+QWEN3_TINY.update({
+    "architectures": ["Qwen3ForCausalLM"],
+    "head_dim": 16,
+    "max_window_layers": 2,
+    "model_type": "qwen3",
+    "rms_norm_eps": 1e-06,
+    "rope_theta": 1000000.0,
+    "sliding_window": None,
+    "tie_word_embeddings": True,
+    "use_sliding_window": False,
+})
+
+FIXTURES = [("llama_tiny", LLAMA_TINY), ("llama_tiny_tied_bias", LLAMA_TINY_TIED_BIAS),
+            ("mistral_tiny_window", MISTRAL_TINY_WINDOW), ("qwen2_tiny_window", QWEN2_TINY_WINDOW),
+            ("qwen3_tiny", QWEN3_TINY)]
 
 
 class Arch:
@@ -90,13 +138,29 @@ class Arch:
         self.V = cfg["vocab_size"]
         self.eps = cfg["rms_norm_eps"]
         self.tied = cfg.get("tie_word_embeddings", False)
-        if cfg["model_type"] == "llama":
+        mt = cfg["model_type"]
+        if mt == "llama":
             self.qkv_bias = self.o_bias = cfg.get("attention_bias", False)
             self.mlp_bias = cfg.get("mlp_bias", False)
-        elif cfg["model_type"] == "qwen2":  # Qwen2Attention: q/k/v biased, o_proj not
+        elif mt == "mistral":  # MistralAttention and MistralMLP: no biases
+            self.qkv_bias, self.o_bias, self.mlp_bias = False, False, False
+        elif mt == "qwen2":  # Qwen2Attention: q/k/v biased, o_proj not
             self.qkv_bias, self.o_bias, self.mlp_bias = True, False, False
+        elif mt == "qwen3":  # Qwen3Attention: attention_bias on all four projections
+            self.qkv_bias = self.o_bias = cfg.get("attention_bias", False)
+            self.mlp_bias = False
         else:
-            raise ValueError(f"model_type {cfg['model_type']!r} not supported")
+            raise ValueError(f"model_type {mt!r} not supported")
+        self.qk_norm = mt == "qwen3"
+        # Each layer's sliding window (None: full causal attention), as HF's configs decide it.
+        if mt == "mistral":
+            self.windows = [cfg.get("sliding_window", 4096)] * self.L
+        elif mt in ("qwen2", "qwen3") and cfg.get("use_sliding_window", False):
+            first = cfg.get("max_window_layers", 28)
+            self.windows = [cfg.get("sliding_window", 4096) if i >= first else None
+                            for i in range(self.L)]
+        else:
+            self.windows = [None] * self.L
         assert cfg.get("hidden_act", "silu") == "silu"
         assert cfg.get("partial_rotary_factor", 1.0) == 1.0
         assert self.NH % self.NKV == 0 and self.HD % 2 == 0
@@ -116,6 +180,8 @@ def param_specs(a):
             specs.append((f"{p}self_attn.{proj}.weight", (out_dim, in_dim)))
             if bias:
                 specs.append((f"{p}self_attn.{proj}.bias", (out_dim,)))
+        if a.qk_norm:
+            specs += [(p + "self_attn.q_norm.weight", (a.HD,)), (p + "self_attn.k_norm.weight", (a.HD,))]
         for proj, out_dim, in_dim in (("gate_proj", I, H), ("up_proj", I, H), ("down_proj", H, I)):
             specs.append((f"{p}mlp.{proj}.weight", (out_dim, in_dim)))
             if a.mlp_bias:
@@ -130,7 +196,7 @@ def param_specs(a):
 def draw_param(name, shape):
     """Linear and embedding weights N(0, 0.02); RMSNorm weights 1 + N(0, 0.1) and biases
     N(0, 0.02), so that norm weights and biases carry non-trivial gradients."""
-    if name.endswith("layernorm.weight") or name == "model.norm.weight":
+    if name.endswith(("layernorm.weight", "_norm.weight")) or name == "model.norm.weight":
         return 1.0 + torch.randn(shape, dtype=torch.float64) * 0.1
     return torch.randn(shape, dtype=torch.float64) * 0.02
 
@@ -191,18 +257,26 @@ def forward(a, P, idx):
     emb = torch.cat((freqs, freqs), dim=-1)  # (T, HD)
     cos, sin = emb.cos(), emb.sin()
     causal = torch.ones(Tn, Tn, dtype=torch.bool).tril()
+    pos = torch.arange(Tn)
     x = P["model.embed_tokens.weight"][idx]
     for i in range(a.L):
         p = f"model.layers.{i}."
         h = rms_norm(x, P[p + "input_layernorm.weight"], a.eps)
-        q = linear(h, P, p + "self_attn.q_proj", a.qkv_bias).view(Bn, Tn, a.NH, a.HD).transpose(1, 2)
-        k = linear(h, P, p + "self_attn.k_proj", a.qkv_bias).view(Bn, Tn, a.NKV, a.HD).transpose(1, 2)
+        q = linear(h, P, p + "self_attn.q_proj", a.qkv_bias).view(Bn, Tn, a.NH, a.HD)
+        k = linear(h, P, p + "self_attn.k_proj", a.qkv_bias).view(Bn, Tn, a.NKV, a.HD)
+        if a.qk_norm:  # Qwen3: over head_dim, per head, before RoPE
+            q = rms_norm(q, P[p + "self_attn.q_norm.weight"], a.eps)
+            k = rms_norm(k, P[p + "self_attn.k_norm.weight"], a.eps)
+        q, k = q.transpose(1, 2), k.transpose(1, 2)
         v = linear(h, P, p + "self_attn.v_proj", a.qkv_bias).view(Bn, Tn, a.NKV, a.HD).transpose(1, 2)
+        mask = causal
+        if a.windows[i] is not None:  # sliding_window_causal: q_idx - kv_idx < sliding_window
+            mask = causal & ((pos[:, None] - pos[None, :]) < a.windows[i])
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
         k, v = repeat_kv(k, a.groups), repeat_kv(v, a.groups)
         att = (q @ k.transpose(2, 3)) * a.HD ** -0.5
-        att = att.masked_fill(~causal, float("-inf")).softmax(dim=-1)
+        att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
         y = (att @ v).transpose(1, 2).reshape(Bn, Tn, a.NH * a.HD)
         x = x + linear(y, P, p + "self_attn.o_proj", a.o_bias)
         h = rms_norm(x, P[p + "post_attention_layernorm.weight"], a.eps)
@@ -257,6 +331,11 @@ def forward_loop(a, P, idx):
     def norm(vec, w):
         return vec / torch.sqrt((vec * vec).sum() / a.H + a.eps) * w
 
+    def head_norm(vec, name):  # Qwen3's q_norm / k_norm on one head's vector, else identity
+        if not a.qk_norm:
+            return vec
+        return vec / torch.sqrt((vec * vec).sum() / HD + a.eps) * P[name]
+
     def lin(vec, name, bias):
         y = P[name + ".weight"] @ vec
         return y + P[name + ".bias"] if bias else y
@@ -271,19 +350,23 @@ def forward_loop(a, P, idx):
             qs = [lin(h, p + "self_attn.q_proj", a.qkv_bias) for h in hs]
             ks = [lin(h, p + "self_attn.k_proj", a.qkv_bias) for h in hs]
             vs = [lin(h, p + "self_attn.v_proj", a.qkv_bias) for h in hs]
-            roped_k = [[rope(k[j * HD:(j + 1) * HD], s) for j in range(a.NKV)]
-                       for s, k in enumerate(ks)]
+            roped_k = [[rope(head_norm(k[j * HD:(j + 1) * HD], p + "self_attn.k_norm.weight"), s)
+                        for j in range(a.NKV)] for s, k in enumerate(ks)]
+            window = a.windows[i] or len(xs)
             new_xs = []
             for t, x in enumerate(xs):
                 heads = []
                 for hq in range(a.NH):
                     j = hq // a.groups
-                    qv = rope(qs[t][hq * HD:(hq + 1) * HD], t)
-                    scores = [(qv * roped_k[s][j]).sum() / math.sqrt(HD) for s in range(t + 1)]
+                    qv = rope(head_norm(qs[t][hq * HD:(hq + 1) * HD], p + "self_attn.q_norm.weight"),
+                              t)
+                    seen = range(max(0, t - window + 1), t + 1)  # the last `window` keys
+                    scores = [(qv * roped_k[s][j]).sum() / math.sqrt(HD) for s in seen]
                     m = max(sc.item() for sc in scores)
                     e = [torch.exp(sc - m) for sc in scores]
                     z = sum(e)
-                    heads.append(sum(e[s] / z * vs[s][j * HD:(j + 1) * HD] for s in range(t + 1)))
+                    heads.append(sum(e[n] / z * vs[s][j * HD:(j + 1) * HD]
+                                     for n, s in enumerate(seen)))
                 new_xs.append(x + lin(torch.cat(heads), p + "self_attn.o_proj", a.o_bias))
             xs = []
             for x in new_xs:
@@ -334,7 +417,10 @@ def main():
                       ("llama_tiny with linear rope_scaling 2.0", linear_rope),
                       ("llama_tiny_tied_bias (1 kv head, head_dim 16, llama3 rope)",
                        LLAMA_TINY_TIED_BIAS),
-                      ("llama_tiny_tied_bias as model_type qwen2 (no o_proj bias)", qwen2)):
+                      ("llama_tiny_tied_bias as model_type qwen2 (no o_proj bias)", qwen2),
+                      ("mistral_tiny_window (sliding window 3 of 8)", MISTRAL_TINY_WINDOW),
+                      ("qwen2_tiny_window (window 4 on layer 1 only)", QWEN2_TINY_WINDOW),
+                      ("qwen3_tiny (q/k norm, head_dim 16)", QWEN3_TINY)):
         check_against_loop(cfg, idx, what)
 
     for stem, cfg in FIXTURES:

@@ -175,6 +175,15 @@ model::ModelConfig SmallModel(const std::string& arch, const std::string& name) 
   c.vocab_size = 256;
   c.max_position_embeddings = 16;
   c.attention_bias = true;
+  if (arch == "qwen3") {
+    // Qwen3's q/k norms, no biases, tied, and a sliding window of 3 keys (shorter than the gang's
+    // seq 8) on the second layer, as use_sliding_window with max_window_layers 1 gives it.
+    c.model_type = "qwen3";
+    c.attention_bias = false;
+    c.tie_word_embeddings = true;
+    c.sliding_window = 3;
+    c.max_window_layers = 1;
+  }
   return c;
 }
 

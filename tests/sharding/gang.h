@@ -51,10 +51,11 @@ absl::Status WriteGangInputs(const std::string& dir, const model::ModelConfig& c
 // and 40 masked bytes in a row, so some micro-batches count none. Returns masked.txt's path.
 absl::StatusOr<std::string> WriteGangMaskedData(const std::string& dir);
 
-// The sharding tests' small model of each architecture ("gpt2", "llama"), with odd sizes so that
+// The sharding tests' small model of each architecture ("gpt2", "llama", "qwen3"), with odd sizes so that
 // units need padding at 3 and 4 ranks: GPT-2 L=2, NH=4, C=20, V=256, P=16; a Llama-family model
 // with grouped-query attention (4 heads over 2), head_dim 6 ≠ C/NH, q/k/v/o biases and an
-// untied head, C=20, I=36, V=256, P=16.
+// untied head, C=20, I=36, V=256, P=16; "qwen3": the same shape with Qwen3's q/k norms, no
+// biases, a tied head and a sliding window of 3 keys on its second layer.
 model::ModelConfig SmallModel(const std::string& arch, const std::string& name);
 
 // The sharding tests' training run over the inputs in `dir`: 5 steps of AdamW (lr 1e-2, eps

@@ -207,7 +207,8 @@ TEST_P(MixedPrecisionTest, Bf16AndFp16ResumeBitIdentically) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Architectures, MixedPrecisionTest, ::testing::Values("gpt2", "llama"),
+INSTANTIATE_TEST_SUITE_P(Architectures, MixedPrecisionTest,
+                         ::testing::Values("gpt2", "llama", "qwen3"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

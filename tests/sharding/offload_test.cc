@@ -261,7 +261,8 @@ TEST_P(OffloadTest, LowPrecisionHasNoMastersToOffload) {
   EXPECT_NE(r.status().message().find("offload_optimizer"), std::string::npos) << r.status();
 }
 
-INSTANTIATE_TEST_SUITE_P(Architectures, OffloadTest, ::testing::Values("gpt2", "llama"),
+INSTANTIATE_TEST_SUITE_P(Architectures, OffloadTest,
+                         ::testing::Values("gpt2", "llama", "qwen3"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

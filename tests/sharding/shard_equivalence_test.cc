@@ -1,5 +1,5 @@
 // Sharding equivalence, memory and traffic over real gloo TCP on 127.0.0.1 (ranks as threads),
-// for a GPT-2 and a Llama-family model.
+// for a GPT-2, a Llama-family model and a Qwen3 with a sliding window.
 //  - every strategy x world {1,2,3,4} x accumulation {1,4} reaches the losses and parameters of
 //    one rank processing the same global batch (fp32: 1e-5 relative to each scale);
 //  - at one world size, every non-hybrid strategy and prefetch setting gives parameters
@@ -26,7 +26,8 @@ namespace {
 
 using shard::Strategy;
 
-// The same matrix for each architecture (SmallModel: a GPT-2 and a Llama-family model).
+// The same matrix for each architecture (SmallModel: a GPT-2, a Llama-family model and a Qwen3
+// with a sliding window).
 class ShardEquivalenceTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -198,7 +199,8 @@ TEST_P(ShardEquivalenceTest, BytesSentMatchRingTheory) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Architectures, ShardEquivalenceTest, ::testing::Values("gpt2", "llama"),
+INSTANTIATE_TEST_SUITE_P(Architectures, ShardEquivalenceTest,
+                         ::testing::Values("gpt2", "llama", "qwen3"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

@@ -9,6 +9,10 @@
 // against keys [0, r1), so for long sequences about half of the T x T work is skipped; inside a
 // block the entries above the diagonal are computed by the GEMM and then overwritten with 0.
 //
+// Sliding window (window > 0): row t's softmax runs over keys [t - window + 1, t] and the entries
+// left of it are 0 as those above the diagonal are; the GEMMs still multiply the whole causal
+// block (the zeros add nothing), so window >= T takes exactly the path of window 0.
+//
 // Matrices are row-major views with their own row strides (ld_*), so a head is read in place
 // from the packed qkv rows: q, k, v (T, D); att (T, T) contiguous; out / dout (T, D).
 #pragma once
@@ -49,16 +53,27 @@ inline void CausalSoftmaxRow(float* row, int64_t len, int64_t T) {
   std::fill(row + len, row + T, 0.0f);
 }
 
-// att = causal softmax(scale · q kᵀ) (zeros above the diagonal); out = att · v.
+// In place: row[0, first) zero, row[first, len) its softmax, row[len, T) zero.
+inline void WindowedSoftmaxRow(float* row, int64_t first, int64_t len, int64_t T) {
+  if (first == 0) return CausalSoftmaxRow(row, len, T);
+  std::fill(row, row + first, 0.0f);
+  CausalSoftmaxRow(row + first, len - first, T - first);
+}
+
+// att = causal softmax(scale · q kᵀ) (zeros above the diagonal and, with a window, left of it);
+// out = att · v.
 inline void CausalAttentionHeadForward(float* out, int64_t ld_out, float* att, const float* q,
                                        const float* k, const float* v, int64_t ld_qkv, int64_t T,
-                                       int64_t D, float scale) {
+                                       int64_t D, float scale, int64_t window = 0) {
   for (int64_t r0 = 0; r0 < T; r0 += kAttentionRowBlock) {
     const int64_t r1 = std::min(T, r0 + kAttentionRowBlock);
     float* att_blk = att + r0 * T;
     // scores[r0:r1, 0:r1] = scale * q[r0:r1] · k[0:r1]ᵀ
     Gemm(false, true, r1 - r0, r1, D, scale, q + r0 * ld_qkv, ld_qkv, k, ld_qkv, 0.0f, att_blk, T);
-    for (int64_t t = r0; t < r1; ++t) CausalSoftmaxRow(att + t * T, t + 1, T);
+    for (int64_t t = r0; t < r1; ++t) {
+      const int64_t first = window > 0 ? std::max<int64_t>(0, t - window + 1) : 0;
+      WindowedSoftmaxRow(att + t * T, first, t + 1, T);
+    }
     // out[r0:r1] = att[r0:r1, 0:r1] · v[0:r1]
     Gemm(false, false, r1 - r0, D, r1, 1.0f, att_blk, T, v, ld_qkv, 0.0f, out + r0 * ld_out,
          ld_out);

@@ -30,7 +30,7 @@ using cpu::CausalAttentionHeadForward;
 using cpu::kAttentionParallelMinWork;
 
 void GqaAttentionForward(float* out, float* att, const float* qkv, int64_t B, int64_t T, int64_t H,
-                         int64_t KV, int64_t D) {
+                         int64_t KV, int64_t D, int64_t window) {
   const int64_t W = (H + 2 * KV) * D;
   const int64_t group = H / KV;
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
@@ -41,7 +41,7 @@ void GqaAttentionForward(float* out, float* att, const float* qkv, int64_t B, in
       const float* seq = qkv + b * T * W;
       const float* k = seq + (H + h / group) * D;
       CausalAttentionHeadForward(out + b * T * H * D + h * D, H * D, att + (b * H + h) * T * T,
-                                 seq + h * D, k, k + KV * D, W, T, D, scale);
+                                 seq + h * D, k, k + KV * D, W, T, D, scale, window);
     }
   }
 }

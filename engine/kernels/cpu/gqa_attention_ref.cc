@@ -10,7 +10,7 @@
 namespace accel::kernels::ref {
 
 void GqaAttentionForward(float* out, float* att, const float* qkv, int64_t B, int64_t T, int64_t H,
-                         int64_t KV, int64_t D) {
+                         int64_t KV, int64_t D, int64_t window) {
   const int64_t W = (H + 2 * KV) * D;  // row width of qkv
   const int64_t group = H / KV;
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
@@ -22,8 +22,10 @@ void GqaAttentionForward(float* out, float* att, const float* qkv, int64_t B, in
       for (int64_t t = 0; t < T; ++t) {
         const float* q = qkv + (b * T + t) * W + h * D;
         float* att_row = att + ((b * H + h) * T + t) * T;
+        // Keys [first, t]: the whole prefix, or the last `window` positions.
+        const int64_t first = window > 0 ? std::max<int64_t>(0, t - window + 1) : 0;
         double max_score = -INFINITY;
-        for (int64_t t2 = 0; t2 <= t; ++t2) {
+        for (int64_t t2 = first; t2 <= t; ++t2) {
           const float* k = qkv + (b * T + t2) * W + k_col;
           double dot = 0;
           for (int64_t i = 0; i < D; ++i) dot += static_cast<double>(q[i]) * k[i];
@@ -31,17 +33,17 @@ void GqaAttentionForward(float* out, float* att, const float* qkv, int64_t B, in
           max_score = std::max(max_score, score[t2]);
         }
         double sum = 0;
-        for (int64_t t2 = 0; t2 <= t; ++t2) {
+        for (int64_t t2 = first; t2 <= t; ++t2) {
           score[t2] = std::exp(score[t2] - max_score);
           sum += score[t2];
         }
         for (int64_t t2 = 0; t2 < T; ++t2) {
-          att_row[t2] = t2 <= t ? static_cast<float>(score[t2] / sum) : 0.0f;
+          att_row[t2] = t2 >= first && t2 <= t ? static_cast<float>(score[t2] / sum) : 0.0f;
         }
         float* o = out + (b * T + t) * H * D + h * D;
         for (int64_t i = 0; i < D; ++i) {
           double acc = 0;
-          for (int64_t t2 = 0; t2 <= t; ++t2) {
+          for (int64_t t2 = first; t2 <= t; ++t2) {
             acc += static_cast<double>(att_row[t2]) * qkv[(b * T + t2) * W + v_col + i];
           }
           o[i] = static_cast<float>(acc);

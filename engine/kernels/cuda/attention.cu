@@ -1,9 +1,11 @@
 // Causal self-attention on the device (kernels.h; contracts and layouts in ../attention.h and
 // ../gqa_attention.h), as cuBLAS strided-batched products plus two row kernels:
 //   forward:  att = scale · q kᵀ (all T×T, the GEMM ignores causality); causal softmax in place
-//             (entries above the diagonal become 0); out = att · v.
+//             (entries above the diagonal become 0, and with a sliding window w > 0 those left of
+//             t - w + 1 too); out = att · v.
 //   backward: datt = dout vᵀ; dv += attᵀ dout; ds = scale · att ⊙ (datt − Σ att·datt) (causal,
-//             in place in scratch); dq += ds k; dk += dsᵀ q.
+//             in place in scratch); dq += ds k; dk += dsᵀ q. The backward needs no window: att
+//             is exactly 0 outside it, so ds is too.
 // Grouped-query layout: qkv rows W = (H + 2·KV)·D wide; query head h at column h·D, its kv head
 // g = h / group (group = H / KV) at H·D + g·D (k) and (H + KV)·D + g·D (v). GPT-2 attention is the
 // case KV = H. For a fixed j < group the query heads g·group + j (g = 0..KV-1) sit group·D apart
@@ -23,24 +25,26 @@ namespace {
 
 constexpr int kRowsPerBlock = 8;  // one warp per row
 
-// rows: `count` rows of T scores; row r holds query position r % T.
-__global__ void CausalSoftmaxKernel(float* att, int64_t count, int64_t T) {
+// rows: `count` rows of T scores; row r holds query position r % T and attends to keys
+// [first, t], first = max(0, t - window + 1) with a window (> 0), else 0.
+__global__ void CausalSoftmaxKernel(float* att, int64_t count, int64_t T, int64_t window) {
   const int lane = threadIdx.x % 32;
   const int64_t r = blockIdx.x * static_cast<int64_t>(kRowsPerBlock) + threadIdx.x / 32;
   if (r >= count) return;
   const int64_t t = r % T;
+  const int64_t first = window > 0 && t - window + 1 > 0 ? t - window + 1 : 0;
   float* row = att + r * T;
   float mx = -INFINITY;
-  for (int64_t j = lane; j <= t; j += 32) mx = fmaxf(mx, row[j]);
+  for (int64_t j = first + lane; j <= t; j += 32) mx = fmaxf(mx, row[j]);
   mx = WarpMax(mx);
   float sum = 0;
-  for (int64_t j = lane; j <= t; j += 32) {
+  for (int64_t j = first + lane; j <= t; j += 32) {
     const float e = expf(row[j] - mx);
     row[j] = e;
     sum += e;
   }
   const float inv = 1.0f / WarpSum(sum);
-  for (int64_t j = lane; j < T; j += 32) row[j] = j <= t ? row[j] * inv : 0.0f;
+  for (int64_t j = lane; j < T; j += 32) row[j] = j >= first && j <= t ? row[j] * inv : 0.0f;
 }
 
 // ds overwrites datt: ds = scale · att ⊙ (datt − Σ_j att_j datt_j), 0 above the diagonal.
@@ -82,9 +86,13 @@ unsigned RowBlocks(int64_t rows) {
 }  // namespace
 
 absl::Status GqaAttentionForward(Blas& blas, float* out, float* att, const float* qkv, int64_t B,
-                                 int64_t T, int64_t H, int64_t KV, int64_t D,
-                                 cudaStream_t stream) {
+                                 int64_t T, int64_t H, int64_t KV, int64_t D, cudaStream_t stream,
+                                 int64_t window) {
   ACCEL_RETURN_IF_ERROR(CheckGqa("GqaAttentionForward", B, T, H, KV, D));
+  if (window < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("GqaAttentionForward: window must be >= 0, got ", window));
+  }
   if (B == 0 || T == 0) return absl::OkStatus();
   const int64_t W = (H + 2 * KV) * D, group = H / KV;
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
@@ -98,7 +106,8 @@ absl::Status GqaAttentionForward(Blas& blas, float* out, float* att, const float
                                                     group * D, k, W, D, 0.0f, att_b + j * T * T,
                                                     T, group * T * T, KV, stream));
     }
-    CausalSoftmaxKernel<<<RowBlocks(H * T), kRowsPerBlock * 32, 0, stream>>>(att_b, H * T, T);
+    CausalSoftmaxKernel<<<RowBlocks(H * T), kRowsPerBlock * 32, 0, stream>>>(att_b, H * T, T,
+                                                                              window);
     ACCEL_RETURN_IF_ERROR(ACCEL_CUDA_LAUNCH_STATUS("CausalSoftmaxKernel"));
     for (int64_t j = 0; j < group; ++j) {
       ACCEL_RETURN_IF_ERROR(blas.GemmStridedBatched(

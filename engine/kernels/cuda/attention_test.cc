@@ -21,25 +21,28 @@ using ::accel::testing::TestRng;
 
 struct Shape {
   int64_t B, T, H, KV, D;
+  int64_t window = 0;  // sliding window, 0 for none
 };
 
 // The device kernels against kernels::ref::GqaAttention* (GPT-2's oracle is the same with
 // KV = H). gpt2: through AttentionForward/Backward (C = H·D, NH = H), for shapes with KV == H.
 void ExpectMatchesRef(Blas& blas, const Shape& s, bool gpt2) {
   SCOPED_TRACE(::testing::Message() << (gpt2 ? "GPT-2" : "GQA") << " B=" << s.B << " T=" << s.T
-                                    << " H=" << s.H << " KV=" << s.KV << " D=" << s.D);
+                                    << " H=" << s.H << " KV=" << s.KV << " D=" << s.D
+                                    << " window=" << s.window);
   TestRng rng(3500 + s.B * 31 + s.T * 7 + s.H * 5 + s.KV);
   const int64_t n_qkv = s.B * s.T * (s.H + 2 * s.KV) * s.D, n_out = s.B * s.T * s.H * s.D;
   const int64_t n_att = s.B * s.H * s.T * s.T, C = s.H * s.D;
   const std::vector<float> qkv = rng.NormalVector(n_qkv, 0.0f, 2.0f);
   std::vector<float> out(n_out), att(n_att);
-  ref::GqaAttentionForward(out.data(), att.data(), qkv.data(), s.B, s.T, s.H, s.KV, s.D);
+  ref::GqaAttentionForward(out.data(), att.data(), qkv.data(), s.B, s.T, s.H, s.KV, s.D,
+                           s.window);
   // att starts as garbage on the device: every entry must be written, zeros above the diagonal.
   DeviceArray<float> d_qkv(qkv), d_out(n_out), d_att(std::vector<float>(n_att, -7.0f));
   ASSERT_TRUE((gpt2 ? AttentionForward(blas, d_out.get(), d_att.get(), d_qkv.get(), s.B, s.T, C,
                                        s.H, nullptr)
                     : GqaAttentionForward(blas, d_out.get(), d_att.get(), d_qkv.get(), s.B, s.T,
-                                          s.H, s.KV, s.D, nullptr))
+                                          s.H, s.KV, s.D, nullptr, s.window))
                   .ok());
   ASSERT_TRUE(DeviceOk());
   EXPECT_TRUE(AllCloseToScale(d_out.Download(), out, 1e-5));
@@ -83,6 +86,14 @@ TEST(CudaAttentionTest, GqaForwardAndBackwardMatchRef) {
                          Shape{1, 70, 9, 3, 20}, Shape{3, 33, 6, 3, 8}, Shape{2, 64, 4, 2, 7}}) {
     ExpectMatchesRef(**blas, s, /*gpt2=*/false);
   }
+  // Sliding windows: of one key, shorter than T (also across warps at T = 70), and not binding.
+  for (const Shape& s : {Shape{2, 17, 4, 2, 8, 1}, Shape{2, 17, 4, 2, 8, 5},
+                         Shape{1, 70, 9, 3, 20, 40}, Shape{2, 9, 4, 4, 8, 9}}) {
+    ExpectMatchesRef(**blas, s, /*gpt2=*/false);
+  }
+  EXPECT_EQ(GqaAttentionForward(**blas, nullptr, nullptr, nullptr, 1, 4, 4, 2, 4, nullptr, -1)
+                .code(),
+            absl::StatusCode::kInvalidArgument);
   // H not a multiple of KV; no kv heads.
   EXPECT_EQ(GqaAttentionForward(**blas, nullptr, nullptr, nullptr, 1, 4, 8, 3, 4, nullptr).code(),
             absl::StatusCode::kInvalidArgument);

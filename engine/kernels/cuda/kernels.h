@@ -84,10 +84,12 @@ using ::accel::cuda::GemmTypes;
                                              int64_t NH, cudaStream_t stream);
 
 // ---- attention.cu: grouped-query causal attention (../gqa_attention.h; GPT-2's is KV = NH) ----
-// InvalidArgument unless H, KV, D > 0 and KV divides H.
+// InvalidArgument unless H, KV, D > 0, KV divides H and window >= 0. window: the sliding window
+// (../gqa_attention.h), 0 for full causal attention; the backward reads it from att.
 [[nodiscard]] absl::Status GqaAttentionForward(Blas& blas, float* out, float* att,
                                                const float* qkv, int64_t B, int64_t T, int64_t H,
-                                               int64_t KV, int64_t D, cudaStream_t stream);
+                                               int64_t KV, int64_t D, cudaStream_t stream,
+                                               int64_t window = 0);
 // scratch: H·T·T floats, overwritten.
 [[nodiscard]] absl::Status GqaAttentionBackward(Blas& blas, float* dqkv, float* scratch,
                                                 const float* dout, const float* qkv,
