@@ -67,11 +67,16 @@ absl::StatusOr<double> ShardedModel::GradNormSquared() {
 }
 
 absl::StatusOr<double> ShardedModel::MeanOverRanks(double value) {
+  ACCEL_ASSIGN_OR_RETURN(const double total, SumOverRanks(value));
+  return total / static_cast<double>(host_world()->size());
+}
+
+absl::StatusOr<double> ShardedModel::SumOverRanks(double value) {
   ACCEL_ASSIGN_OR_RETURN(const std::vector<double> all,
                          ctx().AllGatherDouble(*ctx().host_world(), value));
   double total = 0;
   for (double v : all) total += v;
-  return total / static_cast<double>(all.size());
+  return total;
 }
 
 std::vector<OwnedRange> ShardedModel::OwnedRanges() {
@@ -107,6 +112,13 @@ absl::Status ShardedModel::FinishStep() {
   ACCEL_RETURN_IF_ERROR(parts_.optimizer->FinishStep());
   ACCEL_RETURN_IF_ERROR(parts_.params->AfterUpdate());
   return EvictOffloaded();
+}
+
+absl::Status ShardedModel::FinishForward() {
+  ACCEL_RETURN_IF_ERROR(parts_.params->SettleGathers());
+  parts_.precision->ReleaseAll();
+  parts_.params->ReleaseKept();
+  return absl::OkStatus();
 }
 
 // ---- loading and saving -----------------------------------------------------------------------

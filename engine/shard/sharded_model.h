@@ -167,6 +167,8 @@ class ShardedModel final : public model::ParamAccess {
   [[nodiscard]] absl::StatusOr<double> GradNormSquared();
   // The mean of `value` over all ranks, summed in rank order (loss agreement).
   [[nodiscard]] absl::StatusOr<double> MeanOverRanks(double value);
+  // The sum of `value` over all ranks in rank order, in float64: every rank gets the same bits.
+  [[nodiscard]] absl::StatusOr<double> SumOverRanks(double value);
   // The same ranges, in the same order, as ShardPlan::OwnedFlatRanges().
   std::vector<OwnedRange> OwnedRanges();
   // Every parameter of the layout, in layout order (param_views.cc). Valid for the model's
@@ -181,6 +183,11 @@ class ShardedModel final : public model::ParamAccess {
   // empty unless under NVMe offload).
   [[nodiscard]] absl::StatusOr<TileHook> BeforeRangeUpdate(const OwnedRange& range);
   [[nodiscard]] absl::Status FinishStep();
+  // After forward passes with no backward (evaluation, between steps): gathers in flight
+  // complete, and every gathered copy a step keeps until its backward (the root, persistent and
+  // reused units, their compute copies) is given back. Gradients, optimizer state and the kept
+  // parameters are untouched; memory is as after FinishStep. Local (no collective).
+  [[nodiscard]] absl::Status FinishForward();
 
   // ParamAccess, called by the model.
   absl::StatusOr<const float*> Params(int unit, model::Pass pass) override;

@@ -233,6 +233,7 @@ absl::StatusOr<CheckpointEvent> Trainer::SaveCheckpoint(const std::string& dir, 
   event.step = step_;
   event.path = checkpoint::StepDir(dir, step_);
   event.kind = kind;
+  if (last_eval_.has_value() && last_eval_->step == step_) event.eval_loss = last_eval_->loss;
   for (int r = 0; r < world(); ++r) {
     if ((*all)[r] < 0) {
       return absl::AbortedError(absl::StrCat(context, ": rank ", r, " could not write its part; ",
