@@ -250,6 +250,7 @@ absl::StatusOr<CheckpointEvent> Trainer::SaveCheckpoint(const std::string& dir, 
     meta.step = step_;
     meta.kind = kind;
     meta.owner = options_.checkpoint_owner;
+    meta.eval_loss = event.eval_loss;
     meta.model_files = model_files;
     meta.data_position = step_ * options_.grad_accum;
     meta.optimizer_step = applied_steps_;
@@ -277,7 +278,8 @@ absl::StatusOr<CheckpointEvent> Trainer::SaveCheckpoint(const std::string& dir, 
                                         : std::vector<std::pair<int64_t, int64_t>>{});
     }
     if (committed.ok()) {
-      committed = checkpoint::WriteMetadataAndCommit(env_, dir, meta, *layout_, keep_last);
+      committed = checkpoint::WriteMetadataAndCommit(env_, dir, meta, *layout_, keep_last,
+                                                     options_.keep_best);
     }
   }
   absl::StatusOr<int64_t> outcome = BroadcastInt64(host_world_, committed.ok() ? 1 : 0, 0);

@@ -9,10 +9,13 @@
 //    pool's peak grows;
 //  - every rank reports the same evaluation.
 #include <cmath>
+#include <map>
+#include <set>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "engine/base/env.h"
+#include "engine/checkpoint/sharded_checkpoint.h"
 #include "gtest/gtest.h"
 #include "tests/sharding/gang.h"
 #include "tests/sharding/gang_fixture.h"
@@ -171,6 +174,36 @@ TEST_P(EvalTest, MaxBatchesEvaluatesTheFirstBatches) {
   ASSERT_TRUE(alone.ok()) << alone.status();
   ASSERT_EQ(alone->evals[0].size(), 1u);
   EXPECT_NEAR(run->evals[0][0].loss, alone->evals[0][0].loss, 1e-6 * alone->evals[0][0].loss);
+}
+
+// The checkpoint of an evaluated step records its eval loss, and keep_best keeps the step with
+// the lowest besides the newest (keep_last 1).
+TEST_P(EvalTest, CheckpointsRecordTheirEvalLossAndKeepTheBest) {
+  train::TrainOptions o = Options(Strategy::kFullShard, 2);
+  o.steps = 8;
+  o.schedule.base_lr = 5e-2f;  // large steps: the eval loss need not fall monotonically
+  o.checkpoint_dir = dir_ + "/ckpt";
+  o.checkpoint_every = 2;
+  o.keep_last = 1;
+  o.keep_best = 1;
+  auto run = RunGang(o, 2);
+  ASSERT_TRUE(run.ok()) << run.status();
+  std::map<int64_t, double> loss_at;
+  for (const train::EvalMetrics& e : run->evals[0]) loss_at[e.step] = e.loss;
+  ASSERT_EQ(loss_at.size(), 5u);  // steps 0, 2, 4, 6, 8
+  int64_t best = 2;
+  for (int64_t step : {4, 6, 8}) {
+    if (loss_at[step] <= loss_at[best]) best = step;
+  }
+  std::set<std::string> want = {"latest", "owner.json", "step_8", absl::StrCat("step_", best)};
+  auto names = Env::Default()->ListDir(o.checkpoint_dir);
+  ASSERT_TRUE(names.ok()) << names.status();
+  EXPECT_EQ(std::set<std::string>(names->begin(), names->end()), want);
+  for (int64_t step : {best, int64_t{8}}) {
+    auto meta = checkpoint::ReadMetadata(Env::Default(), checkpoint::StepDir(o.checkpoint_dir, step));
+    ASSERT_TRUE(meta.ok()) << meta.status();
+    EXPECT_EQ(meta->eval_loss, loss_at[step]) << step;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, EvalTest, ::testing::Values("gpt2", "llama"),
