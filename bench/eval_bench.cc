@@ -13,19 +13,12 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_split.h"
+#include "bench/bench_models.h"
 #include "engine/kernels/threading.h"
-#include "engine/model/model_config.h"
 #include "engine/train/trainer.h"
 #include "nlohmann/json.hpp"
 
 namespace {
-
-absl::StatusOr<accel::model::ModelConfig> ModelFor(const std::string& name) {
-  if (name == "small") {
-    return accel::model::ModelConfig(accel::model::Gpt2Config{"small", 4, 4, 256, 50257, 1024});
-  }
-  return accel::model::ModelPreset(name);
-}
 
 struct Throughput {
   double train_tok_s = 0, eval_tok_s = 0;
@@ -91,26 +84,16 @@ int main(int argc, char** argv) {
                 "eval/train");
   }
   for (const std::string& name : std::vector<std::string>(absl::StrSplit(models, ','))) {
-    auto config = ModelFor(name);
-    if (!config.ok()) {
-      std::fprintf(stderr, "error: %s\n", std::string(config.status().message()).c_str());
-      return 1;
-    }
-    const std::string cfg_path = scratch + "/accel_bench_eval_" + name + "_config.json";
-    if (!accel::WriteFileAtomic(accel::Env::Default(), cfg_path,
-                                accel::model::ModelConfigToJson(*config))
-             .ok()) {
-      std::fprintf(stderr, "error: cannot write %s\n", cfg_path.c_str());
+    auto written = accel::bench::WriteBenchModel(name, scratch, "eval_");
+    if (!written.ok()) {
+      std::fprintf(stderr, "error: %s\n", std::string(written.status().message()).c_str());
       return 1;
     }
     for (const std::string& dtype : std::vector<std::string>(absl::StrSplit(dtypes, ','))) {
-      auto param_dtype = accel::ParseDType(dtype);
-      if (!param_dtype.ok()) {
-        std::fprintf(stderr, "error: --dtypes: %s\n",
-                     std::string(param_dtype.status().message()).c_str());
-        return 1;
+      absl::StatusOr<Throughput> t = absl::InvalidArgumentError("--dtypes: " + dtype);
+      if (auto param_dtype = accel::ParseDType(dtype); param_dtype.ok()) {
+        t = Measure(written->second, data, batch, seq, steps, eval_batches, *param_dtype);
       }
-      auto t = Measure(cfg_path, data, batch, seq, steps, eval_batches, *param_dtype);
       if (!t.ok()) {
         std::fprintf(stderr, "error: %s\n", std::string(t.status().message()).c_str());
         return 1;
