@@ -18,6 +18,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_split.h"
+#include "bench/bench_models.h"
 #include "bench/fma_peak.h"
 #include "engine/kernels/matmul_bf16.h"
 #include "engine/kernels/threading.h"
@@ -26,15 +27,6 @@
 #include "nlohmann/json.hpp"
 
 namespace {
-
-using accel::model::Gpt2Config;
-using accel::model::ModelConfig;
-
-// A preset of any architecture (smollm-135m next to gpt2 compares the two at the same size).
-absl::StatusOr<ModelConfig> ModelFor(const std::string& name) {
-  if (name == "small") return ModelConfig(Gpt2Config{"small", 4, 4, 256, 50257, 1024});
-  return accel::model::ModelPreset(name);
-}
 
 double PeakRssMiB() {
   rusage u{};
@@ -97,17 +89,14 @@ int main(int argc, char** argv) {
     accel::kernels::SetNumThreads(threads);
     const double peak = accel::bench::MeasureFmaPeakGflops(threads, 0.5);
     for (const std::string& name : std::vector<std::string>(absl::StrSplit(models, ','))) {
-      auto config = ModelFor(name);
-      if (!config.ok()) {
-        std::fprintf(stderr, "error: %s\n", std::string(config.status().message()).c_str());
+      // A preset of any architecture (smollm-135m next to gpt2 compares the two at one size).
+      auto written = accel::bench::WriteBenchModel(name, scratch, "");
+      if (!written.ok()) {
+        std::fprintf(stderr, "error: %s\n", std::string(written.status().message()).c_str());
         return 1;
       }
-      const std::string cfg_path = scratch + "/accel_bench_" + name + "_config.json";
-      if (!accel::WriteFileAtomic(accel::Env::Default(), cfg_path,
-                                  accel::model::ModelConfigToJson(*config)).ok()) {
-        std::fprintf(stderr, "error: cannot write %s\n", cfg_path.c_str());
-        return 1;
-      }
+      const accel::model::ModelConfig* config = &written->first;
+      const std::string& cfg_path = written->second;
       double fp32_tok_s = 0;
       for (const std::string& dtype : std::vector<std::string>(absl::StrSplit(dtypes, ','))) {
         auto param_dtype = accel::ParseDType(dtype);

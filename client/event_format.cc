@@ -84,8 +84,17 @@ std::string EventLine(const v1::Event& e) {
     }
     case v1::Event::kCheckpoint: {
       const v1::CheckpointEvent& c = e.checkpoint();
-      return absl::StrFormat("#%d checkpoint step %d: %s (%s, %s, %.2f s)", e.seq(), c.step(),
-                             c.path(), c.kind(), Bytes(c.bytes()), c.seconds());
+      return absl::StrFormat("#%d checkpoint step %d: %s (%s, %s, %.2f s%s)", e.seq(), c.step(),
+                             c.path(), c.kind(), Bytes(c.bytes()), c.seconds(),
+                             c.has_eval_loss() ? absl::StrFormat(", eval loss %.4f", c.eval_loss())
+                                               : "");
+    }
+    case v1::Event::kEval: {
+      const v1::EvalEvent& v = e.eval();
+      return absl::StrFormat("#%d eval step %d | eval loss %.4f | perplexity %.3f | %d targets | "
+                             "%.0f tok/s",
+                             e.seq(), v.step(), v.eval_loss(), v.eval_perplexity(),
+                             v.eval_tokens(), v.tokens_per_s());
     }
     case v1::Event::kLog:
       return absl::StrCat("#", e.seq(), " [", who, "] ", e.log().line());
@@ -93,6 +102,18 @@ std::string EventLine(const v1::Event& e) {
       break;
   }
   return absl::StrCat("#", e.seq(), " (unknown event)");
+}
+
+std::string EvalSummaryText(const std::vector<v1::EvalEvent>& evals) {
+  if (evals.empty()) return "";
+  const v1::EvalEvent* best = &evals.front();
+  for (const v1::EvalEvent& e : evals) {
+    if (e.eval_loss() < best->eval_loss()) best = &e;
+  }
+  const v1::EvalEvent& latest = evals.back();
+  return absl::StrFormat("  eval loss %.4f (perplexity %.3f) at step %d; best %.4f at step %d\n",
+                         latest.eval_loss(), latest.eval_perplexity(), latest.step(),
+                         best->eval_loss(), best->step());
 }
 
 // What the job runs, as acceld lowered it at submit (JobPlan); older jobs show their spec.

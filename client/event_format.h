@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "accel/v1/coordinator.grpc.pb.h"
 #include "google/protobuf/message.h"
@@ -21,6 +22,9 @@ std::string Time(int64_t us);                   // local time of Unix microsecon
 std::string ProgressBar(int64_t done, int64_t total, int width = 20);  // "[####......]"
 // "#12 step 30/100 [######..............]  30% | loss ..." and the like.
 std::string EventLine(const accel::v1::Event& e);
+// `accelctl status`'s eval line from a job's eval records in order: the latest and the best
+// (lowest) eval loss with their steps; empty without records.
+std::string EvalSummaryText(const std::vector<accel::v1::EvalEvent>& evals);
 // The job's plan as `accelctl status` and `submit` show it: indented lines, each ending in "\n".
 std::string PlanText(const accel::v1::Job& j);
 

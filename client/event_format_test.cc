@@ -1,6 +1,8 @@
 // accelctl's text forms of job events.
 #include "client/event_format.h"
 
+#include <cmath>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -34,6 +36,40 @@ TEST(EventFormatTest, MetricsLineHasStepLossAndThroughput) {
   EXPECT_THAT(line, HasSubstr("loss 2.5000"));
   EXPECT_THAT(line, HasSubstr("1234 tok/s"));
   EXPECT_THAT(line, Not(HasSubstr("sent")));  // no rank statistics on this step
+}
+
+TEST(EventFormatTest, EvalLineHasLossPerplexityAndTargets) {
+  v1::Event e;
+  e.set_seq(12);
+  v1::EvalEvent* v = e.mutable_eval();
+  v->set_step(10);
+  v->set_eval_loss(2.25);
+  v->set_eval_perplexity(9.4877);
+  v->set_eval_tokens(4096);
+  const std::string line = EventLine(e);
+  EXPECT_THAT(line, HasSubstr("#12 eval step 10"));
+  EXPECT_THAT(line, HasSubstr("eval loss 2.2500"));
+  EXPECT_THAT(line, HasSubstr("perplexity 9.488"));
+  EXPECT_THAT(line, HasSubstr("4096 targets"));
+  // A checkpoint of an evaluated step says its eval loss; one without says nothing of it.
+  v1::Event c;
+  c.mutable_checkpoint()->set_step(10);
+  EXPECT_THAT(EventLine(c), Not(HasSubstr("eval loss")));
+  c.mutable_checkpoint()->set_eval_loss(2.25);
+  EXPECT_THAT(EventLine(c), HasSubstr("eval loss 2.2500"));
+}
+
+TEST(EventFormatTest, EvalSummaryShowsTheLatestAndTheBest) {
+  EXPECT_EQ(EvalSummaryText({}), "");
+  std::vector<v1::EvalEvent> evals(3);
+  const double losses[] = {3.0, 2.5, 2.75};
+  for (int i = 0; i < 3; ++i) {
+    evals[i].set_step(5 * i);
+    evals[i].set_eval_loss(losses[i]);
+    evals[i].set_eval_perplexity(std::exp(losses[i]));
+  }
+  EXPECT_EQ(EvalSummaryText(evals),
+            "  eval loss 2.7500 (perplexity 15.643) at step 10; best 2.5000 at step 5\n");
 }
 
 TEST(EventFormatTest, MetricsLineSplitsTheBytesSentByLink) {

@@ -225,7 +225,25 @@ class Session {
     absl::StatusOr<v1::Job> job = GetJob(c_.job_id);
     if (!job.ok()) return Fail(job.status());
     PrintJob(*job);
+    if (!json()) out_ << EvalSummaryText(EvalRecords(c_.job_id));
     return kOk;
+  }
+
+  // The job's eval records so far (none when they cannot be read: status shows the rest).
+  std::vector<v1::EvalEvent> EvalRecords(const std::string& id) {
+    grpc::ClientContext ctx;
+    Prepare(ctx, absl::Seconds(30));
+    v1::WatchJobRequest req;
+    req.set_job_id(id);
+    req.set_follow(false);
+    req.add_kinds(v1::EVAL);
+    auto reader = stub_->WatchJob(&ctx, req);
+    std::vector<v1::EvalEvent> evals;
+    for (v1::Event e; reader->Read(&e);) {
+      if (e.has_eval()) evals.push_back(e.eval());
+    }
+    (void)reader->Finish();
+    return evals;
   }
 
   int List() {
@@ -316,11 +334,13 @@ class Session {
       for (const v1::Checkpoint& c : resp.checkpoints()) out_ << Json(c) << "\n";
       return kOk;
     }
-    out_ << absl::StrFormat("%7s %6s %-8s %10s %8s  %s\n", "ATTEMPT", "STEP", "KIND", "SIZE",
-                            "SECONDS", "PATH");
+    out_ << absl::StrFormat("%7s %6s %-8s %10s %8s %9s  %s\n", "ATTEMPT", "STEP", "KIND", "SIZE",
+                            "SECONDS", "EVAL_LOSS", "PATH");
     for (const v1::Checkpoint& c : resp.checkpoints()) {
-      out_ << absl::StrFormat("%7d %6d %-8s %10s %8.2f  %s\n", c.attempt(), c.step(), c.kind(),
-                              Bytes(c.bytes()), c.seconds(), c.path());
+      out_ << absl::StrFormat("%7d %6d %-8s %10s %8.2f %9s  %s\n", c.attempt(), c.step(), c.kind(),
+                              Bytes(c.bytes()), c.seconds(),
+                              c.has_eval_loss() ? absl::StrFormat("%.4f", c.eval_loss()) : "-",
+                              c.path());
     }
     return kOk;
   }

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
+#include "job/job_options.h"
 #include "gtest/gtest.h"
 
 namespace accel::job {
@@ -196,6 +197,58 @@ TEST(JobFileTest, FilesAreCheckedForTheirKindAtTheDoor) {
     EXPECT_THAT(with([&](auto& s) { s.mutable_checkpoint()->set_dir(dir + "/ro"); }),
                 HasSubstr("is not writable"));
   }
+  std::filesystem::remove_all(dir);
+}
+
+// Issue 31: the eval section, its short form, its paths resolved as data.path's, its engine
+// options, and what is refused at submit (a missing eval file; asking for evaluations without
+// eval data).
+TEST(JobFileTest, EvalSectionParsesMapsAndIsCheckedAtTheDoor) {
+  auto spec = ParseJobYaml(
+      "data: {path: train.txt}\neval: {data: held_out.bin, every_n_steps: 50, max_batches: 8, "
+      "at_start: true}\ncheckpoint: {keep_best: 2}\n",
+      "/jobs/j.yaml", "/jobs");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->eval().data().path(), "/jobs/held_out.bin");
+  auto options = JobOptionsFromSpec(*spec);
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->eval.data, "/jobs/held_out.bin");
+  EXPECT_EQ(options->eval.every_n_steps, 50);
+  EXPECT_EQ(options->eval.max_batches, 8);
+  EXPECT_TRUE(options->eval.at_start);
+  EXPECT_TRUE(options->eval.at_end);  // the default
+  EXPECT_EQ(options->keep_best, 2);
+  auto long_form = ParseJobYaml("data: {path: /d}\neval: {data: {path: v.txt}, at_end: false}\n",
+                                "/jobs/j.yaml", "/jobs");
+  ASSERT_TRUE(long_form.ok()) << long_form.status();
+  EXPECT_EQ(long_form->eval().data().path(), "/jobs/v.txt");
+  EXPECT_FALSE(JobOptionsFromSpec(*long_form)->eval.at_end);
+  EXPECT_FALSE(JobOptionsFromSpec(DefaultJobSpec())->eval.at_start);
+  EXPECT_TRUE(JobOptionsFromSpec(DefaultJobSpec())->eval.data.empty());
+
+  auto typo = ParseJobYaml("data: {path: /d}\neval: {every_n_step: 5}\n", "j.yaml", "/");
+  EXPECT_THAT(Msg(typo.status()), HasSubstr("did you mean eval.every_n_steps?"));
+  const std::string dir = ::testing::TempDir() + "/job_file_eval_" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/data.txt") << "text";
+  auto with = [&](const std::function<void(accel::v1::JobSpec&)>& edit) {
+    accel::v1::JobSpec s = DefaultJobSpec();
+    s.mutable_data()->set_path(dir + "/data.txt");
+    edit(s);
+    return Msg(ValidateJobSpec(s, /*check_files=*/true));
+  };
+  EXPECT_EQ(with([&](auto& s) { s.mutable_eval()->mutable_data()->set_path(dir + "/data.txt"); }),
+            "");
+  EXPECT_THAT(with([&](auto& s) { s.mutable_eval()->mutable_data()->set_path(dir + "/none"); }),
+              HasSubstr("eval.data.path: no such file: " + dir + "/none"));
+  EXPECT_EQ(with([](auto& s) { s.mutable_eval()->set_every_n_steps(10); }),
+            "eval.every_n_steps: needs eval.data (the held-out tokens to evaluate on)");
+  EXPECT_EQ(with([](auto& s) { s.mutable_eval()->set_at_start(true); }),
+            "eval.at_start: needs eval.data (the held-out tokens to evaluate on)");
+  EXPECT_EQ(with([](auto& s) { s.mutable_checkpoint()->set_keep_best(1); }),
+            "checkpoint.keep_best: needs eval.data (the held-out tokens to evaluate on)");
+  EXPECT_THAT(with([](auto& s) { s.mutable_eval()->set_max_batches(-1); }),
+              HasSubstr("eval.max_batches"));
   std::filesystem::remove_all(dir);
 }
 

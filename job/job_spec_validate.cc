@@ -113,6 +113,7 @@ absl::Status ValidateJobSpec(const JobSpec& s, bool check_files, Echo echo) {
         {"model.config", s.model().config()},
         {"model.init_weights", s.model().init_weights()},
         {"data.path", s.data().path()},
+        {"eval.data.path", s.eval().data().path()},
         {"train.schedule", s.train().schedule()},
         {"checkpoint.dir", s.checkpoint().dir()},
         {"resources.device", s.resources().device()},
@@ -171,6 +172,14 @@ absl::Status ValidateJobSpec(const JobSpec& s, bool check_files, Echo echo) {
   if (k.dir().empty() && k.every_n_steps() > 0) {
     return Invalid("checkpoint.dir", "required when checkpoint.every_n_steps is set");
   }
+  if (s.eval().data().path().empty()) {
+    for (const auto& [key, set] : {std::pair<const char*, bool>{"eval.every_n_steps",
+                                                                s.eval().every_n_steps() > 0},
+                                   {"eval.at_start", s.eval().at_start()},
+                                   {"checkpoint.keep_best", k.keep_best() > 0}}) {
+      if (set) return Invalid(key, "needs eval.data (the held-out tokens to evaluate on)");
+    }
+  }
   if (s.heartbeat_timeout_s() != 0 && !(s.heartbeat_timeout_s() >= kMinHeartbeatTimeoutS)) {
     return Invalid("heartbeat_timeout_s",
                    absl::StrCat("must be 0 (acceld's --heartbeat-timeout) or at least ",
@@ -183,6 +192,7 @@ absl::Status ValidateJobSpec(const JobSpec& s, bool check_files, Echo echo) {
     // can write checkpoints into.
     for (const auto& [key, path] :
          {std::pair<const char*, std::string>{"data.path", s.data().path()},
+          {"eval.data.path", s.eval().data().path()},
           {"model.config", s.model().config()}}) {
       if (path.empty()) continue;
       if (absl::Status f = CheckReadableFile(path); !f.ok()) {

@@ -153,6 +153,13 @@ void OptionsToProto(const config::TrainOptions& o, v1::PlanTrainOptions* p) {
   p->set_rank_stats_every(o.rank_stats_every);
   p->set_max_nonfinite_steps(o.max_nonfinite_steps);
   p->set_ignore_memory_plan(o.ignore_memory_plan);
+  v1::PlanEval* e = p->mutable_eval();
+  e->set_data(o.eval.data);
+  e->set_every_n_steps(o.eval.every_n_steps);
+  e->set_max_batches(o.eval.max_batches);
+  e->set_at_start(o.eval.at_start);
+  e->set_at_end(o.eval.at_end);
+  p->set_keep_best(o.keep_best);
 }
 
 // checkpoint_owner is the worker's to set (acceld's job and state id, or a standalone run's).
@@ -198,6 +205,12 @@ absl::Status OptionsFromProto(const v1::PlanTrainOptions& p, config::TrainOption
   o->rank_stats_every = p.rank_stats_every();
   o->max_nonfinite_steps = p.max_nonfinite_steps();
   o->ignore_memory_plan = p.ignore_memory_plan();
+  o->eval.data = p.eval().data();
+  o->eval.every_n_steps = p.eval().every_n_steps();
+  o->eval.max_batches = p.eval().max_batches();
+  o->eval.at_start = p.eval().at_start();
+  o->eval.at_end = p.eval().at_end();
+  o->keep_best = p.keep_best();
   return absl::OkStatus();
 }
 

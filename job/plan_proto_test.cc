@@ -97,6 +97,8 @@ config::TrainOptions Unusual() {
   o.checkpoint_dir = "/ck";
   o.checkpoint_every = 10;
   o.keep_last = 2;
+  o.keep_best = 3;
+  o.eval = {"/held_out.bin", 25, 7, true, false};
   o.resume_dir = "/ck-old";
   o.state_dict_type = config::TrainOptions::StateDictType::kFull;
   o.save_16bit = true;
@@ -237,6 +239,12 @@ TEST(PlanProtoTest, EveryFieldRoundTrips) {
   EXPECT_EQ(o.checkpoint_dir, want.checkpoint_dir);
   EXPECT_EQ(o.checkpoint_every, want.checkpoint_every);
   EXPECT_EQ(o.keep_last, want.keep_last);
+  EXPECT_EQ(o.keep_best, want.keep_best);
+  EXPECT_EQ(o.eval.data, want.eval.data);
+  EXPECT_EQ(o.eval.every_n_steps, want.eval.every_n_steps);
+  EXPECT_EQ(o.eval.max_batches, want.eval.max_batches);
+  EXPECT_EQ(o.eval.at_start, want.eval.at_start);
+  EXPECT_EQ(o.eval.at_end, want.eval.at_end);
   EXPECT_EQ(o.resume_dir, want.resume_dir);
   EXPECT_EQ(o.state_dict_type, want.state_dict_type);
   EXPECT_EQ(o.save_16bit, want.save_16bit);

@@ -102,9 +102,10 @@ absl::Status Walk(const YamlSource& c, const YAML::Node& node, const std::string
     const Setting* row = FindSetting(path);
     if (row == nullptr || row->type == SettingType::kSection) {
       // `model: gpt2-mini` is short for `model: {preset: gpt2-mini}`.
+      // Read as the short key's row reads it (a path row's relative path resolved).
       if (row != nullptr && it->second.IsScalar()) {
-        SetSettingText(*FindSetting(Join(path, std::string(row->short_key))), it->second.Scalar(),
-                       spec);
+        const std::string short_path = Join(path, std::string(row->short_key));
+        ACCEL_RETURN_IF_ERROR(ReadValue(c, *FindSetting(short_path), it->second, short_path, spec));
         continue;
       }
       ACCEL_RETURN_IF_ERROR(Walk(c, it->second, path, nullptr, spec));

@@ -135,6 +135,22 @@ class DaemonSink final : public RankSink {
     c->set_bytes(ce.bytes);
     c->set_seconds(ce.seconds);
     for (int64_t b : ce.rank_bytes) c->add_rank_bytes(b);
+    if (ce.eval_loss.has_value()) c->set_eval_loss(*ce.eval_loss);
+    reporter_.Send(e);
+    return absl::OkStatus();
+  }
+
+  absl::Status Eval(const train::EvalMetrics& m) override {
+    if (!speaker_) return absl::OkStatus();
+    v1::WorkerEvent e;
+    v1::EvalEvent* v = e.mutable_eval();
+    v->set_step(m.step);
+    v->set_eval_loss(m.loss);
+    v->set_eval_perplexity(m.perplexity);
+    v->set_eval_tokens(m.tokens);
+    v->set_eval_batches(m.batches);
+    v->set_seconds(m.seconds);
+    v->set_tokens_per_s(m.tokens_per_s);
     reporter_.Send(e);
     return absl::OkStatus();
   }

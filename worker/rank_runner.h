@@ -59,6 +59,8 @@ class RankSink {
   virtual absl::Status Started(const RankContext& rank) = 0;
   virtual absl::Status Step(const train::StepMetrics& m) = 0;
   virtual absl::Status Checkpoint(const train::CheckpointEvent& e) = 0;
+  // One evaluation (the same on every rank): options.eval.
+  virtual absl::Status Eval(const train::EvalMetrics& /*e*/) { return absl::OkStatus(); }
   // Whether this sink can ask the gang to stop early (the daemon's checkpoint on request). The
   // same on every rank of a gang.
   virtual bool CanRequestStop() const { return false; }

@@ -260,6 +260,21 @@ class TerminalSink final : public RankSink {
     return absl::OkStatus();
   }
 
+  absl::Status Eval(const train::EvalMetrics& e) override {
+    if (!speaker_) return absl::OkStatus();
+    if (json_) {
+      std::printf("{\"event\":\"eval\",%s\n", train::EvalMetricsToJson(e).substr(1).c_str());
+    } else {
+      std::printf("eval step %lld: loss %.6f perplexity %.3f (%lld targets, %lld batches, "
+                  "%.0f tok/s)\n",
+                  static_cast<long long>(e.step), e.loss, e.perplexity,
+                  static_cast<long long>(e.tokens), static_cast<long long>(e.batches),
+                  e.tokens_per_s);
+    }
+    std::fflush(stdout);
+    return absl::OkStatus();
+  }
+
   absl::Status Finished(const RankContext& rank) override {
     if (metrics_) ACCEL_RETURN_IF_ERROR(metrics_->Close());
     if (!f_.save_final.empty()) {

@@ -164,6 +164,7 @@ std::string StepMetadataToJson(const StepMetadata& m) {
   root["model_config"] = ConfigValue(m.meta.model_config_json);
   root["train_config"] = ConfigValue(m.meta.train_config_json);
   if (!m.meta.loss_scaler_json.empty()) root["loss_scaler"] = ConfigValue(m.meta.loss_scaler_json);
+  if (m.meta.eval_loss.has_value()) root["eval_loss"] = *m.meta.eval_loss;
   Json layout;
   layout["dtype"] = "F32";
   layout["num_params"] = m.num_params;
@@ -261,6 +262,10 @@ absl::StatusOr<StepMetadata> StepMetadataFromJson(std::string_view text, const s
     ACCEL_ASSIGN_OR_RETURN(const Json* owner, r.Field(root, "owner", Json::value_t::object));
     ACCEL_ASSIGN_OR_RETURN(m.meta.owner.job, r.String(*owner, "job"));
     ACCEL_ASSIGN_OR_RETURN(m.meta.owner.daemon, r.String(*owner, "daemon"));
+  }
+  if (root.contains("eval_loss")) {  // absent: the step was saved without an evaluation
+    if (!root["eval_loss"].is_number()) return r.Missing("eval_loss", "a number");
+    m.meta.eval_loss = root["eval_loss"].get<double>();
   }
   if (!KindHasRankFiles(m.meta.kind) && m.meta.model_files.empty()) {
     return r.Bad(absl::StrCat("a \"", m.meta.kind, "\" step must list its model_files"));

@@ -92,7 +92,8 @@ absl::Status RemoveExistingStep(Env* env, const std::string& dir, int64_t step,
 }  // namespace
 
 absl::Status WriteMetadataAndCommit(Env* env, const std::string& dir, const CheckpointMeta& meta,
-                                    const model::ModelLayout& layout, int keep_last) {
+                                    const model::ModelLayout& layout, int keep_last,
+                                    int keep_best) {
   const std::string context = absl::StrCat("committing checkpoint step ", meta.step, " in ", dir);
   if (!IsKnownKind(meta.kind)) {
     return absl::InvalidArgumentError(absl::StrCat(context, ": unknown kind \"", meta.kind, "\""));
@@ -166,7 +167,7 @@ absl::Status WriteMetadataAndCommit(Env* env, const std::string& dir, const Chec
   ACCEL_RETURN_IF_ERROR(env->SyncDir(DirName(dir)));
   ACCEL_RETURN_IF_ERROR(
       WriteFileAtomic(env, JoinPath(dir, kLatestFileName), absl::StrCat("step_", meta.step, "\n")));
-  Prune(env, dir, meta.step, keep_last, meta.owner);
+  Prune(env, dir, meta.step, keep_last, meta.owner, keep_best);
   return absl::OkStatus();
 }
 

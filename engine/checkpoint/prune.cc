@@ -24,10 +24,14 @@ int64_t ParseStepName(const std::string& name, bool tmp) {
   return step;
 }
 
-absl::StatusOr<CheckpointOwner> StepOwner(Env* env, const std::string& step_dir) {
+absl::StatusOr<StepMetadata> ReadStepMetadata(Env* env, const std::string& step_dir) {
   const std::string path = JoinPath(step_dir, kMetadataFileName);
   ACCEL_ASSIGN_OR_RETURN(std::string text, ReadFileToString(env, path));
-  ACCEL_ASSIGN_OR_RETURN(StepMetadata m, StepMetadataFromJson(text, path));
+  return StepMetadataFromJson(text, path);
+}
+
+absl::StatusOr<CheckpointOwner> StepOwner(Env* env, const std::string& step_dir) {
+  ACCEL_ASSIGN_OR_RETURN(StepMetadata m, ReadStepMetadata(env, step_dir));
   return m.meta.owner;
 }
 
@@ -41,7 +45,7 @@ absl::Status RemoveStepDir(Env* env, const std::string& dir, const std::string& 
 }
 
 void Prune(Env* env, const std::string& dir, int64_t step, int keep_last,
-           const CheckpointOwner& owner) {
+           const CheckpointOwner& owner, int keep_best) {
   absl::StatusOr<std::vector<std::string>> names = env->ListDir(dir);
   if (!names.ok()) {
     ACCEL_LOG(warn, "checkpoint: cannot list {} to prune: {}", dir, names.status().ToString());
@@ -49,22 +53,34 @@ void Prune(Env* env, const std::string& dir, int64_t step, int keep_last,
   }
   std::vector<std::string> garbage;  // never loadable: deleted directly
   std::vector<int64_t> doomed, kept, foreign;
+  std::vector<std::pair<double, int64_t>> evaluated;  // (eval loss, step) of own steps <= step
   for (const std::string& name : *names) {
     if (ParseStepName(name, /*tmp=*/true) >= 0 || absl::StartsWith(name, kTrashPrefix)) {
       garbage.push_back(name);
     }
     const int64_t n = ParseStepName(name, /*tmp=*/false);
     if (n < 0 || keep_last <= 0) continue;
-    absl::StatusOr<CheckpointOwner> wrote = StepOwner(env, JoinPath(dir, name));
-    if (!wrote.ok() || *wrote != owner) {
+    absl::StatusOr<StepMetadata> wrote = ReadStepMetadata(env, JoinPath(dir, name));
+    if (!wrote.ok() || wrote->meta.owner != owner) {
       foreign.push_back(n);
       continue;
     }
     (n > step ? doomed : kept).push_back(n);
+    if (n <= step && wrote->meta.eval_loss.has_value()) {
+      evaluated.push_back({*wrote->meta.eval_loss, n});
+    }
+  }
+  // The best: lowest loss first, the newer step first among equals.
+  std::sort(evaluated.begin(), evaluated.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : a.second > b.second;
+  });
+  std::vector<int64_t> best;
+  for (size_t i = 0; i < evaluated.size() && i < static_cast<size_t>(std::max(keep_best, 0)); ++i) {
+    best.push_back(evaluated[i].second);
   }
   std::sort(kept.begin(), kept.end(), std::greater<>());
   for (size_t i = static_cast<size_t>(std::max(keep_last, 0)); i < kept.size(); ++i) {
-    doomed.push_back(kept[i]);
+    if (std::find(best.begin(), best.end(), kept[i]) == best.end()) doomed.push_back(kept[i]);
   }
   if (!foreign.empty()) {
     std::sort(foreign.begin(), foreign.end());

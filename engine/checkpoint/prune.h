@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "engine/base/env.h"
+#include "engine/checkpoint/checkpoint_metadata.h"
 #include "engine/checkpoint/dir_owner.h"
 
 namespace accel::checkpoint {
@@ -25,6 +26,8 @@ inline constexpr char kTrashPrefix[] = ".trash-";
 // The step of a directory entry named "step_<N>" (or "step_<N>.tmp" when tmp), or -1.
 int64_t ParseStepName(const std::string& name, bool tmp);
 
+// step_dir's metadata.json, parsed.
+[[nodiscard]] absl::StatusOr<StepMetadata> ReadStepMetadata(Env* env, const std::string& step_dir);
 // The owner recorded in step_dir's metadata.json (anonymous when it records none).
 [[nodiscard]] absl::StatusOr<CheckpointOwner> StepOwner(Env* env, const std::string& step_dir);
 
@@ -35,9 +38,11 @@ int64_t ParseStepName(const std::string& name, bool tmp);
 
 // After `latest` names `step`: deletes stale step_*.tmp directories and .trash-* leftovers and,
 // with keep_last > 0, the steps `owner` wrote beyond the newest keep_last at or below `step` and
-// any above it (the future of a run resumed from an earlier step). Failures are logged, not
-// returned: the new checkpoint is already committed.
+// any above it (the future of a run resumed from an earlier step); keep_best > 0 spares the
+// keep_best of those steps at or below `step` with the lowest eval loss in their metadata (steps
+// without one never count; ties keep the newer). Failures are logged, not returned: the new
+// checkpoint is already committed.
 void Prune(Env* env, const std::string& dir, int64_t step, int keep_last,
-           const CheckpointOwner& owner);
+           const CheckpointOwner& owner, int keep_best = 0);
 
 }  // namespace accel::checkpoint

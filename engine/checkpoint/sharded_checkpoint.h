@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -80,6 +81,9 @@ struct CheckpointMeta {
   // (library use, or a step written before owners were recorded). Pruning deletes only steps
   // whose owner is the saving job's.
   CheckpointOwner owner;
+  // The eval loss of the step's weights (engine/train/evaluation.h) when one was computed before
+  // the save; keep_best keeps the steps with the lowest. Absent from metadata.json otherwise.
+  std::optional<double> eval_loss;
 };
 
 // The step kinds above; KindHasRankFiles says which carry rank files (and so resume exactly).
@@ -125,13 +129,17 @@ std::string StepTmpDir(const std::string& dir, int64_t step);
 // together with its steps above it (the abandoned future of a run resumed from an earlier step)
 // and stale step_*.tmp directories; steps another owner wrote are never pruned. A step leaves
 // by a rename to .trash-step_N first (prune.h), so no loader sees it half deleted.
+// keep_best > 0 (with keep_last > 0) also keeps the keep_best of meta.owner's steps at or below
+// the new one with the lowest recorded eval loss (a step without one never counts; ties keep
+// the newer step).
 // A pruning failure is logged, not returned: the checkpoint is already committed.
 // Saving a step that already exists replaces it (FailedPrecondition when another owner wrote
 // it); if `latest` named it, `latest` first moves back to the previous complete step, so a
 // crash meanwhile leaves that one.
 [[nodiscard]] absl::Status WriteMetadataAndCommit(Env* env, const std::string& dir,
                                                   const CheckpointMeta& meta,
-                                                  const model::ModelLayout& layout, int keep_last);
+                                                  const model::ModelLayout& layout, int keep_last,
+                                                  int keep_best = 0);
 
 // Verifies a step's model file i (meta.model_files[i]): its size and its CRC-32C, reading the whole
 // file in chunks. DataLoss naming the file otherwise.

@@ -276,6 +276,40 @@ TEST_F(ShardedCheckpointTest, KeepLastPrunesOnlyAfterLatestMoved) {
   EXPECT_THAT(*env_.ListDir(kDir), ElementsAre("latest", "owner.json", "step_5", "step_6"));
 }
 
+// checkpoint.keep_best (issue 31): besides the newest keep_last, the steps with the lowest eval
+// loss survive; a step saved without an evaluation never counts as best.
+TEST_F(ShardedCheckpointTest, KeepBestKeepsTheLowestEvalLossBesidesKeepLast) {
+  const std::optional<double> losses[] = {3.0, 2.0, std::nullopt, 2.5, 1.5, 2.2, 2.8, 2.9};
+  for (int step = 1; step <= 8; ++step) {
+    std::vector<Ranges> by_rank;
+    for (int r = 0; r < 2; ++r) {
+      by_rank.push_back(ShardRanges(layout_, 2, r));
+      ASSERT_TRUE(WriteRankFile(&env_, kDir, step, r,
+                                SaveRangesOf(State(layout_.num_params(), step), by_rank.back()))
+                      .ok());
+    }
+    CheckpointMeta meta = MetaFor(layout_, step, 2, by_rank);
+    meta.eval_loss = losses[step - 1];
+    ASSERT_TRUE(WriteMetadataAndCommit(&env_, kDir, meta, layout_, /*keep_last=*/2,
+                                       /*keep_best=*/2)
+                    .ok());
+  }
+  // The newest two (7, 8) and the two best (5: 1.5, 2: 2.0); 3 had no evaluation.
+  EXPECT_THAT(*env_.ListDir(kDir),
+              ElementsAre("latest", "owner.json", "step_2", "step_5", "step_7", "step_8"));
+  EXPECT_EQ(ReadMetadata(&env_, StepDir(kDir, 5))->eval_loss, 1.5);
+  EXPECT_EQ(ReadMetadata(&env_, StepDir(kDir, 7))->eval_loss, 2.8);
+  // keep_best 0 is keep_last alone.
+  std::vector<Ranges> by_rank = {ShardRanges(layout_, 2, 0), ShardRanges(layout_, 2, 1)};
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(WriteRankFile(&env_, kDir, 9, r,
+                              SaveRangesOf(State(layout_.num_params(), 9), by_rank[r]))
+                    .ok());
+  }
+  ASSERT_TRUE(WriteMetadataAndCommit(&env_, kDir, MetaFor(layout_, 9, 2, by_rank), layout_, 2).ok());
+  EXPECT_THAT(*env_.ListDir(kDir), ElementsAre("latest", "owner.json", "step_8", "step_9"));
+}
+
 TEST(CheckpointMetadataTest, JsonRoundTrip) {
   const model::ModelLayout layout = SmallLayout();
   StepMetadata m;

@@ -39,6 +39,17 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
   if (!(o.grad_clip >= 0)) {
     return absl::InvalidArgumentError(absl::StrCat("--grad-clip must be >= 0, got ", o.grad_clip));
   }
+  if (o.eval.every_n_steps < 0 || o.eval.max_batches < 0 || o.keep_best < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "eval.every_n_steps, eval.max_batches and checkpoint.keep_best must be >= 0, got ",
+        o.eval.every_n_steps, ", ", o.eval.max_batches, ", ", o.keep_best));
+  }
+  // Asking for evaluations with nothing to evaluate on is a mistake, not a no-op.
+  if (o.eval.data.empty() && (o.eval.every_n_steps > 0 || o.eval.at_start || o.keep_best > 0)) {
+    return absl::InvalidArgumentError(
+        "eval.every_n_steps, eval.at_start and checkpoint.keep_best need eval.data (the "
+        "held-out tokens)");
+  }
   return absl::OkStatus();
 }
 

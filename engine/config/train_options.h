@@ -21,6 +21,18 @@
 
 namespace accel::config {
 
+// Evaluation during training (engine/train/evaluation.h, docs/job.md "Evaluation"): the mean
+// cross-entropy over the unmasked targets of `data` (a TokenSource path: a token shard, or text
+// read as bytes; a prepared dataset's validation.bin) or its first max_batches (B, T) batches.
+// Off when `data` is empty.
+struct EvalOptions {
+  std::string data;
+  int64_t every_n_steps = 0;  // after every N-th step; 0: never between steps
+  int64_t max_batches = 0;    // 0: every whole batch of the file
+  bool at_start = false;      // the starting weights, as step 0 (not again on a resume)
+  bool at_end = true;         // after the last step
+};
+
 struct TrainOptions {
   // Model: a preset name, or a Hugging Face config.json (wins when set).
   std::string model = "gpt2-mini";
@@ -54,6 +66,10 @@ struct TrainOptions {
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;
   int keep_last = 0;
+  // Besides the newest keep_last, keep the keep_best steps with the lowest eval loss (a step
+  // without one never counts as best). 0: none kept for that reason.
+  int keep_best = 0;
+  EvalOptions eval;
   std::string resume_dir;
   // Who saves into checkpoint_dir (engine/checkpoint/dir_owner.h): the directory must be this
   // owner's or nobody's, keep_last prunes only its steps. The worker sets it (acceld's job and

@@ -58,6 +58,10 @@ class ParamStore {
   // After they are: full copies agree with the kept values again (the slices all-gathered, or
   // the stale gathered units freed).
   [[nodiscard]] virtual absl::Status AfterUpdate() = 0;
+  // After forward passes with no backward (evaluation): what a step would have kept gathered
+  // until its backward or update (the root, persistent and reused units) is given back, so
+  // memory is as after a step. Call after SettleGathers. Resident: nothing.
+  virtual void ReleaseKept() {}
 
  protected:
   // Zeroes `block` and sets its first n values from host fp32 `values` (Load's common part).

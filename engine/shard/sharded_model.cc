@@ -114,6 +114,13 @@ absl::Status ShardedModel::FinishStep() {
   return EvictOffloaded();
 }
 
+absl::Status ShardedModel::FinishForward() {
+  ACCEL_RETURN_IF_ERROR(parts_.params->SettleGathers());
+  parts_.precision->ReleaseAll();
+  parts_.params->ReleaseKept();
+  return absl::OkStatus();
+}
+
 // ---- loading and saving -----------------------------------------------------------------------
 
 absl::Status ShardedModel::CheckUnit(int u) const {

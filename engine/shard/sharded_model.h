@@ -183,6 +183,11 @@ class ShardedModel final : public model::ParamAccess {
   // empty unless under NVMe offload).
   [[nodiscard]] absl::StatusOr<TileHook> BeforeRangeUpdate(const OwnedRange& range);
   [[nodiscard]] absl::Status FinishStep();
+  // After forward passes with no backward (evaluation, between steps): gathers in flight
+  // complete, and every gathered copy a step keeps until its backward (the root, persistent and
+  // reused units, their compute copies) is given back. Gradients, optimizer state and the kept
+  // parameters are untouched; memory is as after FinishStep. Local (no collective).
+  [[nodiscard]] absl::Status FinishForward();
 
   // ParamAccess, called by the model.
   absl::StatusOr<const float*> Params(int unit, model::Pass pass) override;

@@ -91,12 +91,15 @@ class ShardedParams final : public ParamStore, public GatherTarget {
     return absl::OkStatus();
   }
   absl::Status AfterUpdate() override {
+    ReleaseKept();
+    return absl::OkStatus();
+  }
+  void ReleaseKept() override {
     for (int u = 0; u < ctx_.num_units(); ++u) {
       units_[u].keep_for_step = false;
       units_[u].keep_for_reuse = false;
       MaybeFree(u);
     }
-    return absl::OkStatus();
   }
 
  private:

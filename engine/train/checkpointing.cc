@@ -233,6 +233,7 @@ absl::StatusOr<CheckpointEvent> Trainer::SaveCheckpoint(const std::string& dir, 
   event.step = step_;
   event.path = checkpoint::StepDir(dir, step_);
   event.kind = kind;
+  if (last_eval_.has_value() && last_eval_->step == step_) event.eval_loss = last_eval_->loss;
   for (int r = 0; r < world(); ++r) {
     if ((*all)[r] < 0) {
       return absl::AbortedError(absl::StrCat(context, ": rank ", r, " could not write its part; ",
@@ -249,6 +250,7 @@ absl::StatusOr<CheckpointEvent> Trainer::SaveCheckpoint(const std::string& dir, 
     meta.step = step_;
     meta.kind = kind;
     meta.owner = options_.checkpoint_owner;
+    meta.eval_loss = event.eval_loss;
     meta.model_files = model_files;
     meta.data_position = step_ * options_.grad_accum;
     meta.optimizer_step = applied_steps_;
@@ -276,7 +278,8 @@ absl::StatusOr<CheckpointEvent> Trainer::SaveCheckpoint(const std::string& dir, 
                                         : std::vector<std::pair<int64_t, int64_t>>{});
     }
     if (committed.ok()) {
-      committed = checkpoint::WriteMetadataAndCommit(env_, dir, meta, *layout_, keep_last);
+      committed = checkpoint::WriteMetadataAndCommit(env_, dir, meta, *layout_, keep_last,
+                                                     options_.keep_best);
     }
   }
   absl::StatusOr<int64_t> outcome = BroadcastInt64(host_world_, committed.ok() ? 1 : 0, 0);

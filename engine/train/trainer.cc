@@ -16,12 +16,18 @@ namespace accel::train {
 
 absl::StatusOr<std::shared_ptr<const data::TokenSource>> OpenTrainingTokens(
     Env* env, const TrainOptions& options, const model::ModelConfig& config) {
+  return OpenTokens(env, options.data, "data", config);
+}
+
+absl::StatusOr<std::shared_ptr<const data::TokenSource>> OpenTokens(
+    Env* env, const std::string& path, const std::string& what,
+    const model::ModelConfig& config) {
   ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<data::TokenSource> opened,
-                         data::TokenSource::Open(env, options.data));
+                         data::TokenSource::Open(env, path));
   std::shared_ptr<const data::TokenSource> source = std::move(opened);
   if (source->max_token() >= config.vocab_size()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "data file ", options.data, ": token id ", source->max_token(),
+        what, " file ", path, ": token id ", source->max_token(),
         " (the largest in the file) is not below the model's vocab_size ", config.vocab_size(),
         " (model ", config.name(), ")"));
   }
@@ -78,6 +84,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
   // memory is allocated or weights are read.
   ACCEL_ASSIGN_OR_RETURN(std::shared_ptr<const data::TokenSource> tokens,
                          OpenTrainingTokens(env, options, config));
+  ACCEL_RETURN_IF_ERROR(t->OpenEvalData(config));
   ACCEL_ASSIGN_OR_RETURN(model::ModelLayout layout, model::ModelLayout::Create(config));
   t->layout_ = std::make_unique<model::ModelLayout>(std::move(layout));
 
@@ -260,7 +267,15 @@ absl::StatusOr<std::vector<RankStats>> Trainer::CollectRankStats(double comm_wai
 
 absl::Status Trainer::Train(
     const std::function<absl::Status(const StepMetrics&)>& on_step,
-    const std::function<absl::Status(const CheckpointEvent&)>& on_checkpoint) {
+    const std::function<absl::Status(const CheckpointEvent&)>& on_checkpoint,
+    const std::function<absl::Status(const EvalMetrics&)>& on_eval) {
+  auto evaluate = [&]() -> absl::Status {
+    ACCEL_ASSIGN_OR_RETURN(const EvalMetrics e, Evaluate());
+    return on_eval ? on_eval(e) : absl::OkStatus();
+  };
+  if (options_.eval.at_start && eval_loader_ != nullptr && step_ == 0) {
+    ACCEL_RETURN_IF_ERROR(evaluate());
+  }
   int64_t nonfinite_run = 0;  // consecutive steps skipped for a non-finite loss or norm
   while (step_ < options_.steps) {
     ACCEL_ASSIGN_OR_RETURN(StepMetrics m, TrainStep());
@@ -274,6 +289,7 @@ absl::Status Trainer::Train(
           "the initial weights and the data (max_nonfinite_steps ",
           options_.max_nonfinite_steps, ")"));
     }
+    if (EvalDue(options_.eval, step_, options_.steps)) ACCEL_RETURN_IF_ERROR(evaluate());
     if (options_.checkpoint_every > 0 && !options_.checkpoint_dir.empty() &&
         step_ % options_.checkpoint_every == 0) {
       ACCEL_ASSIGN_OR_RETURN(CheckpointEvent e,

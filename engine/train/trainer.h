@@ -38,6 +38,7 @@
 #include "engine/optim/adamw.h"
 #include "engine/optim/lr_schedule.h"
 #include "engine/shard/sharded_model.h"
+#include "engine/train/evaluation.h"
 #include "engine/train/loss_scaler.h"
 #include "engine/train/metrics.h"
 #include "engine/train/model_runner.h"
@@ -58,12 +59,18 @@ struct CheckpointEvent {
   int64_t bytes = 0;     // all ranks' files together (rank files, model file, config.json)
   std::vector<int64_t> rank_bytes;  // bytes written by each rank, indexed by rank
   double seconds = 0;
+  // The eval loss of this step's weights, when an evaluation of this step ran before the save.
+  std::optional<double> eval_loss;
 };
 
 // The tokens of options.data; a one-line InvalidArgument naming the file, its largest token id
 // and config's vocab_size when that id is not below vocab_size.
 [[nodiscard]] absl::StatusOr<std::shared_ptr<const data::TokenSource>> OpenTrainingTokens(
     Env* env, const TrainOptions& options, const model::ModelConfig& config);
+// The same for any token file, the error naming `what` ("data", "eval.data") and the file.
+[[nodiscard]] absl::StatusOr<std::shared_ptr<const data::TokenSource>> OpenTokens(
+    Env* env, const std::string& path, const std::string& what,
+    const model::ModelConfig& config);
 // The batch loader of `rank` in a gang of `world` over `source` (from OpenTrainingTokens).
 [[nodiscard]] absl::StatusOr<std::unique_ptr<data::BatchLoader>> OpenTrainingData(
     std::shared_ptr<const data::TokenSource> source, const TrainOptions& options, int rank,
@@ -85,10 +92,20 @@ class Trainer {
       const TrainOptions& options, shard::ProcessGroups groups = {}, Env* env = Env::Default(),
       MemoryLedger* ledger = nullptr, ComputeBackend backend = {});
 
-  // Runs the remaining steps, calling on_step after each and on_checkpoint after each save.
+  // Runs the remaining steps, calling on_step after each, on_eval after each evaluation
+  // (options().eval: at_start before the first step of a fresh run, every_n_steps, at_end; an
+  // evaluation due at a step runs before that step's checkpoint save) and on_checkpoint after
+  // each save.
   [[nodiscard]] absl::Status Train(
       const std::function<absl::Status(const StepMetrics&)>& on_step,
-      const std::function<absl::Status(const CheckpointEvent&)>& on_checkpoint = nullptr);
+      const std::function<absl::Status(const CheckpointEvent&)>& on_checkpoint = nullptr,
+      const std::function<absl::Status(const EvalMetrics&)>& on_eval = nullptr);
+  // One evaluation of the current weights on options().eval.data (evaluation.h): forward only,
+  // nothing a step keeps changes. Collective: every rank must call it. FailedPrecondition
+  // without eval data.
+  [[nodiscard]] absl::StatusOr<EvalMetrics> Evaluate();
+  // The latest evaluation, if any.
+  const std::optional<EvalMetrics>& last_eval() const { return last_eval_; }
   // One optimizer step.
   [[nodiscard]] absl::StatusOr<StepMetrics> TrainStep();
 
@@ -149,6 +166,8 @@ class Trainer {
   // refusal naming the directory's owner. Collective: a failed broadcast comes back as the
   // communicator's Unavailable / DeadlineExceeded, unannotated, for the caller to annotate.
   [[nodiscard]] absl::Status AgreeOnCheckpointDir(const std::string& dir, bool claim);
+  // evaluation.cc: the eval set's loader (none without options_.eval.data).
+  [[nodiscard]] absl::Status OpenEvalData(const model::ModelConfig& config);
 
   TrainOptions options_;
   Env* env_ = nullptr;
@@ -165,6 +184,8 @@ class Trainer {
   std::vector<optim::AdamW> optimizers_;  // one per owned range; after sharded_ (its ops)
   std::unique_ptr<ModelRunner> runner_;
   std::unique_ptr<data::BatchLoader> loader_;
+  std::unique_ptr<data::BatchLoader> eval_loader_;  // one rank's view: every batch, in order
+  std::optional<EvalMetrics> last_eval_;
   std::vector<int32_t> inputs_, targets_;  // the step's accum micro-batches, (accum, B, T)
   std::vector<int64_t> micro_targets_;     // per micro-batch: targets != kIgnoreIndex
   LossScaler scaler_;  // enabled under fp16 only

@@ -36,6 +36,7 @@ class Stmt {
   }
   int64_t ColInt(int i) { return sqlite3_column_int64(stmt_, i); }
   double ColReal(int i) { return sqlite3_column_double(stmt_, i); }
+  bool ColNull(int i) { return sqlite3_column_type(stmt_, i) == SQLITE_NULL; }
 
  private:
   sqlite3_stmt* stmt_ = nullptr;

@@ -127,6 +127,11 @@ constexpr const char* kSchemaV6 = R"sql(
 ALTER TABLE jobs ADD COLUMN training_plan BLOB NOT NULL DEFAULT x'';
 )sql";
 
+// Version 7: the eval loss of the step each checkpoint saved (issue 31; NULL: not evaluated).
+constexpr const char* kSchemaV7 = R"sql(
+ALTER TABLE checkpoints ADD COLUMN eval_loss REAL;
+)sql";
+
 // accel_crc32c(text): the CRC-32C of the value's bytes (NULL for NULL); the migration's use only.
 void Crc32cFunction(sqlite3_context* ctx, int /*argc*/, sqlite3_value** argv) {
   if (sqlite3_value_type(argv[0]) == SQLITE_NULL) {
@@ -254,6 +259,7 @@ absl::Status StateStore::Migrate() {
     if (s.ok() && v < 4) s = Exec(kSchemaV4);
     if (s.ok() && v < 5) s = Exec(kSchemaV5);
     if (s.ok() && v < 6) s = Exec(kSchemaV6);
+    if (s.ok() && v < 7) s = Exec(kSchemaV7);
     if (s.ok()) s = Exec(absl::StrCat("PRAGMA user_version=", kSchemaVersion).c_str());
     return s;
   });

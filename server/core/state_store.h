@@ -43,7 +43,7 @@ struct sqlite3;
 
 namespace accel::server {
 
-inline constexpr int kSchemaVersion = 6;
+inline constexpr int kSchemaVersion = 7;
 
 // What LoadJobs does with each job's training_plan (schema version 6). The server core does not
 // know the plan's proto: acceld passes its own (server/services/convert.h AcceldPlanHooks); without hooks

@@ -47,8 +47,8 @@ absl::StatusOr<std::vector<AttemptRecord>> StateStore::ListAttempts(const std::s
 absl::Status StateStore::AddCheckpoint(const CheckpointRecord& c) {
   absl::MutexLock lock(&mu_);
   Stmt st(db_,
-          "INSERT INTO checkpoints (job_id, attempt, step, path, kind, bytes, seconds, time_us) "
-          "VALUES (?,?,?,?,?,?,?,?)");
+          "INSERT INTO checkpoints (job_id, attempt, step, path, kind, bytes, seconds, time_us, "
+          "eval_loss) VALUES (?,?,?,?,?,?,?,?,?)");
   if (!st.ok()) return Error("prepare checkpoint");
   st.Text(1, c.job_id);
   st.Int(2, c.attempt);
@@ -58,6 +58,7 @@ absl::Status StateStore::AddCheckpoint(const CheckpointRecord& c) {
   st.Int(6, c.bytes);
   st.Real(7, c.seconds);
   st.Int(8, c.time_us);
+  if (c.eval_loss.has_value()) st.Real(9, *c.eval_loss);  // else NULL
   if (st.Step() != SQLITE_DONE) return Error("write checkpoint");
   return absl::OkStatus();
 }
@@ -66,7 +67,7 @@ absl::StatusOr<std::vector<CheckpointRecord>> StateStore::ListCheckpoints(
     const std::string& job_id) {
   absl::MutexLock lock(&mu_);
   Stmt st(db_,
-          "SELECT attempt, step, path, kind, bytes, seconds, time_us FROM checkpoints "
+          "SELECT attempt, step, path, kind, bytes, seconds, time_us, eval_loss FROM checkpoints "
           "WHERE job_id = ? ORDER BY time_us, rowid");
   if (!st.ok()) return Error("prepare list checkpoints");
   st.Text(1, job_id);
@@ -82,6 +83,7 @@ absl::StatusOr<std::vector<CheckpointRecord>> StateStore::ListCheckpoints(
     c.bytes = st.ColInt(4);
     c.seconds = st.ColReal(5);
     c.time_us = st.ColInt(6);
+    if (!st.ColNull(7)) c.eval_loss = st.ColReal(7);
     out.push_back(std::move(c));
   }
   if (rc != SQLITE_DONE) return Error("list checkpoints");

@@ -68,6 +68,29 @@ TEST(StateStoreTest, JobsEventsAttemptsAndCheckpointsSurviveReopen) {
   EXPECT_EQ((*ckpts)[0].bytes, 123);
 }
 
+// Issue 31: a checkpoint's eval loss is stored with it (NULL when the step was not evaluated).
+TEST(StateStoreTest, CheckpointsKeepTheirEvalLoss) {
+  const std::string path = FreshTestDir() + "/state.db";
+  {
+    auto store = StateStore::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    JobRecord job = SampleJob();
+    ASSERT_TRUE((*store)->Write(&job, {}).ok());
+    CheckpointRecord evaluated{"job-7", 1, 10, "/ckpt/step_10", "sharded", 1, 0.1, 5};
+    evaluated.eval_loss = 2.125;
+    ASSERT_TRUE((*store)->AddCheckpoint(evaluated).ok());
+    ASSERT_TRUE((*store)->AddCheckpoint({"job-7", 1, 20, "/ckpt/step_20", "sharded", 1, 0.1, 6})
+                    .ok());
+  }
+  auto store = StateStore::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto ckpts = (*store)->ListCheckpoints("job-7");
+  ASSERT_TRUE(ckpts.ok()) << ckpts.status();
+  ASSERT_EQ(ckpts->size(), 2u);
+  EXPECT_EQ((*ckpts)[0].eval_loss, 2.125);
+  EXPECT_FALSE((*ckpts)[1].eval_loss.has_value());
+}
+
 TEST(StateStoreTest, FindsTheNewestEventOfAKind) {
   auto store = StateStore::Open(FreshTestDir() + "/state.db");
   ASSERT_TRUE(store.ok()) << store.status();

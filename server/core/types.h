@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -31,7 +32,8 @@ bool IsTerminal(JobState state);
 // CANCELLED, RESTARTING between attempts. See job_registry.cc for the table.
 bool IsLegalTransition(JobState from, JobState to);
 
-enum class EventKind : int { kState = 1, kMetrics = 2, kMemory = 3, kCheckpoint = 4, kLog = 5 };
+enum class EventKind : int { kState = 1, kMetrics = 2, kMemory = 3, kCheckpoint = 4, kLog = 5,
+                            kEval = 6 };
 const char* EventKindName(EventKind kind);  // "state", "metrics", ...
 [[nodiscard]] absl::StatusOr<EventKind> ParseEventKind(std::string_view name);
 
@@ -109,6 +111,7 @@ struct CheckpointRecord {
   int64_t bytes = 0;
   double seconds = 0;
   int64_t time_us = 0;
+  std::optional<double> eval_loss;  // of the saved step, when it was evaluated first
 };
 
 }  // namespace accel::server

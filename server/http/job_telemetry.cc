@@ -1,5 +1,7 @@
 #include "server/http/job_telemetry.h"
 
+#include <algorithm>
+
 #include "rpc/memory_stats.h"
 #include "server/services/convert.h"
 
@@ -50,6 +52,12 @@ void JobTelemetry::ObserveOne(const Event& e) {
     RankTelemetry& rank = job.ranks[e.rank];
     rank.memory = rpc::MemoryFigures(p->memory());
     rank.memory_step = p->memory().step();
+  } else if (p->has_eval()) {
+    job.best_eval_loss = job.has_eval ? std::min(job.best_eval_loss, p->eval().eval_loss())
+                                      : p->eval().eval_loss();
+    job.has_eval = true;
+    job.eval_loss = p->eval().eval_loss();
+    job.eval_step = p->eval().step();
   } else if (p->has_checkpoint()) {
     ++job.checkpoints;
     job.checkpoint_bytes += p->checkpoint().bytes();

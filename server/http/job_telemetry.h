@@ -40,6 +40,9 @@ struct JobTelemetrySnapshot {
   int64_t checkpoint_bytes = 0;
   double checkpoint_seconds = 0;
   int64_t last_checkpoint_step = -1;
+  bool has_eval = false;  // an eval record arrived: the newest's loss and step, the lowest loss
+  double eval_loss = 0, best_eval_loss = 0;
+  int64_t eval_step = -1;
   std::map<int, RankTelemetry> ranks;
 };
 

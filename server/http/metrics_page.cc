@@ -57,6 +57,7 @@ struct JobFamily {
   Type type;
   double (*value)(const JobRecord&, const JobTelemetrySnapshot&);
   bool needs_metrics;  // only once a metrics record arrived
+  bool needs_eval = false;  // only once an eval record arrived
 };
 
 constexpr JobFamily kJobFamilies[] = {
@@ -72,6 +73,14 @@ constexpr JobFamily kJobFamilies[] = {
      [](const JobRecord&, const JobTelemetrySnapshot& t) { return double(t.total_steps); }, true},
     {"accel_job_loss", "Training loss of the newest step.", Type::kGauge,
      [](const JobRecord&, const JobTelemetrySnapshot& t) { return t.loss; }, true},
+    {"accel_job_eval_loss",
+     "Eval loss (mean cross-entropy over the unmasked eval targets) of the newest evaluation.",
+     Type::kGauge, [](const JobRecord&, const JobTelemetrySnapshot& t) { return t.eval_loss; },
+     false, true},
+    {"accel_job_eval_step", "Steps done before the newest evaluation (0: the starting weights).",
+     Type::kGauge,
+     [](const JobRecord&, const JobTelemetrySnapshot& t) { return double(t.eval_step); }, false,
+     true},
     {"accel_job_learning_rate", "Learning rate of the newest step.", Type::kGauge,
      [](const JobRecord&, const JobTelemetrySnapshot& t) { return t.lr; }, true},
     {"accel_job_grad_norm", "Global gradient L2 norm (before clipping) of the newest step.",
@@ -118,9 +127,11 @@ void RenderJobs(const MetricsSources& s, const std::vector<JobRecord>& jobs,
     out.Family(f.name, f.help, f.type);
     for (const JobRecord* j : active) {
       const bool seen = s.telemetry->Visit(j->id, [&](const JobTelemetrySnapshot& t) {
-        if (!f.needs_metrics || t.has_metrics) out.Sample(f.name, {{"job_id", j->id}}, f.value(*j, t));
+        if ((!f.needs_metrics || t.has_metrics) && (!f.needs_eval || t.has_eval)) {
+          out.Sample(f.name, {{"job_id", j->id}}, f.value(*j, t));
+        }
       });
-      if (!seen && !f.needs_metrics) out.Sample(f.name, {{"job_id", j->id}}, f.value(*j, kNone));
+      if (!seen && !f.needs_metrics && !f.needs_eval) out.Sample(f.name, {{"job_id", j->id}}, f.value(*j, kNone));
     }
   }
   // Per rank: memory, then traffic.

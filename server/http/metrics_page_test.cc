@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <thread>
 
@@ -229,6 +230,39 @@ TEST(AcceldHttpTest, ServesMetricsWithTheTokenAndCountsRealRpcs) {
   auto clash = Acceld::Start(second);
   ASSERT_FALSE(clash.ok());
   EXPECT_THAT(clash.status().message(), HasSubstr("--http-listen"));
+}
+
+// Issue 31: an eval record sets accel_job_eval_loss (the newest) and the telemetry's best; a job
+// without one exports no eval sample (not a 0 that reads as a perfect model).
+TEST(MetricsPageTest, ExportsTheNewestEvalLossOnceAnEvalRecordArrives) {
+  testing::MetricsFixture f;
+  ASSERT_TRUE(f.ok()) << f.error();
+  const std::string id = f.AddRunning("eval", 1, 3);
+  ASSERT_TRUE(f.ok()) << f.error();
+  const std::string job = "{job_id=\"" + id + "\"}";
+  EXPECT_THAT(RenderMetrics(f.Sources(8, 1)), Not(HasSubstr("accel_job_eval_loss" + job)));
+  for (const auto& [step, loss] : {std::pair<int64_t, double>{2, 3.5}, {4, 3.75}}) {
+    accel::v1::EvalEvent e;
+    e.set_step(step);
+    e.set_eval_loss(loss);
+    e.set_eval_perplexity(std::exp(loss));
+    e.set_eval_tokens(640);
+    Event stored;
+    stored.job_id = id;
+    stored.attempt = 1;
+    stored.rank = -1;
+    stored.kind = EventKind::kEval;
+    stored.body_json = MessageToJson(e);
+    ASSERT_TRUE(f.events().Append(std::move(stored)).ok());
+  }
+  const std::string text = RenderMetrics(f.Sources(8, 1));
+  EXPECT_THAT(text, HasSubstr("# TYPE accel_job_eval_loss gauge\n"));
+  EXPECT_THAT(text, HasSubstr("accel_job_eval_loss" + job + " 3.75\n"));
+  EXPECT_THAT(text, HasSubstr("accel_job_eval_step" + job + " 4\n"));
+  ASSERT_TRUE(f.telemetry().Visit(id, [](const JobTelemetrySnapshot& t) {
+    EXPECT_TRUE(t.has_eval);
+    EXPECT_EQ(t.best_eval_loss, 3.5);
+  }));
 }
 
 }  // namespace

@@ -105,6 +105,7 @@ absl::StatusOr<accel::v1::Event> EventToProto(const Event& e) {
     case EventKind::kMemory: body = p.mutable_memory(); break;
     case EventKind::kCheckpoint: body = p.mutable_checkpoint(); break;
     case EventKind::kLog: body = p.mutable_log(); break;
+    case EventKind::kEval: body = p.mutable_eval(); break;
   }
   google::protobuf::util::JsonParseOptions opts;
   opts.ignore_unknown_fields = true;  // bodies written by a newer acceld
@@ -131,6 +132,7 @@ accel::v1::Checkpoint CheckpointToProto(const CheckpointRecord& c) {
   p.set_bytes(c.bytes);
   p.set_seconds(c.seconds);
   p.set_time_us(c.time_us);
+  if (c.eval_loss.has_value()) p.set_eval_loss(*c.eval_loss);
   return p;
 }
 
@@ -183,12 +185,17 @@ absl::StatusOr<std::optional<WorkerReport>> ReportFromProto(const accel::v1::Wor
       c.kind = e.checkpoint().kind();
       c.bytes = e.checkpoint().bytes();
       c.seconds = e.checkpoint().seconds();
+      if (e.checkpoint().has_eval_loss()) c.eval_loss = e.checkpoint().eval_loss();
       r.checkpoint = c;
       break;
     }
     case accel::v1::WorkerEvent::kLog:
       r.kind = EventKind::kLog;
       r.body_json = MessageToJson(e.log());
+      break;
+    case accel::v1::WorkerEvent::kEval:
+      r.kind = EventKind::kEval;
+      r.body_json = MessageToJson(e.eval());
       break;
     case accel::v1::WorkerEvent::BODY_NOT_SET:
       return absl::InvalidArgumentError("worker event without a body");

@@ -117,6 +117,8 @@ TEST_F(DashboardChromiumTest, ChartsEveryRecordOfATrainedJob) {
                           << ", micro_batch: 2, seq_len: 32, log_every: 1, lr: 0.003, "
                              "schedule: cosine, warmup: 5}\n"
                           << "checkpoint: {dir: ckpt, every_n_steps: 10, keep_last: 2}\n"
+                          << "eval: {data: {path: " << ACCEL_DATA
+                          << "}, every_n_steps: 10, max_batches: 4, at_start: true}\n"
                           << "resources: {num_processes: 2}\nsharding: {strategy: full_shard}\n";
   const std::string id = Submit(d, job_file);
   ASSERT_FALSE(id.empty());
@@ -133,8 +135,9 @@ TEST_F(DashboardChromiumTest, ChartsEveryRecordOfATrainedJob) {
 
   absl::StatusOr<std::vector<Event>> events = d.events().Read(id, 0, 1000000);
   ASSERT_TRUE(events.ok()) << events.status();
-  int64_t metrics = 0, memory = 0, checkpoints = 0;
+  int64_t metrics = 0, memory = 0, checkpoints = 0, evals = 0;
   for (const Event& e : *events) {
+    evals += e.kind == EventKind::kEval;
     metrics += e.kind == EventKind::kMetrics;
     memory += e.kind == EventKind::kMemory;
     checkpoints += e.kind == EventKind::kCheckpoint;
@@ -142,6 +145,7 @@ TEST_F(DashboardChromiumTest, ChartsEveryRecordOfATrainedJob) {
   ASSERT_EQ(metrics, kSteps) << "log_every 1: one metrics event per step";
   ASSERT_GT(memory, 2 * 2) << "memory records of both ranks, after setup and on the way";
   ASSERT_GE(checkpoints, 4) << "every 10 of 40 steps";
+  ASSERT_EQ(evals, kSteps / 10 + 1) << "the starting weights and every 10 steps";
 
   // acceld's own HTTP side, as a user opens it: once with the token in the address (acceld
   // sets the login cookie and redirects to the page, which keeps the fragment), then the page's
@@ -151,6 +155,8 @@ TEST_F(DashboardChromiumTest, ChartsEveryRecordOfATrainedJob) {
   const std::string dom = Chromium({"--dump-dom"}, page, "chromium-job-dom");
   ASSERT_FALSE(dom.empty());
   EXPECT_EQ(AttrOf(dom, "data-chart", "loss", "data-points"), metrics) << dom.substr(0, 4000);
+  // Issue 31: the eval loss beside the training loss, one point per evaluation.
+  EXPECT_EQ(AttrOf(dom, "data-chart", "eval_loss", "data-points"), evals);
   for (const char* chart : {"lr", "grad_norm", "tokens_per_s"}) {
     EXPECT_EQ(AttrOf(dom, "data-chart", chart, "data-points"), metrics) << chart;
   }

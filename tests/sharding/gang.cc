@@ -36,6 +36,8 @@ absl::StatusOr<GangResult> RunGang(const train::TrainOptions& options, int world
   result.host_model_state_bytes.resize(world);
   result.nvme_model_state_bytes.resize(world);
   result.stats.resize(world);
+  result.evals.resize(world);
+  result.compute_peak_bytes.resize(world);
   std::vector<absl::Status> statuses(world);
   std::mutex mu;
   auto run_rank = [&](int rank) -> absl::Status {
@@ -58,11 +60,18 @@ absl::StatusOr<GangResult> RunGang(const train::TrainOptions& options, int world
                                                   backend));
     std::vector<float> losses;
     std::vector<train::StepMetrics> steps;
-    ACCEL_RETURN_IF_ERROR(trainer->Train([&](const train::StepMetrics& m) {
-      losses.push_back(m.loss);
-      steps.push_back(m);
-      return absl::OkStatus();
-    }));
+    std::vector<train::EvalMetrics> evals;
+    ACCEL_RETURN_IF_ERROR(trainer->Train(
+        [&](const train::StepMetrics& m) {
+          losses.push_back(m.loss);
+          steps.push_back(m);
+          return absl::OkStatus();
+        },
+        nullptr,
+        [&](const train::EvalMetrics& e) {
+          evals.push_back(e);
+          return absl::OkStatus();
+        }));
     int64_t state = 0, host_state = 0, nvme_state = 0;
     for (MemoryCategory c :
          {MemoryCategory::kParams, MemoryCategory::kGrads, MemoryCategory::kOptimizerState}) {
@@ -79,6 +88,8 @@ absl::StatusOr<GangResult> RunGang(const train::TrainOptions& options, int world
     result.host_model_state_bytes[rank] = host_state;
     result.nvme_model_state_bytes[rank] = nvme_state;
     result.stats[rank] = stats;
+    result.evals[rank] = std::move(evals);
+    result.compute_peak_bytes[rank] = ledger.PoolTotal(MemoryPool::kDevice).peak;
     if (rank == 0) {
       result.params = std::move(params);
       result.losses = std::move(losses);

@@ -15,6 +15,8 @@ struct GangResult {
   std::vector<float> params;               // rank 0's gathered final parameters
   std::vector<float> losses;               // rank 0's per-step losses (agreed across ranks)
   std::vector<train::StepMetrics> steps;   // rank 0's step records
+  std::vector<std::vector<train::EvalMetrics>> evals;  // per rank, its evaluations (eval.data)
+  std::vector<int64_t> compute_peak_bytes;  // per rank, the compute pool's peak over the run
   std::vector<int64_t> model_state_bytes;  // per rank, between steps: params + grads + optimizer
   std::vector<int64_t> host_model_state_bytes;  // the same in the host pool (offload)
   std::vector<int64_t> nvme_model_state_bytes;  // and in the nvme pool (offload to files)

@@ -195,6 +195,19 @@ class MemoryFiguresTest(unittest.TestCase):
         self.assertEqual(event["memory"]["pools"][0]["pool"], "MEMORY_POOL_COMPUTE")
         self.assertEqual(accel_client.memory_figures(event), old)
 
+    def test_an_eval_event_reads_as_a_dict(self):
+        # Issue 31: evaluations reach Python clients as the other events do.
+        event = accel_client.to_dict(job_pb2.Event(
+            job_id="job-1", seq=9, rank=-1,
+            eval=job_pb2.EvalEvent(step=10, eval_loss=2.5, eval_perplexity=12.18,
+                                   eval_tokens=640)))
+        self.assertEqual(event["eval"]["step"], "10")
+        self.assertEqual(event["eval"]["eval_loss"], 2.5)
+        self.assertEqual(event["eval"]["eval_perplexity"], 12.18)
+        self.assertEqual(event["eval"]["eval_tokens"], "640")
+        checkpoint = accel_client.to_dict(job_pb2.Checkpoint(step=10, eval_loss=2.5))
+        self.assertEqual(checkpoint["eval_loss"], 2.5)
+
     def test_an_event_without_pools_has_no_figures(self):
         metrics = accel_client.to_dict(job_pb2.Event(metrics=job_pb2.MetricsEvent(step=1)))
         self.assertEqual(accel_client.memory_figures(metrics), {})

@@ -78,8 +78,12 @@ class JobPageView {
     const metrics = this.events.filter((e) => e.metrics !== undefined).map((e) => e.metrics);
     const at = (m) => num(m.step) + 1;  // steps completed
     const series = (field) => metrics.map((m) => ({x: at(m), y: num(m[field], NaN)}));
+    // Evaluations on eval.data, at the steps completed before each (0: the starting weights).
+    const evals = this.events.filter((e) => e.eval !== undefined).map((e) => e.eval);
+    const evalSeries = evals.map((v) => ({x: num(v.step), y: num(v.eval_loss, NaN)}));
     this.charts.replaceChildren(
         lineChart('loss', 'Loss', series('loss'), {color: PALETTE[0]}),
+        lineChart('eval_loss', 'Eval loss', evalSeries, {color: PALETTE[3]}),
         lineChart('lr', 'Learning rate', series('lr'), {color: PALETTE[4], zero: true}),
         lineChart('grad_norm', 'Gradient norm', series('grad_norm'), {color: PALETTE[1]}),
         lineChart('tokens_per_s', 'Tokens / s', series('tokens_per_s'),
@@ -95,10 +99,12 @@ class JobPageView {
     const plan = job.plan || {};
     const latest = [...this.events].reverse().find((e) => e.metrics !== undefined);
     const m = latest ? latest.metrics : null;
+    const latestEval = [...this.events].reverse().find((e) => e.eval !== undefined);
     const facts = [
       ['state', stateBadge(job.state)],
       ['steps', total ? `${done} / ${total}` : String(done)],
       ['loss', m ? fmtNumber(num(m.loss, NaN)) : '—'],
+      ['eval loss', latestEval ? fmtNumber(num(latestEval.eval.eval_loss, NaN)) : '—'],
       ['tokens/s', m ? fmtNumber(Math.round(num(m.tokens_per_s))) : '—'],
       ['elapsed', m ? fmtDuration(m.elapsed_seconds) : '—'],
       ['eta', m && !TERMINAL_STATES.has(job.state) ? fmtDuration(m.eta_seconds) : '—'],
@@ -181,6 +187,11 @@ function describeEvent(e, kind) {
       const c = e.checkpoint;
       return `saved step ${num(c.step)}: ${fmtBytes(c.bytes)} in ${fmtNumber(num(c.seconds), 3)} s ` +
              `→ ${c.path || ''}`;
+    }
+    case 'eval': {
+      const v = e.eval;
+      return `eval step ${num(v.step)}: loss ${fmtNumber(num(v.eval_loss, NaN))} perplexity ` +
+             `${fmtNumber(num(v.eval_perplexity, NaN))} over ${num(v.eval_tokens)} targets`;
     }
     case 'log':
       return `[${e.log.stream || ''}] ${e.log.line || ''}`;

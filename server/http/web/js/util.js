@@ -32,7 +32,7 @@ function num(value, fallback = 0) {
 
 // The body kind of an accel.v1.Event: state | metrics | memory | checkpoint | log.
 function eventKind(event) {
-  for (const kind of ['metrics', 'memory', 'checkpoint', 'state', 'log']) {
+  for (const kind of ['metrics', 'eval', 'memory', 'checkpoint', 'state', 'log']) {
     if (event[kind] !== undefined) return kind;
   }
   return 'unknown';
