@@ -1,6 +1,7 @@
 // The Llama-family entry of the architecture registry (registry.h): llama, mistral and qwen2
 // config.json files are one network with different defaults (llama_config.h).
 #include "engine/model/llama.h"
+#include "engine/model/decoders.h"
 #include "engine/model/registry.h"
 
 namespace accel::model {
@@ -34,6 +35,7 @@ Architecture MakeLlama() {
   a.cpu_runner = [](const ModelLayout* layout, const CpuRunnerOptions& o) {
     return MakeCpuRunner<Llama, LlamaActivations>(layout, Of(layout->config()), o);
   };
+  a.decoder = MakeLlamaDecoder;
   // The Llama-family CUDA kernels exist (engine/kernels/cuda); the CUDA model does not yet.
   a.devices = {"cpu"};
   a.display = {.name = "Llama", .mlp = "SwiGLU", .details = true};
