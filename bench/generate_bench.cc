@@ -51,8 +51,10 @@ Result RunAccel(const accel::model::ModelLayout& layout, const std::vector<float
   const auto t0 = Clock::now();
   (void)(*decoder)->Step(prompt.data(), prompt_len, logits.data());
   const auto t1 = Clock::now();
+  accel::generate::GenerateOptions options;
+  options.max_new_tokens = new_tokens;
   auto gen = accel::generate::Generate(
-      **decoder, config.vocab_size(), prompt, {.max_new_tokens = new_tokens},
+      **decoder, config.vocab_size(), prompt, options,
       [](absl::Span<const int32_t>) { return std::string(); });
   const auto t2 = Clock::now();
   if (!gen.ok() || static_cast<int>(gen->ids.size()) != new_tokens) std::exit(1);
@@ -103,7 +105,7 @@ int main(int argc, char** argv) {
               prompt_len, new_tokens, threads);
   std::printf("%-14s %-5s %12s %12s %12s %12s %8s\n", "model", "dtype", "accel tok/s",
               "accel pre s", "torch tok/s", "torch pre s", "ratio");
-  for (const std::string& name : absl::StrSplit(models, ',')) {
+  for (const std::string& name : std::vector<std::string>(absl::StrSplit(models, ','))) {
     auto config = accel::model::ModelPreset(name);
     if (!config.ok()) {
       std::fprintf(stderr, "%s\n", std::string(config.status().message()).c_str());
@@ -114,7 +116,7 @@ int main(int argc, char** argv) {
     accel::model::InitParams(*layout, 1, params.data());
     const std::string config_path = "/tmp/accel_bench_generate_" + name + ".json";
     std::ofstream(config_path) << accel::model::ModelConfigToJson(*config);
-    for (const std::string& dtype : absl::StrSplit(dtypes, ',')) {
+    for (const std::string& dtype : std::vector<std::string>(absl::StrSplit(dtypes, ','))) {
       const Result a = RunAccel(*layout, params, dtype == "bf16", prompt_len, new_tokens);
       const Result t = no_peer ? Result{}
                                : RunPeer(python, config_path, dtype, prompt_len, new_tokens,

@@ -1,6 +1,7 @@
 // accel-worker: one training rank. `--standalone` trains in this process without a coordinator;
 // without it the worker runs under acceld (worker/daemon.h): register, rendezvous through the
-// coordinator, train, stream events.
+// coordinator, train, stream events. `--generate` (first) generates text in this process
+// instead, with `accelctl generate`'s flags (client/generate_command.h, docs/generate.md).
 #include <cstdio>
 #include <iostream>
 #include <string>
