@@ -6,6 +6,7 @@
 #include "CLI/CLI.hpp"
 #include "client/ckpt_commands.h"
 #include "client/config_command.h"
+#include "client/generate_command.h"
 #include "client/job_commands.h"
 #include "client/terminal_text.h"
 
@@ -25,6 +26,10 @@ int RunAccelctl(const std::vector<std::string>& args, const config::EnvMap& env,
   AddCkptCommands(app, &ckpt);
   JobCommand jobs;
   AddJobCommands(app, &jobs);
+  // generate parses its own flags (generate_command.h, shared with accel-worker --generate).
+  CLI::App* generate = app.add_subcommand("generate", "generate text from a model, in-process");
+  generate->prefix_command();
+  generate->set_help_flag();
 
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 pops from the back
   try {
@@ -40,6 +45,10 @@ int RunAccelctl(const std::vector<std::string>& args, const config::EnvMap& env,
   // JSON output keeps its \u escapes valid JSON (protobuf and nlohmann already escape C0).
   if (jobs.output == "json" || ckpt.output == "json" || config.explain.output == "json") {
     out.set_style(EscapeStyle::kJson);
+  }
+  if (generate->parsed()) {
+    return RunGenerateCommand(generate->remaining(), "accelctl generate", out, err,
+                              {.chat_template = DefaultChatTemplateLoader()});
   }
   if (!config.chosen.empty()) return RunParsedConfigCommand(config, env, out, err);
   if (!ckpt.chosen.empty()) return RunParsedCkptCommand(ckpt, out, err);

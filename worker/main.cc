@@ -1,9 +1,14 @@
 // accel-worker: one training rank. `--standalone` trains in this process without a coordinator;
 // without it the worker runs under acceld (worker/daemon.h): register, rendezvous through the
-// coordinator, train, stream events.
+// coordinator, train, stream events. `--generate` (first) generates text in this process
+// instead, with `accelctl generate`'s flags (client/generate_command.h, docs/generate.md).
 #include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
 
 #include "CLI/CLI.hpp"
+#include "client/generate_command.h"
 #include "engine/base/logging.h"
 #include "worker/daemon.h"
 #include "worker/node_launcher.h"
@@ -11,6 +16,12 @@
 #include "worker/standalone.h"
 
 int main(int argc, char** argv) {
+  // accel-worker --generate ...: generation without acceld (client/generate_command.h).
+  if (argc > 1 && std::string(argv[1]) == "--generate") {
+    return accel::client::RunGenerateCommand(
+        std::vector<std::string>(argv + 2, argv + argc), "accel-worker --generate", std::cout,
+        std::cerr, {.chat_template = accel::client::DefaultChatTemplateLoader()});
+  }
   CLI::App app{"accel-worker: one accel training rank"};
   // A flag given twice takes the last value (scripts append overrides to a default line).
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);

@@ -1,5 +1,6 @@
 // The GPT-2 entry of the architecture registry (registry.h).
 #include "engine/model/gpt2.h"
+#include "engine/model/decoders.h"
 #include "engine/model/registry.h"
 
 namespace accel::model {
@@ -36,6 +37,7 @@ Architecture MakeGpt2() {
   a.cpu_runner = [](const ModelLayout* layout, const CpuRunnerOptions& o) {
     return MakeCpuRunner<Gpt2, Gpt2Activations>(layout, Of(layout->config()), o);
   };
+  a.decoder = MakeGpt2Decoder;
   a.devices = {"cpu", "cuda"};  // cuda: engine/model/cuda/cuda_runners.cc
   a.display = {.name = "GPT-2", .mlp = "GELU", .details = false};
   return a;

@@ -4,6 +4,7 @@
 // than an entry of its own: its tables, activations and runner are this family's with two more
 // tensors per layer, and nothing outside engine/model asks which it is.
 #include "engine/model/llama.h"
+#include "engine/model/decoders.h"
 #include "engine/model/registry.h"
 
 namespace accel::model {
@@ -38,6 +39,7 @@ Architecture MakeLlama() {
   a.cpu_runner = [](const ModelLayout* layout, const CpuRunnerOptions& o) {
     return MakeCpuRunner<Llama, LlamaActivations>(layout, Of(layout->config()), o);
   };
+  a.decoder = MakeLlamaDecoder;
   // The Llama-family CUDA kernels exist (engine/kernels/cuda); the CUDA model does not yet.
   a.devices = {"cpu"};
   a.display = {.name = "Llama", .mlp = "SwiGLU", .details = true};

@@ -24,6 +24,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "engine/model/activation_options.h"
+#include "engine/model/kv_decoder.h"
 #include "engine/model/model_config.h"
 #include "engine/model/model_runner.h"
 #include "engine/model/param_specs.h"
@@ -93,6 +94,11 @@ struct Architecture {
                                                               const CpuRunnerOptions&)>
       cpu_runner;
   std::vector<std::string> devices;  // "cpu", "cuda"
+  // The KV-cache decoder generation runs on (kv_decoder.h; engine/generate), over the caller's
+  // flat fp32 parameters; null for a family that cannot generate (generation says so).
+  std::function<absl::StatusOr<std::unique_ptr<KvDecoder>>(const ModelLayout*, const float*,
+                                                            const DecoderOptions&)>
+      decoder;
   bool TrainsOn(std::string_view device) const;
 
   ArchitectureDisplay display;
