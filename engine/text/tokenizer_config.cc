@@ -45,11 +45,25 @@ absl::StatusOr<TokenizerConfig> ParseTokenizerConfig(std::string_view text,
   ACCEL_ASSIGN_OR_RETURN(config.add_bos_token, OptionalBool(j, at, "add_bos_token"));
   ACCEL_ASSIGN_OR_RETURN(config.add_eos_token, OptionalBool(j, at, "add_eos_token"));
   if (!IsNullOrAbsent(j, "chat_template")) {
-    // A list of named templates exists too; only the single-string form is read here.
-    if (!j["chat_template"].is_string()) {
-      return Unsupported(at.Key("chat_template"), "other than a string");
+    // A string, or a list of named templates ({name, template}) of which the "default" one is
+    // the chat template (transformers picks it when no name is asked for).
+    const Json& t = j["chat_template"];
+    if (t.is_array()) {
+      for (const Json& entry : t) {
+        if (entry.is_object() && entry.value("name", "") == "default" &&
+            entry.contains("template") && entry["template"].is_string()) {
+          config.chat_template = entry["template"].get<std::string>();
+        }
+      }
+      if (!config.chat_template.has_value()) {
+        return JsonError(at.Key("chat_template"),
+                         "is a list of templates without a \"default\" {name, template} entry");
+      }
+    } else if (!t.is_string()) {
+      return JsonError(at.Key("chat_template"), "must be a string or a list of {name, template}");
+    } else {
+      config.chat_template = t.get<std::string>();
     }
-    config.chat_template = j["chat_template"].get<std::string>();
   }
   if (!IsNullOrAbsent(j, "added_tokens_decoder")) {
     ACCEL_ASSIGN_OR_RETURN(const Json* map, GetObject(j, at, "added_tokens_decoder"));
