@@ -1,11 +1,13 @@
 #include "client/accelctl.h"
 
 #include <algorithm>
+#include <iostream>
 #include <ostream>
 
 #include "CLI/CLI.hpp"
 #include "client/ckpt_commands.h"
 #include "client/config_command.h"
+#include "client/data_commands.h"
 #include "client/job_commands.h"
 #include "client/terminal_text.h"
 
@@ -25,6 +27,8 @@ int RunAccelctl(const std::vector<std::string>& args, const config::EnvMap& env,
   AddCkptCommands(app, &ckpt);
   JobCommand jobs;
   AddJobCommands(app, &jobs);
+  DataCommand data;
+  AddDataCommands(app, &data);
 
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 pops from the back
   try {
@@ -38,12 +42,14 @@ int RunAccelctl(const std::vector<std::string>& args, const config::EnvMap& env,
     return code == 0 ? kExitOk : kExitInvalid;
   }
   // JSON output keeps its \u escapes valid JSON (protobuf and nlohmann already escape C0).
-  if (jobs.output == "json" || ckpt.output == "json" || config.explain.output == "json") {
+  if (jobs.output == "json" || ckpt.output == "json" || config.explain.output == "json" ||
+      (!data.chosen.empty() && (data.chosen != "prepare" || data.output == "json"))) {
     out.set_style(EscapeStyle::kJson);
   }
   if (!config.chosen.empty()) return RunParsedConfigCommand(config, env, out, err);
   if (!ckpt.chosen.empty()) return RunParsedCkptCommand(ckpt, out, err);
   if (!jobs.chosen.empty()) return RunParsedJobCommand(jobs, out, err);
+  if (!data.chosen.empty()) return RunParsedDataCommand(data, std::cin, out, err);
   err << "error: no command\n";
   return kExitInvalid;
 }
