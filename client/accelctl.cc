@@ -7,8 +7,9 @@
 #include "CLI/CLI.hpp"
 #include "client/ckpt_commands.h"
 #include "client/config_command.h"
-#include "client/generate_command.h"
+#include "client/data_commands.h"
 #include "client/data_render_command.h"
+#include "client/generate_command.h"
 #include "client/job_commands.h"
 #include "client/terminal_text.h"
 
@@ -32,12 +33,10 @@ int RunAccelctl(const std::vector<std::string>& args, const config::EnvMap& env,
   CLI::App* generate = app.add_subcommand("generate", "generate text from a model, in-process");
   generate->prefix_command();
   generate->set_help_flag();
-  // Minimal `data` group for `render` (branch jinja); the dataset branch's data_commands.cc
-  // owns the group and makes this one AddDataRenderCommand call at merge.
-  CLI::App* data = app.add_subcommand("data", "Datasets and tokenizers: render chat templates");
-  data->require_subcommand(1);
+  DataCommand data;
+  AddDataCommands(app, &data);
   DataRenderCommand render;
-  AddDataRenderCommand(*data, &render);
+  AddDataRenderCommand(*data.data, &render);
 
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 pops from the back
   try {
@@ -52,7 +51,7 @@ int RunAccelctl(const std::vector<std::string>& args, const config::EnvMap& env,
   }
   // JSON output keeps its \u escapes valid JSON (protobuf and nlohmann already escape C0).
   if (jobs.output == "json" || ckpt.output == "json" || config.explain.output == "json" ||
-      render.chosen) {
+      render.chosen || (!data.chosen.empty() && (data.chosen != "prepare" || data.output == "json"))) {
     out.set_style(EscapeStyle::kJson);
   }
   if (generate->parsed()) {
@@ -63,6 +62,7 @@ int RunAccelctl(const std::vector<std::string>& args, const config::EnvMap& env,
   if (!ckpt.chosen.empty()) return RunParsedCkptCommand(ckpt, out, err);
   if (!jobs.chosen.empty()) return RunParsedJobCommand(jobs, out, err);
   if (render.chosen) return RunDataRender(render, std::cin, out, err);
+  if (!data.chosen.empty()) return RunParsedDataCommand(data, std::cin, out, err);
   err << "error: no command\n";
   return kExitInvalid;
 }

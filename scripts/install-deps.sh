@@ -16,6 +16,7 @@ PACKAGES=(
   chromium  # tests/e2e: the dashboard loaded in headless Chromium, with a screenshot
   python3-grpcio python3-protobuf  # clients/python/accel_client and its end-to-end test
   libpcre2-dev libicu-dev  # engine/text: Unicode regexes (PCRE2) and NFC (ICU) for tokenizers
+  libssl-dev  # engine/data: SHA-256 (OpenSSL EVP) keys the prepared-dataset cache
   python3-torch  # float64 references (tests/golden generators, generation and loss-mask fixtures)
   linux-perf  # profiling the CPU kernels (docs/performance.md)
 )
