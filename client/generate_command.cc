@@ -1,6 +1,7 @@
 #include "client/generate_command.h"
 
 #include <algorithm>
+#include <memory>
 #include <ostream>
 #include <utility>
 
@@ -11,6 +12,7 @@
 #include "engine/generate/generator.h"
 #include "engine/generate/load_model.h"
 #include "engine/model/registry.h"
+#include "engine/text/chat_template.h"
 
 namespace accel::client {
 namespace {
@@ -102,7 +104,16 @@ absl::Status Run(const Flags& f, std::ostream& out, const GenerateDeps& deps) {
 
 }  // namespace
 
-ChatTemplateLoader DefaultChatTemplateLoader() { return nullptr; }
+ChatTemplateLoader DefaultChatTemplateLoader() {
+  return [](const std::string& path) -> absl::StatusOr<MessagesRenderer> {
+    absl::StatusOr<text::ChatTemplate> parsed = text::ChatTemplate::FromTokenizerConfigFile(path);
+    if (!parsed.ok()) return parsed.status();
+    auto shared = std::make_shared<const text::ChatTemplate>(*std::move(parsed));
+    return MessagesRenderer([shared](const nlohmann::json& messages, bool generation_prompt) {
+      return shared->Render(messages, generation_prompt);
+    });
+  };
+}
 
 int RunGenerateCommand(const std::vector<std::string>& args, const std::string& program,
                        std::ostream& out, std::ostream& err, const GenerateDeps& deps) {

@@ -31,8 +31,8 @@ namespace accel::client {
 using MessagesRenderer = std::function<absl::StatusOr<std::string>(
     const nlohmann::json& messages, bool add_generation_prompt)>;
 // The renderer of the chat template in a tokenizer_config.json. The hook of the chat-template
-// contract (text::ChatTemplate::FromTokenizerConfigFile + Render): null until it is connected,
-// and then --messages is refused with a message saying so.
+// contract (text::ChatTemplate::FromTokenizerConfigFile + Render); a null loader refuses
+// --messages with a message saying so (tests).
 using ChatTemplateLoader =
     std::function<absl::StatusOr<MessagesRenderer>(const std::string& tokenizer_config_path)>;
 
@@ -41,8 +41,7 @@ struct GenerateDeps {
   ChatTemplateLoader chat_template;
 };
 
-// The chat-template loader the front ends use (generate_command.cc; the lead connects it to
-// engine/text/chat_template.h at merge).
+// The chat-template loader the front ends use: text::ChatTemplate (engine/text/chat_template.h).
 ChatTemplateLoader DefaultChatTemplateLoader();
 
 // `args`: the flags, without the command word. `program` prefixes usage text.

@@ -1,6 +1,11 @@
 #include "engine/data/chat_renderer.h"
 
+#include <memory>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
+#include "engine/base/status_macros.h"
+#include "engine/text/chat_template.h"
 
 namespace accel::data {
 
@@ -10,9 +15,12 @@ absl::StatusOr<ChatRenderer> LoadChatRenderer(Env* env, const std::string& token
         tokenizer_config_path, ": no tokenizer_config.json, so no chat template to render "
                                "messages with"));
   }
-  return absl::UnimplementedError(absl::StrCat(
-      tokenizer_config_path, ": chat templates are not rendered by this build (engine/text "
-                             "chat_template.h is not linked in)"));
+  ACCEL_ASSIGN_OR_RETURN(text::ChatTemplate parsed,
+                         text::ChatTemplate::FromTokenizerConfigFile(tokenizer_config_path));
+  auto shared = std::make_shared<const text::ChatTemplate>(std::move(parsed));
+  return ChatRenderer([shared](const nlohmann::json& messages, bool add_generation_prompt) {
+    return shared->Render(messages, add_generation_prompt);
+  });
 }
 
 }  // namespace accel::data

@@ -17,9 +17,9 @@ namespace accel::data {
 using ChatRenderer = std::function<absl::StatusOr<std::string>(const nlohmann::json& messages,
                                                                bool add_generation_prompt)>;
 
-// The renderer of the chat template in `tokenizer_config_path` (tokenizer_config.json).
-// HOOK: until engine/text/chat_template.h (the `jinja` branch) is merged, this returns
-// Unimplemented; at merge its body becomes ChatTemplate::FromTokenizerConfigFile + Render.
+// The renderer of the chat template in `tokenizer_config_path` (tokenizer_config.json):
+// text::ChatTemplate (engine/text/chat_template.h). NotFound without the file; InvalidArgument
+// for a file without a template or a template that does not parse (naming the construct).
 [[nodiscard]] absl::StatusOr<ChatRenderer> LoadChatRenderer(Env* env,
                                                             const std::string& tokenizer_config_path);
 
