@@ -93,9 +93,19 @@ int Prepare(const DataCommand& c, std::ostream& out, std::ostream& err, Env* fs)
   data::PrepareOptions o;
   for (const std::string& s : c.sources) o.sources.push_back(ParseSource(s));
   o.tokenizer = c.tokenizer;
-  absl::StatusOr<data::DatasetFormat> format = data::ParseDatasetFormat(c.format);
-  if (!format.ok()) return Fail(format.status(), err);
-  o.format = *format;
+  if (c.format.empty()) {
+    absl::StatusOr<std::vector<std::string>> first = data::ExpandSource(fs, o.sources[0].path);
+    if (!first.ok()) return Fail(first.status(), err);
+    absl::StatusOr<std::unique_ptr<RandomAccessFile>> file = fs->NewRandomAccessFile(first->front());
+    if (!file.ok()) return Fail(file.status(), err);
+    std::string head(std::min<uint64_t>(4, (*file)->Size()), '\0');
+    if (absl::Status s = (*file)->Read(0, head.size(), head.data()); !s.ok()) return Fail(s, err);
+    o.format = data::DetectDatasetFormat(first->front(), head);
+  } else {
+    absl::StatusOr<data::DatasetFormat> format = data::ParseDatasetFormat(c.format);
+    if (!format.ok()) return Fail(format.status(), err);
+    o.format = *format;
+  }
   o.text_field = c.text_field;
   o.validation_files = c.validation;
   o.validation_fraction = c.validation_fraction;
@@ -185,8 +195,9 @@ void AddDataCommands(CLI::App& app, DataCommand* c) {
   prepare->add_option("sources", c->sources, "files or globs, each optionally PATH:WEIGHT")
       ->required();
   tokenizer(prepare);
-  prepare->add_option("--format", c->format, "text | jsonl | prompt_completion | messages")
-      ->capture_default_str();
+  prepare->add_option("--format", c->format,
+                      "text | jsonl | prompt_completion | messages (default: tokens for a shard, "
+                      "jsonl for *.jsonl / *.json, else text)");
   prepare->add_option("--text-field", c->text_field, "the text field of jsonl records")
       ->capture_default_str();
   prepare->add_option("--validation", c->validation, "held-out files or globs (same format)");

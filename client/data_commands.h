@@ -5,6 +5,7 @@
 //   accelctl data decode --tokenizer PATH [--skip-special-tokens]
 //       stdin: one JSON array of ids per line; stdout: the text, one JSON string per line.
 //   accelctl data prepare SOURCE[:WEIGHT]... --tokenizer PATH [--format F] [--text-field K]
+//       (default format: detected from the first file, records.h DetectDatasetFormat)
 //       [--validation FILE]... [--validation-fraction X] [--skip-invalid] [--seed N]
 //       [--cache-dir DIR] [--threads N] [--output text|json]
 //       Tokenises the sources into the prepared-dataset cache (engine/data/prepare.h) with a
@@ -35,7 +36,7 @@ struct DataCommand {
   bool skip_special_tokens = false;
   // prepare
   std::vector<std::string> sources;
-  std::string format = "jsonl";
+  std::string format;  // empty: detected from the first source file (records.h)
   std::string text_field = "text";
   std::vector<std::string> validation;
   double validation_fraction = 0;

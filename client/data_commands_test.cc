@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/accelctl.h"
-#include "engine/text/small_tokenizer_json.h"
+#include "engine/data/dataset_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -16,23 +16,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
-class DataCommandsTest : public ::testing::Test {
+class DataCommandsTest : public data::testing::DatasetFilesTest {
  protected:
-  void SetUp() override {
-    root_ = absl::StrCat(::testing::TempDir(), "/data_commands_test_", getpid(), "_",
-                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    (void)env_->DeleteRecursively(root_);
-    ASSERT_TRUE(env_->CreateDirs(root_).ok());
-    tokenizer_ = Write("tokenizer.json", text::small_tokenizer::TokenizerJson().dump());
-    Write("tokenizer_config.json", R"({"bos_token": "<s>", "eos_token": "</s>"})");
-  }
-  void TearDown() override { (void)env_->DeleteRecursively(root_); }
-
-  std::string Write(const std::string& name, const std::string& data) {
-    const std::string path = JoinPath(root_, name);
-    EXPECT_TRUE(WriteFileAtomic(env_, path, data).ok());
-    return path;
-  }
   // In process: the parsed command with `input` as stdin.
   int Run(std::vector<std::string> args, const std::string& input) {
     CLI::App app;
@@ -58,26 +43,24 @@ class DataCommandsTest : public ::testing::Test {
     return output;
   }
 
-  Env* env_ = Env::Default();
-  std::string root_, tokenizer_;
   std::ostringstream out_, err_;
 };
 
 TEST_F(DataCommandsTest, EncodePrintsOneArrayPerLine) {
-  EXPECT_EQ(Run({"data", "encode", "--tokenizer", tokenizer_}, "a\r\na b\n\n"), 0) << err_.str();
+  EXPECT_EQ(Run({"data", "encode", "--tokenizer", tokenizer_json_}, "a\r\na b\n\n"), 0) << err_.str();
   EXPECT_EQ(out_.str(), "[261]\n[261,259,262]\n[]\n");
   EXPECT_EQ(Run({"data", "encode", "--tokenizer", root_, "--add-special-tokens"}, "a\n"), 0);
   EXPECT_EQ(out_.str(), "[1,261]\n");
 }
 
 TEST_F(DataCommandsTest, DecodePrintsOneJsonStringPerLine) {
-  EXPECT_EQ(Run({"data", "decode", "--tokenizer", tokenizer_}, "[261,259,262]\n[1,261]\n"), 0)
+  EXPECT_EQ(Run({"data", "decode", "--tokenizer", tokenizer_json_}, "[261,259,262]\n[1,261]\n"), 0)
       << err_.str();
   EXPECT_EQ(out_.str(), "\"a b\"\n\"<s> a\"\n");
-  EXPECT_EQ(Run({"data", "decode", "--tokenizer", tokenizer_, "--skip-special-tokens"}, "[1,261]\n"),
+  EXPECT_EQ(Run({"data", "decode", "--tokenizer", tokenizer_json_, "--skip-special-tokens"}, "[1,261]\n"),
             0);
   EXPECT_EQ(out_.str(), "\"a\"\n");
-  EXPECT_EQ(Run({"data", "decode", "--tokenizer", tokenizer_}, "[261]\n[1, \"x\"]\n"), 2);
+  EXPECT_EQ(Run({"data", "decode", "--tokenizer", tokenizer_json_}, "[261]\n[1, \"x\"]\n"), 2);
   EXPECT_EQ(err_.str(), "error: stdin:2: expected a JSON array of token ids (integers >= 0)\n");
 }
 
@@ -112,9 +95,9 @@ TEST_F(DataCommandsTest, PrepareNamesABadRecordByFileAndLine) {
 
 TEST_F(DataCommandsTest, TheBinaryEncodesDecodesAndPrepares) {
   int code = -1;
-  EXPECT_EQ(Process("a b\n", "data encode --tokenizer " + tokenizer_, &code), "[261,259,262]\n");
+  EXPECT_EQ(Process("a b\n", "data encode --tokenizer " + tokenizer_json_, &code), "[261,259,262]\n");
   EXPECT_EQ(code, 0);
-  EXPECT_EQ(Process("[261,259,262]\n", "data decode --tokenizer " + tokenizer_, &code),
+  EXPECT_EQ(Process("[261,259,262]\n", "data decode --tokenizer " + tokenizer_json_, &code),
             "\"a b\"\n");
   EXPECT_EQ(code, 0);
   const std::string src = Write("d.txt", "a\n\nb\n");

@@ -1,7 +1,5 @@
 #include "engine/data/dataset_check.h"
 
-#include <unistd.h>
-
 #include "absl/strings/str_cat.h"
 #include "engine/data/dataset_test_util.h"
 #include "gmock/gmock.h"
@@ -12,22 +10,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
-class DatasetCheckTest : public ::testing::Test {
+class DatasetCheckTest : public testing::DatasetFilesTest {
  protected:
-  void SetUp() override {
-    root_ = absl::StrCat(::testing::TempDir(), "/dataset_check_test_", getpid(), "_",
-                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    (void)env_->DeleteRecursively(root_);
-    ASSERT_TRUE(env_->CreateDirs(root_).ok());
-    Write("tokenizer.json", text::small_tokenizer::TokenizerJson().dump());
-    Write("tokenizer_config.json", testing::SmallConfigJson());
-  }
-  void TearDown() override { (void)env_->DeleteRecursively(root_); }
-  std::string Write(const std::string& name, const std::string& data) {
-    const std::string path = JoinPath(root_, name);
-    EXPECT_TRUE(WriteFileAtomic(env_, path, data).ok());
-    return path;
-  }
   PrepareOptions Options(const std::string& source) {
     PrepareOptions o;
     o.sources = {{source}};
@@ -36,9 +20,6 @@ class DatasetCheckTest : public ::testing::Test {
     o.chat = testing::SmallRender;
     return o;
   }
-
-  Env* env_ = Env::Default();
-  std::string root_;
 };
 
 TEST_F(DatasetCheckTest, GoodInputPasses) {

@@ -9,10 +9,14 @@
 #include <memory>
 #include <string>
 
+#include <unistd.h>
+
 #include "absl/strings/str_cat.h"
+#include "engine/base/env.h"
 #include "engine/data/chat_renderer.h"
 #include "engine/text/small_tokenizer_json.h"
 #include "engine/text/tokenizer.h"
+#include "gtest/gtest.h"
 
 namespace accel::data::testing {
 
@@ -46,5 +50,30 @@ inline absl::StatusOr<std::string> SmallRender(const nlohmann::json& messages, b
   if (gen) out += "<mask>";
   return out;
 }
+
+// A fixture with a fresh folder per test (root_) holding the small tokenizer's tokenizer.json
+// and tokenizer_config.json, so root_ is a tokenizer folder; Write() adds files beside them.
+class DatasetFilesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = absl::StrCat(::testing::TempDir(), "/accel_data_", getpid(), "_",
+                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    (void)env_->DeleteRecursively(root_);
+    ASSERT_TRUE(env_->CreateDirs(root_).ok());
+    tokenizer_json_ = Write("tokenizer.json", text::small_tokenizer::TokenizerJson().dump());
+    Write("tokenizer_config.json", SmallConfigJson());
+  }
+  void TearDown() override { (void)env_->DeleteRecursively(root_); }
+
+  std::string Write(const std::string& name, const std::string& data) {
+    const std::string path = JoinPath(root_, name);
+    EXPECT_TRUE(WriteFileAtomic(env_, path, data).ok()) << path;
+    return path;
+  }
+  std::string Read(const std::string& path) { return ReadFileToString(env_, path).value_or(""); }
+
+  Env* env_ = Env::Default();
+  std::string root_, tokenizer_json_;
+};
 
 }  // namespace accel::data::testing

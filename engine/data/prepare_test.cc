@@ -1,7 +1,5 @@
 #include "engine/data/prepare.h"
 
-#include <unistd.h>
-
 #include "absl/strings/str_cat.h"
 #include "engine/base/env_test_util.h"
 #include "engine/data/batch_loader.h"
@@ -16,36 +14,17 @@ namespace {
 
 using ::testing::HasSubstr;
 
-class PrepareTest : public ::testing::Test {
+class PrepareTest : public testing::DatasetFilesTest {
  protected:
-  void SetUp() override {
-    root_ = absl::StrCat(::testing::TempDir(), "/prepare_test_", getpid(), "_",
-                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    (void)env_->DeleteRecursively(root_);
-    ASSERT_TRUE(env_->CreateDirs(JoinPath(root_, "tok")).ok());
-    Write("tok/tokenizer.json", text::small_tokenizer::TokenizerJson().dump());
-    Write("tok/tokenizer_config.json", testing::SmallConfigJson());
-  }
-  void TearDown() override { (void)env_->DeleteRecursively(root_); }
-
-  std::string Write(const std::string& name, const std::string& data) {
-    const std::string path = JoinPath(root_, name);
-    EXPECT_TRUE(WriteFileAtomic(env_, path, data).ok()) << path;
-    return path;
-  }
   PrepareOptions Options(DatasetFormat format, std::vector<DataSource> sources) {
     PrepareOptions o;
     o.sources = std::move(sources);
-    o.tokenizer = JoinPath(root_, "tok");
+    o.tokenizer = root_;
     o.format = format;
     o.cache_dir = JoinPath(root_, "cache");
     o.chat = testing::SmallRender;
     return o;
   }
-  std::string Read(const std::string& path) { return *ReadFileToString(env_, path); }
-
-  Env* env_ = Env::Default();
-  std::string root_;
 };
 
 TEST_F(PrepareTest, JsonlBecomesAShardOfConcatenatedDocumentsWithAManifest) {
@@ -215,7 +194,7 @@ TEST_F(PrepareTest, ATokenizerJsonFileWorksLikeItsFolder) {
   const std::string src = Write("a.jsonl", "{\"text\": \"a\"}\n");
   PrepareOptions o = Options(DatasetFormat::kJsonl, {{src}});
   auto folder = PrepareDataset(env_, o);
-  o.tokenizer = JoinPath(root_, "tok/tokenizer.json");
+  o.tokenizer = tokenizer_json_;
   auto file = PrepareDataset(env_, o);
   ASSERT_TRUE(folder.ok()) << folder.status();
   ASSERT_TRUE(file.ok()) << file.status();

@@ -1,6 +1,10 @@
 #include "engine/data/records.h"
 
+#include <cstring>
+
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "engine/data/token_source.h"
 
 namespace accel::data {
 namespace {
@@ -52,6 +56,17 @@ std::string_view DatasetFormatName(DatasetFormat format) {
 
 bool FormatHasMask(DatasetFormat format) {
   return format == DatasetFormat::kPromptCompletion || format == DatasetFormat::kMessages;
+}
+
+DatasetFormat DetectDatasetFormat(std::string_view path, std::string_view head) {
+  if (head.size() >= 4) {
+    int32_t magic;
+    std::memcpy(&magic, head.data(), 4);
+    if (magic == kTokenShardMagic || magic == kTokenShard32Magic) return DatasetFormat::kTokens;
+  }
+  const absl::string_view name(path.data(), path.size());
+  if (absl::EndsWith(name, ".jsonl") || absl::EndsWith(name, ".json")) return DatasetFormat::kJsonl;
+  return DatasetFormat::kText;
 }
 
 std::vector<Record> SplitRecords(DatasetFormat format, std::string_view contents) {

@@ -29,6 +29,10 @@ std::string_view DatasetFormatName(DatasetFormat format);
 // Formats whose documents carry a loss mask (prompt_completion, messages).
 bool FormatHasMask(DatasetFormat format);
 
+// The format of a file when none is given: tokens when `head` (its first bytes) starts with an
+// llm.c shard magic, jsonl for a name ending in .jsonl or .json, text otherwise.
+DatasetFormat DetectDatasetFormat(std::string_view path, std::string_view head);
+
 // One record of a file: a view into the file's contents and its 1-based line number (the
 // first line of a text document), for errors ("data.jsonl:12: ...").
 struct Record {

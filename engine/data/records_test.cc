@@ -22,6 +22,16 @@ TEST(RecordsTest, FormatNamesRoundTripAndUnknownIsRefusedByName) {
   EXPECT_FALSE(FormatHasMask(DatasetFormat::kJsonl));
 }
 
+TEST(RecordsTest, TheFormatOfAFileIsDetectedFromItsMagicThenItsName) {
+  const std::string shard("\x88\xd8\x34\x01", 4);  // 20240520 little-endian
+  const std::string shard32("\xa1\xd9\x34\x01", 4);  // 20240801
+  EXPECT_EQ(DetectDatasetFormat("a.jsonl", shard), DatasetFormat::kTokens);
+  EXPECT_EQ(DetectDatasetFormat("a.bin", shard32), DatasetFormat::kTokens);
+  EXPECT_EQ(DetectDatasetFormat("a.jsonl", "{\"t"), DatasetFormat::kJsonl);
+  EXPECT_EQ(DetectDatasetFormat("dir/a.json", ""), DatasetFormat::kJsonl);
+  EXPECT_EQ(DetectDatasetFormat("a.txt", "abcd"), DatasetFormat::kText);
+}
+
 TEST(RecordsTest, TextDocumentsAreSeparatedByBlankLines) {
   const std::string text = "one\ntwo\n\n \t\r\n\nthree\r\n\nfour";
   EXPECT_THAT(SplitRecords(DatasetFormat::kText, text),

@@ -60,12 +60,6 @@ absl::StatusOr<std::string> LossMaskFileBytes(absl::Span<const uint8_t> mask) {
   return out;
 }
 
-std::string MaskPathFor(const std::string& shard_path) {
-  std::string base = shard_path;
-  if (base.size() >= 4 && base.compare(base.size() - 4, 4, ".bin") == 0) base.resize(base.size() - 4);
-  return base + ".mask";
-}
-
 absl::Status WriteTokenShard(Env* env, const std::string& path, absl::Span<const int32_t> ids,
                              absl::Span<const uint8_t> mask, bool wide) {
   ACCEL_ASSIGN_OR_RETURN(std::string bytes, TokenShardFileBytes(ids, wide));
@@ -76,7 +70,7 @@ absl::Status WriteTokenShard(Env* env, const std::string& path, absl::Span<const
                                             " tokens (", path, ")"));
   }
   ACCEL_ASSIGN_OR_RETURN(std::string mask_bytes, LossMaskFileBytes(mask));
-  return WriteFileAtomic(env, MaskPathFor(path), mask_bytes);
+  return WriteFileAtomic(env, LossMaskPath(path), mask_bytes);
 }
 
 }  // namespace accel::data

@@ -12,11 +12,9 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "engine/base/env.h"
+#include "engine/data/loss_mask.h"  // the mask format, read and written
 
 namespace accel::data {
-
-inline constexpr int32_t kLossMaskMagic = 20261203;
-inline constexpr int32_t kLossMaskVersion = 1;
 
 // True when ids of a vocabulary of `vocab_size` need the uint32 form.
 inline bool NeedsWideShard(int64_t vocab_size) { return vocab_size > 65536; }
@@ -27,11 +25,10 @@ inline bool NeedsWideShard(int64_t vocab_size) { return vocab_size > 65536; }
                                                               bool wide);
 [[nodiscard]] absl::StatusOr<std::string> LossMaskFileBytes(absl::Span<const uint8_t> mask);
 
-// `path` ends in ".bin"; the mask (when `mask` is non-empty; same length as ids) goes to the
-// same name ending in ".mask".
+// `path` ends in ".bin"; the mask (when `mask` is non-empty; same length as ids) goes to
+// LossMaskPath(path), the same name ending in ".mask".
 [[nodiscard]] absl::Status WriteTokenShard(Env* env, const std::string& path,
                                            absl::Span<const int32_t> ids,
                                            absl::Span<const uint8_t> mask, bool wide);
-std::string MaskPathFor(const std::string& shard_path);
 
 }  // namespace accel::data
