@@ -156,18 +156,7 @@ int Prepare(const DataCommand& c, std::ostream& out, std::ostream& err, Env* fs)
 
 }  // namespace
 
-std::string DefaultDatasetCacheDir() {
-  if (const char* dir = std::getenv("ACCEL_DATA_CACHE"); dir != nullptr && *dir != '\0') {
-    return dir;
-  }
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
-    return JoinPath(JoinPath(xdg, "accel"), "datasets");
-  }
-  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
-    return JoinPath(JoinPath(home, ".cache/accel"), "datasets");
-  }
-  return "";
-}
+std::string DefaultDatasetCacheDir() { return data::DefaultCacheDir(); }
 
 void AddDataCommands(CLI::App& app, DataCommand* c) {
   CLI::App* data = app.add_subcommand("data", "tokenise text and prepare datasets");

@@ -16,6 +16,9 @@ namespace accel::job {
 absl::Status CheckJobPaths(const accel::v1::JobSpec& spec, const FileAccess& access) {
   std::vector<std::pair<const char*, std::string>> paths = {
       {"data.path", spec.data().path()},
+      {"data.tokenizer", spec.data().tokenizer()},
+      {"data.validation", spec.data().validation()},
+      {"data.cache_dir", spec.data().cache_dir()},
       {"model.config", spec.model().config()},
       {"model.init_weights", spec.model().init_weights()},
       {"checkpoint.dir", spec.checkpoint().dir()}};

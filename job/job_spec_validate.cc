@@ -114,6 +114,10 @@ absl::Status ValidateJobSpec(const JobSpec& s, bool check_files, Echo echo) {
         {"model.init_weights", s.model().init_weights()},
         {"data.path", s.data().path()},
         {"eval.data.path", s.eval().data().path()},
+        {"data.tokenizer", s.data().tokenizer()},
+        {"data.text_field", s.data().text_field()},
+        {"data.validation", s.data().validation()},
+        {"data.cache_dir", s.data().cache_dir()},
         {"train.schedule", s.train().schedule()},
         {"checkpoint.dir", s.checkpoint().dir()},
         {"resources.device", s.resources().device()},
@@ -172,7 +176,13 @@ absl::Status ValidateJobSpec(const JobSpec& s, bool check_files, Echo echo) {
   if (k.dir().empty() && k.every_n_steps() > 0) {
     return Invalid("checkpoint.dir", "required when checkpoint.every_n_steps is set");
   }
-  if (s.eval().data().path().empty()) {
+  const bool held_out = !s.data().validation().empty() || s.data().validation_fraction() > 0;
+  if (held_out && s.data().format().empty()) {
+    return Invalid(s.data().validation().empty() ? "data.validation_fraction" : "data.validation",
+                   "needs data.format (a dataset to split; a token shard's held-out data is "
+                   "eval.data)");
+  }
+  if (s.eval().data().path().empty() && !held_out) {
     for (const auto& [key, set] : {std::pair<const char*, bool>{"eval.every_n_steps",
                                                                 s.eval().every_n_steps() > 0},
                                    {"eval.at_start", s.eval().at_start()},
@@ -193,6 +203,7 @@ absl::Status ValidateJobSpec(const JobSpec& s, bool check_files, Echo echo) {
     for (const auto& [key, path] :
          {std::pair<const char*, std::string>{"data.path", s.data().path()},
           {"eval.data.path", s.eval().data().path()},
+          {"data.validation", s.data().validation()},
           {"model.config", s.model().config()}}) {
       if (path.empty()) continue;
       if (absl::Status f = CheckReadableFile(path); !f.ok()) {

@@ -160,6 +160,15 @@ void OptionsToProto(const config::TrainOptions& o, v1::PlanTrainOptions* p) {
   e->set_at_start(o.eval.at_start);
   e->set_at_end(o.eval.at_end);
   p->set_keep_best(o.keep_best);
+  v1::PlanDataset* d = p->mutable_dataset();
+  d->set_format(o.dataset.format);
+  d->set_source(o.dataset.source);
+  d->set_tokenizer(o.dataset.tokenizer);
+  d->set_text_field(o.dataset.text_field);
+  d->set_validation(o.dataset.validation);
+  d->set_validation_fraction(o.dataset.validation_fraction);
+  d->set_skip_invalid(o.dataset.skip_invalid);
+  d->set_cache_dir(o.dataset.cache_dir);
 }
 
 // checkpoint_owner is the worker's to set (acceld's job and state id, or a standalone run's).
@@ -211,6 +220,14 @@ absl::Status OptionsFromProto(const v1::PlanTrainOptions& p, config::TrainOption
   o->eval.at_start = p.eval().at_start();
   o->eval.at_end = p.eval().at_end();
   o->keep_best = p.keep_best();
+  o->dataset.format = p.dataset().format();
+  o->dataset.source = p.dataset().source();
+  o->dataset.tokenizer = p.dataset().tokenizer();
+  o->dataset.text_field = p.dataset().text_field();
+  o->dataset.validation = p.dataset().validation();
+  o->dataset.validation_fraction = p.dataset().validation_fraction();
+  o->dataset.skip_invalid = p.dataset().skip_invalid();
+  o->dataset.cache_dir = p.dataset().cache_dir();
   return absl::OkStatus();
 }
 

@@ -232,6 +232,7 @@ absl::Status CheckSettings(const JobSpec& spec, Echo echo) {
     if (s.type != SettingType::kEnum) continue;
     const Message& m = SettingParent(s, spec);
     const std::string text = m.GetReflection()->GetString(m, SettingField(s));
+    if (text.empty() && s.default_value.empty()) continue;  // an optional enum left out
     if (std::find(s.names.begin(), s.names.end(), text) == s.names.end()) {
       return Invalid(s.key, absl::StrCat("must be ", JoinOr(s.names),
                                          echo == Echo::kContent

@@ -90,6 +90,64 @@ void AddModelDataTrainRows(std::vector<Setting>& rows) {
                  if (s.data().has_shuffle_seed()) o.shuffle_seed = s.data().shuffle_seed();
                },
            .doc_default = "absent"},
+          {.key = "data.format",
+           .type = SettingType::kEnum,
+           .help =
+               "absent: `data.path` is a token shard, or a file read as bytes. `text`, `jsonl`, "
+               "`prompt_completion` or `messages`: a dataset tokenised with `data.tokenizer` "
+               "and prepared once into token shards (with a loss mask for the last two) in "
+               "`data.cache_dir`; `docs/data.md` \"In a job\"",
+           .names = {"text", "jsonl", "prompt_completion", "messages"},
+           .flag = "--data-format",
+           .flag_help = "text | jsonl | prompt_completion | messages: prepare --data with "
+                        "--tokenizer (docs/data.md)",
+           .flag_shows_default = false,
+           .apply = [](const JobSpec& s, O& o) { o.dataset.format = s.data().format(); },
+           .doc_default = "absent"},
+          {.key = "data.tokenizer",
+           .type = SettingType::kPath,
+           .help = "with `data.format`: a `tokenizer.json` or the folder holding it (with its "
+                   "`tokenizer_config.json`); absent = the `tokenizer.json` beside "
+                   "`model.config`. Its vocabulary must fit the model's `vocab_size`",
+           .flag = "--tokenizer",
+           .flag_help = "tokenizer.json (or its folder) for --data-format",
+           .flag_shows_default = false,
+           .apply = [](const JobSpec& s, O& o) { o.dataset.tokenizer = s.data().tokenizer(); },
+           .doc_default = "model folder's"},
+          {.key = "data.text_field",
+           .type = SettingType::kText,
+           .help = "`jsonl`: the field holding each record's text",
+           .default_value = "text",
+           .apply = [](const JobSpec& s, O& o) { o.dataset.text_field = s.data().text_field(); }},
+          {.key = "data.validation",
+           .type = SettingType::kPath,
+           .help = "a held-out file in `data.format`, prepared beside the training split: "
+                   "evaluation's data (`eval.*`) when `eval.data` is absent",
+           .apply = [](const JobSpec& s, O& o) { o.dataset.validation = s.data().validation(); },
+           .doc_default = "absent"},
+          {.key = "data.validation_fraction",
+           .type = SettingType::kReal,
+           .help = "or hold out this share of the documents, drawn per document with a fixed "
+                   "seed (the same split every time)",
+           .min = 0,
+           .max = 1,
+           .max_exclusive = true,
+           .range_error = "must be in [0, 1), got {got}",
+           .apply = [](const JobSpec& s, O& o) {
+             o.dataset.validation_fraction = s.data().validation_fraction();
+           }},
+          {.key = "data.skip_invalid",
+           .type = SettingType::kBool,
+           .help = "skip records that do not parse (counted in the manifest) instead of refusing "
+                   "the dataset at the first, named by file and line",
+           .default_value = "false",
+           .apply = [](const JobSpec& s, O& o) { o.dataset.skip_invalid = s.data().skip_invalid(); }},
+          {.key = "data.cache_dir",
+           .type = SettingType::kPath,
+           .help = "where prepared datasets are kept, by content (`$ACCEL_DATA_CACHE`, else "
+                   "`~/.cache/accel/datasets` of acceld's user)",
+           .apply = [](const JobSpec& s, O& o) { o.dataset.cache_dir = s.data().cache_dir(); },
+           .doc_default = "the default cache"},
           {.key = "train.steps",
            .type = SettingType::kInt,
            .help = "optimizer steps (>= 1)",

@@ -10,6 +10,7 @@
 #include "engine/base/path_checks.h"
 #include "engine/base/status_macros.h"
 #include "engine/config/accelerate_yaml.h"
+#include "engine/config/dataset_lowering.h"
 #include "engine/config/document.h"
 #include "engine/config/resolve.h"
 #include "engine/io/block_file.h"
@@ -236,6 +237,9 @@ absl::StatusOr<LoweredJob> Lower(const LoweringInputs& in, Env* env) {
                     model.status());
   }
   out.model = *std::move(model);
+  // Text, JSONL or chat data: the prepared train.bin the ranks open (dataset_lowering.h). It
+  // reads the sources, so only where they can be read (not for another host's files).
+  if (in.check_files) ACCEL_RETURN_IF_ERROR(LowerDataset(&out.options, out.model, env));
   if (out.plan && in.model_given) {
     ACCEL_RETURN_IF_ERROR(NameFiles(in, CheckWrappedClasses(*out.plan, out.model)));
   }

@@ -33,6 +33,23 @@ struct EvalOptions {
   bool at_end = true;         // after the last step
 };
 
+// A dataset prepared from text, JSONL, prompt/completion or chat files (docs/data.md "In a
+// job"): the lowering (dataset_lowering.h) points `data` at the prepared train.bin (and an
+// evaluation without data of its own at validation.bin) and keeps here what a rank needs to
+// prepare it when the cache lacks it. Off (format empty): `data` is a token shard or a file read
+// as bytes, as before.
+struct DatasetOptions {
+  std::string format;              // text | jsonl | prompt_completion | messages; "" = off
+  std::string source;              // the job's data.path (a file, or a glob in its file name)
+  std::string tokenizer;           // tokenizer.json or its folder; "" = beside model.config
+  std::string text_field = "text";
+  std::string validation;          // held-out files (a file or a glob), in the same format
+  double validation_fraction = 0;  // or this share of the documents, drawn per document
+  bool skip_invalid = false;
+  std::string cache_dir;           // "" = data::DefaultCacheDir()
+  bool enabled() const { return !format.empty(); }
+};
+
 struct TrainOptions {
   // Model: a preset name, or a Hugging Face config.json (wins when set).
   std::string model = "gpt2-mini";
@@ -52,6 +69,7 @@ struct TrainOptions {
   // backward. Same results, a fraction of the activation memory (model::ActivationOptions).
   bool activation_checkpointing = false;
   std::optional<uint64_t> shuffle_seed;
+  DatasetOptions dataset;  // set: `data` is the prepared train.bin of this dataset
   optim::LrSchedule schedule;  // total_steps is set from `steps`
   optim::AdamWConfig adamw;
   float grad_clip = 1.0f;  // 0 turns clipping off

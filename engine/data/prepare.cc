@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
@@ -115,15 +116,22 @@ absl::StatusOr<std::vector<std::string>> ExpandSource(Env* env, const std::strin
   return files;  // ListDir is sorted
 }
 
-absl::StatusOr<PrepareResult> PrepareDataset(Env* env, const PrepareOptions& options,
-                                             const ProgressFn& progress) {
-  ACCEL_RETURN_IF_ERROR(CheckOptions(options));
-  ACCEL_ASSIGN_OR_RETURN(TokenizerFiles tok, LoadTokenizerFiles(env, options.tokenizer));
+namespace {
 
-  // Read every file: train sources first (source by source), then validation files.
+// The sources read and hashed: what the key is made of, and what preparation encodes.
+struct ReadSources {
   std::vector<SourceFile> files;
   std::vector<MixtureFile> layout;
-  Json key_sources = Json::array(), manifest_sources = Json::array();
+  Json manifest_sources = Json::array();
+  Json manifest_validation_files = Json::array();
+  std::string key;
+};
+
+absl::StatusOr<ReadSources> ReadAndKey(Env* env, const PrepareOptions& options,
+                                       const std::string& tokenizer_sha256) {
+  ReadSources out;
+  // Every file: train sources first (source by source), then validation files.
+  Json key_sources = Json::array();
   for (size_t s = 0; s < options.sources.size(); ++s) {
     ACCEL_ASSIGN_OR_RETURN(std::vector<std::string> paths, ExpandSource(env, options.sources[s].path));
     Json hashes = Json::array(), listed = Json::array();
@@ -132,24 +140,23 @@ absl::StatusOr<PrepareResult> PrepareDataset(Env* env, const PrepareOptions& opt
       const std::string sha = Sha256Hex(*f.contents);
       hashes.push_back(sha);
       listed.push_back({{"path", f.path}, {"sha256", sha}, {"bytes", f.contents->size()}});
-      layout.push_back({static_cast<int>(s), static_cast<int>(i), false});
-      files.push_back(std::move(f));
+      out.layout.push_back({static_cast<int>(s), static_cast<int>(i), false});
+      out.files.push_back(std::move(f));
     }
     key_sources.push_back({{"weight", options.sources[s].weight}, {"files", hashes}});
-    manifest_sources.push_back(
+    out.manifest_sources.push_back(
         {{"path", options.sources[s].path}, {"weight", options.sources[s].weight}, {"files", listed}});
   }
   Json key_validation = {{"fraction", options.validation_fraction}, {"files", Json::array()}};
-  Json manifest_validation_files = Json::array();
   for (const std::string& pattern : options.validation_files) {
     ACCEL_ASSIGN_OR_RETURN(std::vector<std::string> paths, ExpandSource(env, pattern));
     for (size_t i = 0; i < paths.size(); ++i) {
       ACCEL_ASSIGN_OR_RETURN(SourceFile f, ReadSourceFile(env, paths[i], options.format));
       const std::string sha = Sha256Hex(*f.contents);
       key_validation["files"].push_back(sha);
-      manifest_validation_files.push_back({{"path", f.path}, {"sha256", sha}});
-      layout.push_back({-1, static_cast<int>(i), true});
-      files.push_back(std::move(f));
+      out.manifest_validation_files.push_back({{"path", f.path}, {"sha256", sha}});
+      out.layout.push_back({-1, static_cast<int>(i), true});
+      out.files.push_back(std::move(f));
     }
   }
   const Json key_material = {{"version", kManifestVersion},
@@ -157,11 +164,54 @@ absl::StatusOr<PrepareResult> PrepareDataset(Env* env, const PrepareOptions& opt
                              {"text_field", options.text_field},
                              {"skip_invalid", options.skip_invalid},
                              {"seed", options.seed},
-                             {"tokenizer", tok.sha256},
+                             {"tokenizer", tokenizer_sha256},
                              {"sources", key_sources},
                              {"validation", key_validation}};
+  out.key = Sha256Hex(key_material.dump());
+  return out;
+}
+
+}  // namespace
+
+std::string DefaultCacheDir() {
+  if (const char* dir = std::getenv("ACCEL_DATA_CACHE"); dir != nullptr && *dir != '\0') {
+    return dir;
+  }
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
+    return JoinPath(JoinPath(xdg, "accel"), "datasets");
+  }
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+    return JoinPath(JoinPath(home, ".cache/accel"), "datasets");
+  }
+  return "";
+}
+
+absl::StatusOr<PreparedLocation> LocatePrepared(Env* env, const PrepareOptions& options) {
+  ACCEL_RETURN_IF_ERROR(CheckOptions(options));
+  ACCEL_ASSIGN_OR_RETURN(TokenizerFiles tok, LoadTokenizerFiles(env, options.tokenizer));
+  ACCEL_ASSIGN_OR_RETURN(ReadSources read, ReadAndKey(env, options, tok.sha256));
+  PreparedLocation where;
+  where.key = read.key;
+  where.dir = JoinPath(options.cache_dir, read.key);
+  where.train_path = JoinPath(where.dir, "train.bin");
+  if (options.validation_fraction > 0 || !options.validation_files.empty()) {
+    where.validation_path = JoinPath(where.dir, "validation.bin");
+  }
+  where.ready = env->FileExists(JoinPath(where.dir, "manifest.json"));
+  return where;
+}
+
+absl::StatusOr<PrepareResult> PrepareDataset(Env* env, const PrepareOptions& options,
+                                             const ProgressFn& progress) {
+  ACCEL_RETURN_IF_ERROR(CheckOptions(options));
+  ACCEL_ASSIGN_OR_RETURN(TokenizerFiles tok, LoadTokenizerFiles(env, options.tokenizer));
+  ACCEL_ASSIGN_OR_RETURN(ReadSources read, ReadAndKey(env, options, tok.sha256));
+  std::vector<SourceFile>& files = read.files;
+  const std::vector<MixtureFile>& layout = read.layout;
+  const Json& manifest_sources = read.manifest_sources;
+  const Json& manifest_validation_files = read.manifest_validation_files;
   PrepareResult result;
-  result.key = Sha256Hex(key_material.dump());
+  result.key = read.key;
   result.dir = JoinPath(options.cache_dir, result.key);
   if (env->FileExists(JoinPath(result.dir, "manifest.json"))) {
     ACCEL_ASSIGN_OR_RETURN(result, ResultFromManifest(env, result.dir));

@@ -73,11 +73,29 @@ struct PrepareResult {
   int32_t vocab_size = 0;  // the tokenizer's
 };
 
+// Where PrepareDataset puts (or put) a dataset, without encoding anything: the sources are read
+// and hashed for the key. acceld's lowering computes it at submit so that the typed plan names
+// the train.bin the ranks open (they prepare it first when it is not there: docs/data.md).
+struct PreparedLocation {
+  std::string key;
+  std::string dir;              // <cache_dir>/<key>
+  std::string train_path;       // <dir>/train.bin
+  std::string validation_path;  // <dir>/validation.bin when a validation split is asked for
+  bool ready = false;           // the directory is complete (its manifest.json exists)
+};
+// Errors as PrepareDataset's for options, sources and the tokenizer.
+[[nodiscard]] absl::StatusOr<PreparedLocation> LocatePrepared(Env* env,
+                                                              const PrepareOptions& options);
+
 // Errors: InvalidArgument for bad options and bad records ("file:line: reason", the first in
 // document order) and for an empty dataset; NotFound for a source or tokenizer that is not
 // there. `progress` is called from the calling thread, about every 100 ms and at the end.
 [[nodiscard]] absl::StatusOr<PrepareResult> PrepareDataset(Env* env, const PrepareOptions& options,
                                                            const ProgressFn& progress = {});
+
+// Where prepared datasets go when no cache directory is given: $ACCEL_DATA_CACHE, else
+// $XDG_CACHE_HOME/accel/datasets, else ~/.cache/accel/datasets ("" when HOME is unset too).
+std::string DefaultCacheDir();
 
 // The files a source names, sorted; NotFound when a glob matches nothing.
 [[nodiscard]] absl::StatusOr<std::vector<std::string>> ExpandSource(Env* env,

@@ -7,6 +7,7 @@
 #include "engine/checkpoint/hf_weights.h"
 #include "engine/comm/self_communicator.h"
 #include "engine/data/token_source.h"
+#include "engine/train/dataset_phase.h"
 #include "engine/base/logging.h"
 #include "engine/kernels/adamw.h"
 #include "engine/kernels/cross_entropy.h"
@@ -80,6 +81,8 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
   const int rank = groups.world->rank(), world = groups.world->size();
 
   ACCEL_ASSIGN_OR_RETURN(model::ModelConfig config, ModelConfigOf(env, options));
+  // Text, JSONL or chat data the cache does not hold yet: rank 0 prepares it (dataset_phase.h).
+  ACCEL_RETURN_IF_ERROR(PrepareDatasetIfMissing(options, rank, env));
   // The data's ids against the model's vocabulary as soon as both are known: before any model
   // memory is allocated or weights are read.
   ACCEL_ASSIGN_OR_RETURN(std::shared_ptr<const data::TokenSource> tokens,
