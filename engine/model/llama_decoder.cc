@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
 #include "engine/kernels/elementwise.h"
 #include "engine/kernels/rmsnorm.h"
@@ -117,6 +118,21 @@ absl::StatusOr<std::unique_ptr<KvDecoder>> MakeLlamaDecoder(const ModelLayout* l
                                                             const float* params,
                                                             const DecoderOptions& options) {
   ACCEL_ASSIGN_OR_RETURN(const int64_t capacity, DecoderCapacity(layout->config(), options));
+  // What this decoder does not compute yet is refused, not approximated: Qwen3's q/k norms, and
+  // a sliding window that would bind within the positions generated (docs/generate.md).
+  const LlamaConfig& c = *layout->config().As<LlamaConfig>();
+  if (c.qk_norm()) {
+    return absl::UnimplementedError(absl::StrCat(
+        "generation: ", c.model_type, " models (per-head q/k RMSNorm) are not decoded yet"));
+  }
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    if (const int64_t w = c.AttentionWindow(l); w > 0 && capacity > w) {
+      return absl::UnimplementedError(absl::StrCat(
+          "generation: layer ", l, "'s sliding window of ", w, " positions binds within the ",
+          capacity, " positions asked for (prompt + --max-new-tokens); the decoder has no window "
+          "yet: ask for at most ", w));
+    }
+  }
   return std::make_unique<LlamaDecoder>(layout, params, capacity, options.bf16);
 }
 
