@@ -13,6 +13,7 @@
 #include "engine/base/env.h"
 #include "engine/checkpoint/safetensors.h"
 #include "engine/testing/token_shard.h"
+#include "engine/data/loss_mask.h"
 #include "engine/train/trainer.h"
 #include "tests/golden/golden_fixture.h"
 
@@ -76,23 +77,17 @@ TEST_P(EvalGoldenTest, EvalLossMatchesFloat64Reference) {
   EXPECT_NEAR(e->perplexity, std::exp(want), 1e-5 * std::exp(want));
 }
 
-// Contract 1's mask file beside the shard: only the targets whose mask is 1 count. Skipped
-// (saying so) while the data loader does not read mask files yet: the engine then counts every
-// target, which the unmasked test covers.
+// The loss mask beside the shard (docs/data.md "Loss mask"): only the targets whose mask is 1
+// count.
 TEST_P(EvalGoldenTest, MaskedEvalLossMatchesFloat64Reference) {
   const std::vector<uint8_t> mask = ref_.at("mask").get<std::vector<uint8_t>>();
-  std::string bytes(1024, '\0');
-  const int32_t header[3] = {20261203, 1, static_cast<int32_t>(mask.size())};
-  std::memcpy(bytes.data(), header, sizeof(header));
-  bytes.append(mask.begin(), mask.end());
-  ASSERT_TRUE(WriteFileAtomic(Env::Default(), dir_ + "/eval.mask", bytes).ok());
+  ASSERT_TRUE(
+      WriteFileAtomic(Env::Default(), data::LossMaskPath(dir_ + "/eval.bin"), data::LossMaskBytes(mask))
+          .ok());
   auto trainer = train::Trainer::Create(Options());
   ASSERT_TRUE(trainer.ok()) << trainer.status();
   absl::StatusOr<train::EvalMetrics> e = (*trainer)->Evaluate();
   ASSERT_TRUE(e.ok()) << e.status();
-  if (e->tokens == ref_.at("eval_tokens").get<int64_t>()) {
-    GTEST_SKIP() << "the token source does not read X.mask yet (the lossmask/dataset parts)";
-  }
   EXPECT_EQ(e->tokens, ref_.at("eval_tokens_masked").get<int64_t>());
   const double want = ref_.at("eval_loss_masked");
   EXPECT_NEAR(e->loss, want, 1e-6 * want);
