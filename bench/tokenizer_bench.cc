@@ -22,16 +22,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "engine/base/env.h"
+#include "engine/text/oracles_dir.h"
 #include "engine/text/tokenizer.h"
 #include "nlohmann/json.hpp"
 
 namespace {
-
-std::string OraclesDir() {
-  if (const char* dir = std::getenv("ACCEL_ORACLES_DIR"); dir != nullptr && *dir != '\0') return dir;
-  const char* home = std::getenv("HOME");
-  return absl::StrCat(home != nullptr ? home : "", "/.cache/accel-oracles");
-}
 
 std::string ModelDir(const std::string& oracles, const std::string& model) {
   if (model == "gpt2") return oracles + "/gpt2";
@@ -73,7 +68,7 @@ int main(int argc, char** argv) {
       lines.push_back(std::move(line));
     }
   }
-  const std::string oracles = OraclesDir();
+  const std::string oracles = accel::text::OraclesDir();
   const bool json = output == "json";
   nlohmann::json results = nlohmann::json::array();
   if (!json) {

@@ -16,8 +16,6 @@
 namespace accel::text {
 
 ChatTemplate::ChatTemplate() = default;
-ChatTemplate::ChatTemplate(ChatTemplate&&) noexcept = default;
-ChatTemplate& ChatTemplate::operator=(ChatTemplate&&) noexcept = default;
 ChatTemplate::~ChatTemplate() = default;
 
 absl::StatusOr<ChatTemplate> ChatTemplate::FromTokenizerConfigFile(const std::string& path) {
@@ -39,7 +37,7 @@ absl::StatusOr<ChatTemplate> ChatTemplate::Parse(std::string_view source, std::s
   ACCEL_ASSIGN_OR_RETURN(std::vector<jinja::Token> tokens, jinja::Tokenize(source));
   ACCEL_ASSIGN_OR_RETURN(std::vector<jinja::NodePtr> program, jinja::Parse(tokens));
   ChatTemplate t;
-  t.program_ = std::move(program);
+  t.program_ = std::make_shared<const std::vector<jinja::NodePtr>>(std::move(program));
   t.bos_token_ = std::move(bos_token);
   t.eos_token_ = std::move(eos_token);
   return t;
@@ -56,7 +54,7 @@ absl::StatusOr<std::string> ChatTemplate::Render(const nlohmann::json& messages,
   env.Set("bos_token", jinja::Value::String(bos_token_));
   env.Set("eos_token", jinja::Value::String(eos_token_));
   env.Set("add_generation_prompt", jinja::Value::Bool(add_generation_prompt));
-  return jinja::Render(program_, env);
+  return jinja::Render(*program_, env);
 }
 
 }  // namespace accel::text

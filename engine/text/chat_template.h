@@ -36,13 +36,17 @@ class ChatTemplate {
   absl::StatusOr<std::string> Render(const nlohmann::json& messages,
                                      bool add_generation_prompt) const;
 
-  ChatTemplate(ChatTemplate&&) noexcept;
-  ChatTemplate& operator=(ChatTemplate&&) noexcept;
+  // Copies share the parsed template, which nothing changes after Parse: copying is cheap
+  // (a std::function may hold one), and Render may run on several threads at once.
+  ChatTemplate(const ChatTemplate&) = default;
+  ChatTemplate& operator=(const ChatTemplate&) = default;
+  ChatTemplate(ChatTemplate&&) noexcept = default;
+  ChatTemplate& operator=(ChatTemplate&&) noexcept = default;
   ~ChatTemplate();
 
  private:
   ChatTemplate();
-  std::vector<std::unique_ptr<jinja::Node>> program_;
+  std::shared_ptr<const std::vector<std::unique_ptr<jinja::Node>>> program_;
   std::string bos_token_, eos_token_;
 };
 

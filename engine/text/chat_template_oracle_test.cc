@@ -15,25 +15,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/text/chat_template.h"
+#include "engine/text/oracles_dir.h"
 
 namespace accel::text {
 namespace {
 
-std::string OraclesDir() {
-  if (const char* dir = std::getenv("ACCEL_ORACLES_DIR"); dir != nullptr && *dir != '\0') {
-    return dir;
-  }
-  const char* home = std::getenv("HOME");
-  return absl::StrCat(home != nullptr ? home : "", "/.cache/accel-oracles");
-}
-
-bool OnPath(const std::string& program) {
-  return std::system(absl::StrCat("command -v ", program, " >/dev/null 2>&1").c_str()) == 0;
-}
-
 bool Exists(const std::string& path) { return std::ifstream(path).good(); }
-
-std::string Quote(const std::string& s) { return absl::StrCat("'", s, "'"); }
 
 class ChatTemplateOracleTest : public ::testing::TestWithParam<std::string> {};
 
@@ -50,9 +37,9 @@ TEST_P(ChatTemplateOracleTest, ByteIdenticalToHuggingFaceJinja) {
   const std::string out =
       absl::StrCat(::testing::TempDir(), "/chat_oracle_", GetParam(), "_", getpid(), ".json");
   const std::string command = absl::StrCat(
-      "NODE_PATH=", Quote(oracles + "/node_modules"), " timeout 120 node ",
-      Quote(ACCEL_SOURCE_DIR "/tests/text/chat_template_oracle.js"), " ", Quote(config), " ",
-      Quote(out), " 60");
+      "NODE_PATH=", ShellQuote(oracles + "/node_modules"), " timeout 120 node ",
+      ShellQuote(ACCEL_SOURCE_DIR "/tests/text/chat_template_oracle.js"), " ", ShellQuote(config), " ",
+      ShellQuote(out), " 60");
   ASSERT_EQ(std::system(command.c_str()), 0) << command;
   std::stringstream text;
   text << std::ifstream(out).rdbuf();

@@ -142,7 +142,9 @@ TEST(ChatTemplateTest, FromTokenizerConfigFileReadsStringAndListForms) {
   EXPECT_EQ(*ta->Render(json::parse(R"([{"role":"user","content":"hi"}])"), false), "<B>hi<E>");
   auto tb = ChatTemplate::FromTokenizerConfigFile(b);
   ASSERT_TRUE(tb.ok()) << tb.status();
-  EXPECT_EQ(*tb->Render(json::array(), false), "D<E>");
+  const ChatTemplate copy = *tb;  // copies share the parsed template
+  tb = absl::InvalidArgumentError("gone");
+  EXPECT_EQ(*copy.Render(json::array(), false), "D<E>");
   auto tc = ChatTemplate::FromTokenizerConfigFile(c);
   EXPECT_TRUE(absl::StrContains(tc.status().message(), "chat_template: absent")) << tc.status();
   EXPECT_EQ(ChatTemplate::FromTokenizerConfigFile(dir + "/nope.json").status().code(),

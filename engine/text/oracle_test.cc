@@ -19,6 +19,7 @@
 #include "absl/strings/str_join.h"
 #include "engine/base/env.h"
 #include "engine/text/json_fields.h"
+#include "engine/text/oracles_dir.h"
 #include "engine/text/regex.h"
 #include "engine/text/small_tokenizer_json.h"
 #include "engine/text/tokenizer.h"
@@ -27,19 +28,7 @@
 namespace accel::text {
 namespace {
 
-std::string OraclesDir() {
-  if (const char* dir = std::getenv("ACCEL_ORACLES_DIR"); dir != nullptr && *dir != '\0') {
-    return dir;
-  }
-  const char* home = std::getenv("HOME");
-  return absl::StrCat(home != nullptr ? home : "", "/.cache/accel-oracles");
-}
-
-std::string Quote(const std::string& s) { return absl::StrCat("'", s, "'"); }
-
-bool OnPath(const std::string& program) {
-  return std::system(absl::StrCat("command -v ", program, " >/dev/null 2>&1").c_str()) == 0;
-}
+std::string Quote(const std::string& s) { return ShellQuote(s); }
 
 struct Model {
   std::string name;
