@@ -8,36 +8,13 @@
 #include <vector>
 
 #include "engine/model/gpt2.h"
+#include "engine/model/recording_access.h"
 #include "engine/tensor/dtype.h"
 #include "engine/testing/random.h"
 #include "gtest/gtest.h"
 
 namespace accel::model {
 namespace {
-
-// FlatParamAccess plus a bf16 copy of the parameters (null when `offer_bf16` is false).
-class Bf16Access : public ParamAccess {
- public:
-  Bf16Access(const ModelLayout* layout, const float* p, float* g, bool offer_bf16)
-      : layout_(layout), flat_(layout, p, g), p16_(layout->num_params()), offer_(offer_bf16) {
-    FloatToBf16(p, p16_.data(), p16_.size());
-  }
-  absl::StatusOr<const float*> Params(int unit, Pass pass) override {
-    return flat_.Params(unit, pass);
-  }
-  absl::Status Release(int unit, Pass pass) override { return flat_.Release(unit, pass); }
-  const uint16_t* ParamsBf16(int unit) override {
-    return offer_ ? p16_.data() + layout_->unit(unit).offset : nullptr;
-  }
-  absl::StatusOr<float*> Grads(int unit) override { return flat_.Grads(unit); }
-  absl::Status GradsReady(int unit) override { return flat_.GradsReady(unit); }
-
- private:
-  const ModelLayout* layout_;
-  FlatParamAccess flat_;
-  std::vector<uint16_t> p16_;
-  bool offer_;
-};
 
 struct Result {
   float loss = 0;

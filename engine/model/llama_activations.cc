@@ -24,15 +24,15 @@ Overlay WorkingSet(LlamaBlockActivations& L, const LlamaConfig& c, int64_t B, in
   const int64_t BT = B * T, C = c.hidden_size, I = c.intermediate_size;
   const int64_t H = c.num_attention_heads;
   Overlay parts = {At(&L.in_norm, BT * C),
-          At(&L.in_rstd, BT),
-          At(&L.qkv, BT * (c.q_dim() + 2 * c.kv_dim())),
-          At(&L.att, B * H * T * T),
-          At(&L.atty, BT * c.q_dim()),
-          At(&L.residual2, BT * C),
-          At(&L.post_norm, BT * C),
-          At(&L.post_rstd, BT),
-          At(&L.gate_up, BT * 2 * I),
-          At(&L.swiglu, BT * I)};
+                   At(&L.in_rstd, BT),
+                   At(&L.qkv, BT * (c.q_dim() + 2 * c.kv_dim())),
+                   At(&L.att, B * H * T * T),
+                   At(&L.atty, BT * c.q_dim()),
+                   At(&L.residual2, BT * C),
+                   At(&L.post_norm, BT * C),
+                   At(&L.post_rstd, BT),
+                   At(&L.gate_up, BT * 2 * I),
+                   At(&L.swiglu, BT * I)};
   if (c.qk_norm()) {  // qwen3: the projection before the per-head norms, and their rstd
     parts.push_back(At(&L.qkv_pre, BT * (c.q_dim() + 2 * c.kv_dim())));
     parts.push_back(At(&L.qk_rstd, BT * (H + c.num_key_value_heads)));

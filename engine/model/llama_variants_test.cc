@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "engine/model/llama.h"
-#include "engine/tensor/dtype.h"
+#include "engine/model/recording_access.h"
 #include "engine/testing/random.h"
 #include "gtest/gtest.h"
 
@@ -20,29 +20,6 @@ namespace accel::model {
 namespace {
 
 constexpr int64_t B = 2, T = 6;
-
-// The parameters also in bf16, as the sharded engine offers them to the bf16 matmuls.
-class Bf16Access : public ParamAccess {
- public:
-  Bf16Access(const ModelLayout* layout, const float* p, float* g)
-      : layout_(layout), flat_(layout, p, g), p16_(layout->num_params()) {
-    FloatToBf16(p, p16_.data(), p16_.size());
-  }
-  absl::StatusOr<const float*> Params(int unit, Pass pass) override {
-    return flat_.Params(unit, pass);
-  }
-  absl::Status Release(int unit, Pass pass) override { return flat_.Release(unit, pass); }
-  const uint16_t* ParamsBf16(int unit) override {
-    return p16_.data() + layout_->unit(unit).offset;
-  }
-  absl::StatusOr<float*> Grads(int unit) override { return flat_.Grads(unit); }
-  absl::Status GradsReady(int unit) override { return flat_.GradsReady(unit); }
-
- private:
-  const ModelLayout* layout_;
-  FlatParamAccess flat_;
-  std::vector<uint16_t> p16_;
-};
 
 LlamaConfig Qwen3Windowed() {
   LlamaConfig c;
