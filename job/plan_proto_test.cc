@@ -160,7 +160,7 @@ TEST(PlanProtoTest, EveryFieldRoundTrips) {
   config::LoweredJob other = UnusualJob();
   other.options.shard.reshard_after_forward = other.options.adamw.bias_correction = true;
   other.options.shard.offload_aio.overlap_events = other.options.schedule.deepspeed->log_warmup =
-      true;
+      other.options.eval.at_end = true;
   auto other_plan = TrainingPlanFromLowered(other, UnusualWorld());
   ASSERT_TRUE(other_plan.ok());
   std::set<std::string> unset, other_unset, never;

@@ -101,11 +101,12 @@ void AddRunRows(std::vector<Setting>& rows) {
           {.key = "eval.at_end",
            .type = SettingType::kBool,
            .help = "evaluate after the last step",
-           .default_value = "true",
+           // Unset means true (the apply): a spec without an eval section stays as it was.
            .apply =
                [](const JobSpec& s, O& o) {
                  o.eval.at_end = !s.eval().has_at_end() || s.eval().at_end();
-               }},
+               },
+           .doc_default = "true"},
           {.key = "resources.num_processes",
            .type = SettingType::kInt,
            .help =

@@ -32,8 +32,14 @@ bool IsTerminal(JobState state);
 // CANCELLED, RESTARTING between attempts. See job_registry.cc for the table.
 bool IsLegalTransition(JobState from, JobState to);
 
-enum class EventKind : int { kState = 1, kMetrics = 2, kMemory = 3, kCheckpoint = 4, kLog = 5,
-                            kEval = 6 };
+enum class EventKind : int {
+  kState = 1,
+  kMetrics = 2,
+  kMemory = 3,
+  kCheckpoint = 4,
+  kLog = 5,
+  kEval = 6,  // an evaluation on eval.data (issue 31)
+};
 const char* EventKindName(EventKind kind);  // "state", "metrics", ...
 [[nodiscard]] absl::StatusOr<EventKind> ParseEventKind(std::string_view name);
 
