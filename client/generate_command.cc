@@ -69,16 +69,14 @@ absl::Status Run(const Flags& f, std::ostream& out, const GenerateDeps& deps) {
   ACCEL_ASSIGN_OR_RETURN(generate::TextCodec codec,
                          generate::TextCodec::Open(deps.env, f.tokenizer, config.vocab_size()));
   ACCEL_ASSIGN_OR_RETURN(const std::vector<int32_t> prompt, PromptIds(f, codec, deps));
-  if (static_cast<int64_t>(prompt.size()) >= config.max_positions()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the prompt is ", prompt.size(), " tokens, which leaves no room in the model's context of ",
-        config.max_positions(), " positions"));
-  }
   generate::GenerateOptions options = f.options;
   options.end_ids = codec.end_ids();
-  // The cache holds what this call can use, not the model's whole context.
+  // The cache holds what this call can use, not the model's whole context; Generate refuses a
+  // prompt that leaves no room in it (naming the model's context when that is the limit).
+  const int64_t max_pos = config.max_positions();
   const int64_t capacity = std::min<int64_t>(
-      config.max_positions(), static_cast<int64_t>(prompt.size()) + std::max<int64_t>(1, options.max_new_tokens));
+      max_pos, static_cast<int64_t>(prompt.size()) +
+                   std::clamp<int64_t>(options.max_new_tokens, 1, max_pos));
   ACCEL_ASSIGN_OR_RETURN(
       std::unique_ptr<model::KvDecoder> decoder,
       config.architecture().decoder(m.layout.get(), m.params.data(),
