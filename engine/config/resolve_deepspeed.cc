@@ -209,6 +209,17 @@ void CheckOffload(Context& c, const DeepSpeedJson* json, int stage) {
           absl::StrCat("parameter offload needs ZeRO stage 3 (parameters are not sharded at "
                        "stage ", stage, ")"));
   }
+  // The lowering refuses these combinations too (lower_plan.cc); said here as well so that a
+  // file with other problems reports them all in one run, not this one after the rest is fixed.
+  if (p.offload_params != OffloadDevice::kNone && stage == 3 &&
+      p.offload_optimizer != p.offload_params) {
+    const std::string device(Name(p.offload_params));
+    error("offload_param_device", Z("offload_param", "device"),
+          absl::StrCat(device, " parameter offload needs the optimizer offloaded to ", device,
+                       " too (", json != nullptr ? "zero_optimization.offload_optimizer.device"
+                                                 : "deepspeed_config.offload_optimizer_device",
+                       ")"));
+  }
   if (p.offload_optimizer != OffloadDevice::kNone && stage == 0) {
     error("offload_optimizer_device", Z("offload_optimizer", "device"),
           "optimizer offload needs ZeRO stage 1 or higher");
