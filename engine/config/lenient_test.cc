@@ -278,7 +278,7 @@ TEST(LenientConfigTest, ModelConfigWarningsReachTheJobsWarnings) {
                                           R"(, "architectures": ["Qwen2ForSequenceClassification"]})"));
   lowered = Lower(FsdpJob(reward, kFsdp));
   ASSERT_FALSE(lowered.ok());
-  EXPECT_EQ(CountLines(lowered.status().message()), 1) << lowered.status();
+  EXPECT_EQ(CountLines(std::string(lowered.status().message())), 1) << lowered.status();
   EXPECT_EQ(std::string(lowered.status().message()).rfind(reward + ": architectures: ", 0), 0u)
       << lowered.status();
   const std::string gptq = ModelFile(
