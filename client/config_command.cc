@@ -141,7 +141,11 @@ int ConfigExplain(const ExplainArgs& args, const config::EnvMap& env, std::ostre
         config::ModeJson(lowered->options, lowered->source, {}));
     j["engine"].erase("event");
     j["engine"].erase("notes");
-    for (const auto& [key, value] : config::OptimizerPlanJson(*plan).items()) j[key] = value;
+    const nlohmann::ordered_json sections = config::OptimizerPlanJson(*plan);
+    // Only the sections the DeepSpeed file has: the contract's keys stay as they are without.
+    for (const auto& [key, value] : sections.items()) {
+      if (!value.is_null()) j[key] = value;
+    }
     if (memory) {
       j["memory_plan"] = nlohmann::ordered_json::parse(accel::plan::MemoryPlanJson(*memory));
     }

@@ -134,7 +134,8 @@ std::string PlanToText(const TrainPlan& plan) {
   }
   // What the DeepSpeed file's optimizer and scheduler sections set ("null": the job's value,
   // filled when the job is known); null sections are not printed.
-  for (const auto& [key, value] : OptimizerPlanJson(plan).items()) {
+  const ordered_json sections = OptimizerPlanJson(plan);
+  for (const auto& [key, value] : sections.items()) {
     if (value.is_null()) continue;
     std::string shown = value["type"].get<std::string>();
     for (const auto& [k, v] : value.items()) {

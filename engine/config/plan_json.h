@@ -27,7 +27,7 @@ std::string PlanToJsonText(const TrainPlan& plan);
 std::string PlanToText(const TrainPlan& plan);
 // {"optimizer": {...} | null, "scheduler": {...} | null}: what a DeepSpeed file's optimizer and
 // scheduler sections set (they replace the job's). Kept apart from PlanToJson, whose keys are
-// fixed; `accelctl config explain --output json` adds both.
+// fixed; `accelctl config explain --output json` adds the ones that are not null.
 nlohmann::ordered_json OptimizerPlanJson(const TrainPlan& plan);
 
 }  // namespace accel::config
