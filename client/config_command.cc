@@ -142,9 +142,10 @@ int ConfigExplain(const ExplainArgs& args, const config::EnvMap& env, std::ostre
     j["engine"].erase("event");
     j["engine"].erase("notes");
     const nlohmann::ordered_json sections = config::OptimizerPlanJson(*plan);
-    // Only the sections the DeepSpeed file has: the contract's keys stay as they are without.
+    // Under "engine" (what runs: they replace the job's optimizer and schedule), and only the
+    // sections the DeepSpeed file has; the contract's top-level keys stay as they are.
     for (const auto& [key, value] : sections.items()) {
-      if (!value.is_null()) j[key] = value;
+      if (!value.is_null()) j["engine"][key] = value;
     }
     if (memory) {
       j["memory_plan"] = nlohmann::ordered_json::parse(accel::plan::MemoryPlanJson(*memory));

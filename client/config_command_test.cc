@@ -316,7 +316,7 @@ TEST(AccelctlConfigTest, ExplainShowsTheDeepSpeedOptimizerAndScheduler) {
   const std::string json = Src("tests/config/ds_optimizer_scheduler_fixed.json");
   Outcome r = Accelctl({"config", "explain", json, "--lr", "2e-5", "--num-processes", "2"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
-  EXPECT_NE(r.out.find("optimizer:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\noptimizer:"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("AdamW lr=0.001 betas=[0.8,0.999]"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("WarmupLR warmup_min_lr=0.0 warmup_max_lr=0.001 warmup_num_steps=1000"),
             std::string::npos)
@@ -328,16 +328,16 @@ TEST(AccelctlConfigTest, ExplainShowsTheDeepSpeedOptimizerAndScheduler) {
   r = Accelctl({"config", "explain", json, "--output", "json", "--num-processes", "2"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j["optimizer"]["type"], "AdamW");
-  EXPECT_DOUBLE_EQ(j["optimizer"]["lr"].get<double>(), 0.001);
-  EXPECT_EQ(j["scheduler"]["type"], "WarmupLR");
-  EXPECT_EQ(j["scheduler"]["warmup_num_steps"], 1000);
+  EXPECT_EQ(j["engine"]["optimizer"]["type"], "AdamW");
+  EXPECT_DOUBLE_EQ(j["engine"]["optimizer"]["lr"].get<double>(), 0.001);
+  EXPECT_EQ(j["engine"]["scheduler"]["type"], "WarmupLR");
+  EXPECT_EQ(j["engine"]["scheduler"]["warmup_num_steps"], 1000);
   // Without the sections neither key is added (the contract's keys stay), nor a text line.
   r = Accelctl({"config", "explain", Src("configs/fsdp_full_shard.yaml"), "--output", "json"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
-  EXPECT_FALSE(nlohmann::json::parse(r.out).contains("optimizer"));
+  EXPECT_FALSE(nlohmann::json::parse(r.out)["engine"].contains("optimizer"));
   r = Accelctl({"config", "explain", Src("configs/fsdp_full_shard.yaml")});
-  EXPECT_EQ(r.out.find("optimizer:"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\noptimizer:"), std::string::npos) << r.out;
 }
 
 }  // namespace
