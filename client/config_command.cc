@@ -30,10 +30,17 @@ absl::StatusOr<config::PrecisionMode> ParsePrecision(const std::string& s) {
 // The one lowering (engine/config/lower.h) of what `inputs` names (a YAML, or a DeepSpeed JSON
 // alone) for a job of the default options with the job values given: what a worker would
 // run. Files the options name are not checked (the machine that runs the job may differ).
+// Whether `file`, given where an Accelerate YAML goes, is a DeepSpeed JSON (resolve.h): it then
+// runs under an implied DEEPSPEED config, as `accel-worker --deepspeed-config` runs it.
+bool IsJsonConfig(const std::string& file, Env* fs) {
+  absl::StatusOr<std::string> text = ReadFileToString(fs, file);
+  return config::IsDeepSpeedJsonFile(file, text.ok() ? *text : std::string());
+}
+
 absl::StatusOr<config::LoweredJob> LowerFile(const config::ConfigInputs& inputs, Env* fs) {
   config::LoweringInputs in;
   const std::string& file = inputs.accelerate_config;
-  if (absl::EndsWith(file, ".json") && inputs.deepspeed_config.empty()) {
+  if (inputs.deepspeed_config.empty() && IsJsonConfig(file, fs)) {
     in.deepspeed = {file, ""};
   } else {
     in.accelerate = {file, ""};
@@ -50,11 +57,35 @@ absl::StatusOr<config::LoweredJob> LowerFile(const config::ConfigInputs& inputs,
   if (job.gradient_clipping) in.job.grad_clip = static_cast<float>(*job.gradient_clipping);
   if (job.lr) in.job.schedule.base_lr = static_cast<float>(*job.lr);
   if (job.steps) in.job.steps = *job.steps;
+  // No job value given at all (`config validate`): the defaults stand in for one, and nothing
+  // is reported as kept over or overriding them.
+  in.job_stand_in = !job.micro_batch_size && !job.gradient_accumulation_steps &&
+                    !job.gradient_clipping && !job.lr && !job.steps;
   in.accumulation_given = job.gradient_accumulation_steps.has_value();
   in.clipping_given = job.gradient_clipping.has_value();
   in.check_files = false;
   in.model_given = false;  // the default preset stands in for whatever model the file serves
   return config::Lower(in, fs);
+}
+
+// What `config validate` assumed for a file, since it takes no job: the world it checked the
+// batch rule against and the job values that fill "auto", and how to give real ones.
+void PrintAssumed(const std::string& file, bool json, std::optional<int> num_processes,
+                  std::ostream& out) {
+  const config::TrainOptions defaults;
+  std::string world;
+  if (num_processes) {
+    world = absl::StrCat(*num_processes, " process(es) (--num-processes)");
+  } else if (json) {
+    world = "1 process (a DeepSpeed JSON names no count; pass --num-processes N)";
+  } else {
+    world = "the file's num_processes (--num-processes N overrides it)";
+  }
+  out << "  assumed: " << world << "; no job, so values the file leaves \"auto\" take the "
+      << "defaults (micro batch " << defaults.batch << ", accumulation " << defaults.grad_accum
+      << ", lr " << defaults.schedule.base_lr << ", steps " << defaults.steps
+      << "); check a job's own with `accelctl config explain " << file
+      << " --micro-batch N --grad-accum N --lr X --steps N`\n";
 }
 
 }  // namespace
@@ -110,6 +141,12 @@ int ConfigExplain(const ExplainArgs& args, const config::EnvMap& env, std::ostre
         config::ModeJson(lowered->options, lowered->source, {}));
     j["engine"].erase("event");
     j["engine"].erase("notes");
+    const nlohmann::ordered_json sections = config::OptimizerPlanJson(*plan);
+    // Under "engine" (what runs: they replace the job's optimizer and schedule), and only the
+    // sections the DeepSpeed file has; the contract's top-level keys stay as they are.
+    for (const auto& [key, value] : sections.items()) {
+      if (!value.is_null()) j["engine"][key] = value;
+    }
     if (memory) {
       j["memory_plan"] = nlohmann::ordered_json::parse(accel::plan::MemoryPlanJson(*memory));
     }
@@ -135,6 +172,7 @@ int ConfigValidate(const std::vector<std::string>& files, std::optional<int> num
     inputs.env = env;
     inputs.num_processes = num_processes;
     absl::StatusOr<config::LoweredJob> lowered = LowerFile(inputs, fs);
+    const bool json = IsJsonConfig(file, fs);
     if (!lowered.ok()) {
       ++invalid;
       out << "invalid: " << file << "\n";
@@ -146,12 +184,14 @@ int ConfigValidate(const std::vector<std::string>& files, std::optional<int> num
         out << "  " << message.substr(start, end - start) << "\n";
         start = end + 1;
       }
+      PrintAssumed(file, json, num_processes, out);
       continue;
     }
     const config::TrainPlan& plan = *lowered->plan;
     out << "ok: " << file << " (" << config::Name(plan.distributed_type) << ", "
         << config::Name(plan.strategy) << ")\n";
     for (const std::string& w : lowered->notes) out << "  warning: " << w << "\n";
+    PrintAssumed(file, json, num_processes, out);
   }
   if (invalid > 0) {
     err << invalid << " of " << files.size() << " file(s) invalid\n";
@@ -220,7 +260,9 @@ void AddConfigCommand(CLI::App& app, ConfigCommand* c) {
   config->require_subcommand(1);
 
   CLI::App* explain = config->add_subcommand("explain", "print the resolved training plan");
-  explain->add_option("file", c->explain.file, "Accelerate config YAML")->required();
+  explain->add_option("file", c->explain.file,
+                      "Accelerate config YAML, or a DeepSpeed JSON (run as DEEPSPEED)")
+      ->required();
   explain->add_option("--deepspeed-config", c->explain.deepspeed_config,
                       "DeepSpeed JSON (wins over deepspeed_config_file)");
   explain->add_option("--num-processes", c->explain_num_processes, "total processes");
@@ -251,7 +293,9 @@ void AddConfigCommand(CLI::App& app, ConfigCommand* c) {
 
   CLI::App* convert =
       config->add_subcommand("convert", "write the other backend's files (FSDP <-> DeepSpeed)");
-  convert->add_option("file", c->convert.file, "Accelerate config YAML")->required();
+  convert->add_option("file", c->convert.file,
+                      "Accelerate config YAML, or a DeepSpeed JSON (run as DEEPSPEED)")
+      ->required();
   convert->add_option("--deepspeed-config", c->convert.deepspeed_config, "DeepSpeed JSON");
   convert->add_option("--num-processes", c->convert_num_processes, "total processes");
   convert->add_option("--to", c->convert.to, "deepspeed | fsdp (default: the other one)");

@@ -261,5 +261,84 @@ TEST(AccelctlConfigTest, ExplainModelConfigAndBadModels) {
   (void)Env::Default()->DeleteRecursively(dir);
 }
 
+
+// Issue 32 item 9: a DeepSpeed JSON as the positional file of explain, convert and validate runs
+// as an implied DEEPSPEED config, as `accel-worker --deepspeed-config` runs it.
+TEST(AccelctlConfigTest, ADeepSpeedJsonAsTheFileIsAnImpliedDeepSpeedConfig) {
+  const std::string json = Src("tests/config/ds_squad_adam_no_bias_correction.json");
+  Outcome r = Accelctl({"config", "explain", json, "--num-processes", "2"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("distributed_type:"), std::string::npos);
+  EXPECT_NE(r.out.find("DEEPSPEED"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("unknown key"), std::string::npos) << r.out;
+  r = Accelctl({"config", "convert", json, "--num-processes", "2"});
+  EXPECT_EQ(r.code, kExitInvalid);  // ZeRO stage 1 has no FSDP counterpart: the plan's refusal
+  EXPECT_NE(r.err.find("ZeRO stage 1"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("unknown key"), std::string::npos) << r.err;
+  r = Accelctl({"config", "convert", Src("tests/config/ds_optimizer_scheduler_fixed.json")});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("distributed_type: FSDP"), std::string::npos) << r.out;
+  r = Accelctl({"config", "validate", json, "--num-processes", "2"});
+  EXPECT_EQ(r.code, kExitOk) << r.out << r.err;
+}
+
+// Issue 32 item 10: validate takes no job, so it says what it assumed and never reports a
+// file's value as kept over a job value it made up.
+TEST(AccelctlConfigTest, ValidateSaysWhatItAssumedAndInventsNoJob) {
+  const std::string json = Src("tests/config/ds_squad_adam_no_bias_correction.json");
+  Outcome r = Accelctl({"config", "validate", json, "--num-processes", "2"});
+  ASSERT_EQ(r.code, kExitOk) << r.out << r.err;
+  EXPECT_EQ(r.out.find("over the job's"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("overrides the job's"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  assumed: 2 process(es) (--num-processes); no job, so values the file "
+                       "leaves \"auto\" take the defaults (micro batch 4"),
+            std::string::npos)
+      << r.out;
+  // Written for 2 processes (24 = 3 x 4 x 2): on the one assumed, the batch rule fails, and the
+  // output says the world was assumed and how to give it.
+  r = Accelctl({"config", "validate", json});
+  EXPECT_EQ(r.code, kExitInvalid);
+  EXPECT_NE(r.out.find("24 != 3 * 4 * 1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  assumed: 1 process (a DeepSpeed JSON names no count; pass "
+                       "--num-processes N)"),
+            std::string::npos)
+      << r.out;
+  r = Accelctl({"config", "validate", Src("configs/fsdp_full_shard.yaml")});
+  ASSERT_EQ(r.code, kExitOk) << r.out;
+  EXPECT_NE(r.out.find("  assumed: the file's num_processes (--num-processes N overrides it)"),
+            std::string::npos)
+      << r.out;
+}
+
+// Issue 32 item 11: explain shows the optimizer and scheduler a DeepSpeed JSON sets, and warns
+// where they override the job's values.
+TEST(AccelctlConfigTest, ExplainShowsTheDeepSpeedOptimizerAndScheduler) {
+  const std::string json = Src("tests/config/ds_optimizer_scheduler_fixed.json");
+  Outcome r = Accelctl({"config", "explain", json, "--lr", "2e-5", "--num-processes", "2"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("\noptimizer:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("AdamW lr=0.001 betas=[0.8,0.999]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("WarmupLR warmup_min_lr=0.0 warmup_max_lr=0.001 warmup_num_steps=1000"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("warning: " + json + ": optimizer.params.lr: 0.001 (fixed in the file) "
+                       "overrides the job's lr 2e-05"),
+            std::string::npos)
+      << r.out;
+  r = Accelctl({"config", "explain", json, "--output", "json", "--num-processes", "2"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["engine"]["optimizer"]["type"], "AdamW");
+  EXPECT_DOUBLE_EQ(j["engine"]["optimizer"]["lr"].get<double>(), 0.001);
+  EXPECT_EQ(j["engine"]["scheduler"]["type"], "WarmupLR");
+  EXPECT_EQ(j["engine"]["scheduler"]["warmup_num_steps"], 1000);
+  // Without the sections neither key is added (the contract's keys stay), nor a text line.
+  r = Accelctl({"config", "explain", Src("configs/fsdp_full_shard.yaml"), "--output", "json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_FALSE(nlohmann::json::parse(r.out)["engine"].contains("optimizer"));
+  r = Accelctl({"config", "explain", Src("configs/fsdp_full_shard.yaml")});
+  EXPECT_EQ(r.out.find("\noptimizer:"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace accel::client

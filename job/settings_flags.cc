@@ -3,10 +3,33 @@
 #include <google/protobuf/descriptor.h>
 
 #include <string>
+#include <string_view>
+#include <utility>
 
+#include "absl/strings/str_join.h"
+#include "engine/model/model_config.h"
+#include "engine/model/registry.h"
 #include "job/settings.h"
 
 namespace accel::job {
+
+namespace {
+
+// The help text with its placeholders filled from the model registry, so `--help` lists every
+// family's presets and model types as they are registered: {presets}, {model_types}.
+std::string FlagHelp(const Setting& s) {
+  std::string help(s.flag_help);
+  const std::pair<std::string_view, std::string> fills[] = {
+      {"{presets}", absl::StrJoin(model::ModelPresetNames(), ", ")},
+      {"{model_types}", absl::StrJoin(model::SupportedModelTypes(), ", ")}};
+  for (const auto& [placeholder, value] : fills) {
+    const size_t at = help.find(placeholder);
+    if (at != std::string::npos) help.replace(at, placeholder.size(), value);
+  }
+  return help;
+}
+
+}  // namespace
 
 void AddSettingFlags(CLI::App& app, accel::v1::JobSpec* spec, config::TrainOptions* options) {
   using google::protobuf::FieldDescriptor;
@@ -16,7 +39,7 @@ void AddSettingFlags(CLI::App& app, accel::v1::JobSpec* spec, config::TrainOptio
     auto applied = [row, spec, options] {
       if (row->apply != nullptr) row->apply(*spec, *options);
     };
-    const std::string name(s.flag), help(s.flag_help);
+    const std::string name(s.flag), help = FlagHelp(s);
     CLI::Option* option = nullptr;
     switch (s.type) {
       case SettingType::kBool:

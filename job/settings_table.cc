@@ -46,8 +46,8 @@ void AddModelDataTrainRows(std::vector<Setting>& rows) {
                    "llama3.2-1b (docs/models.md)",
            .default_value = "gpt2-mini",
            .flag = "--model",
-           .flag_help =
-               "model preset (gpt2-tiny, gpt2-mini, gpt2, gpt2-medium, gpt2-large, gpt2-xl)",
+           // {presets}: every family's, from the registry (settings_flags.cc).
+           .flag_help = "model preset ({presets})",
            .apply =
                [](const JobSpec& s, O& o) {
                  o.model = s.model().preset().empty() ? o.model : s.model().preset();
@@ -57,7 +57,8 @@ void AddModelDataTrainRows(std::vector<Setting>& rows) {
            .help = "a Hugging Face `config.json` (`model_type` gpt2, llama, mistral, qwen2 or "
                    "qwen3; docs/models.md); wins over `preset`",
            .flag = "--model-config",
-           .flag_help = "Hugging Face GPT-2 config.json (wins over --model)",
+           .flag_help =
+               "Hugging Face config.json, model_type {model_types} (wins over --model)",
            .flag_shows_default = false,
            .apply = [](const JobSpec& s, O& o) { o.model_config = s.model().config(); }},
           {.key = "model.init_weights",

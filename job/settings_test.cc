@@ -11,6 +11,8 @@
 
 #include "CLI/CLI.hpp"
 #include "gmock/gmock.h"
+#include "engine/model/model_config.h"
+#include "engine/model/registry.h"
 #include "gtest/gtest.h"
 #include "job/job_file.h"
 #include "job/job_options.h"
@@ -22,6 +24,7 @@ namespace {
 using accel::v1::JobSpec;
 using google::protobuf::FieldDescriptor;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string Msg(const absl::Status& s) { return std::string(s.message()); }
 
@@ -204,6 +207,26 @@ TEST(SettingsTest, GeneratedFlagsParseIntoTheSpecAndTheOptions) {
   EXPECT_THROW(app.parse(std::vector<std::string>{"often", "--log-every"}), CLI::ParseError);
   EXPECT_THAT(app.help(), HasSubstr("--log-every"));
   EXPECT_THAT(app.help(), HasSubstr("print progress every N steps"));
+}
+
+// Issue 32 item 13: the worker's --help named GPT-2 only; the model flags' help now comes from
+// the registry, so every family's presets and model types are listed as they are registered.
+TEST(SettingsTest, ModelFlagsHelpListsEveryFamilyFromTheRegistry) {
+  CLI::App app;
+  JobSpec spec = DefaultJobSpec();
+  config::TrainOptions o;
+  AddSettingFlags(app, &spec, &o);
+  const std::string model_help = app.get_option("--model")->get_description();
+  for (const std::string& preset : model::ModelPresetNames()) {
+    EXPECT_THAT(model_help, HasSubstr(preset));
+  }
+  EXPECT_THAT(model_help, HasSubstr("llama-tiny"));
+  const std::string config_help = app.get_option("--model-config")->get_description();
+  for (const std::string& type : model::SupportedModelTypes()) {
+    EXPECT_THAT(config_help, HasSubstr(type));
+  }
+  EXPECT_THAT(config_help, Not(HasSubstr("GPT-2")));
+  EXPECT_THAT(app.help(), Not(HasSubstr("{presets}")));
 }
 
 TEST(SettingsTest, JobOptionsFromSpecMapsEachRow) {

@@ -92,18 +92,39 @@ void ReadParallelism(Reader& r, ParallelismSection* out) {
   const KeyPath base = {"parallelism_config"};
   const json* obj = r.Object(base);
   if (obj == nullptr || obj->empty()) return;
-  out->present = true;
-  r.CheckKeys(base, {"parallelism_config_dp_replicate_size", "parallelism_config_dp_shard_size",
-                     "parallelism_config_tp_size", "parallelism_config_cp_size",
-                     "parallelism_config_cp_comm_strategy"});
   auto size = [&](const char* key) {
     return ToInt(r.Int({"parallelism_config", key}, 1, 1 << 20));
   };
+  // Sequence parallelism (TRL's Ulysses sp_* keys, FSDP2 context parallelism cp_*) splits each
+  // sequence over ranks. One line says so; the rest of the section (sizes that no longer add up,
+  // the FSDP2 requirement, sp_* keys) would only be consequences of it.
+  const std::optional<int> sp = size("parallelism_config_sp_size");
+  const std::optional<int> cp = size("parallelism_config_cp_size");
+  for (const auto& [key, n] : {std::pair{"parallelism_config_sp_size", sp},
+                               std::pair{"parallelism_config_cp_size", cp}}) {
+    if (n.value_or(1) > 1) {
+      r.Error({"parallelism_config", key},
+              absl::StrCat(*n, ": sequence parallelism is not supported by this engine"));
+      return;
+    }
+  }
+  out->present = true;
+  r.CheckKeys(base, {"parallelism_config_dp_replicate_size", "parallelism_config_dp_shard_size",
+                     "parallelism_config_tp_size", "parallelism_config_cp_size",
+                     "parallelism_config_cp_comm_strategy", "parallelism_config_cp_backend",
+                     "parallelism_config_sp_size", "parallelism_config_sp_backend",
+                     "parallelism_config_sp_seq_length_is_variable",
+                     "parallelism_config_sp_attn_implementation"});
   out->dp_replicate_size = size("parallelism_config_dp_replicate_size");
   out->dp_shard_size = size("parallelism_config_dp_shard_size");
   out->tp_size = size("parallelism_config_tp_size");
-  out->cp_size = size("parallelism_config_cp_size");
-  r.String({"parallelism_config", "parallelism_config_cp_comm_strategy"});
+  out->cp_size = cp;
+  for (const char* key : {"parallelism_config_cp_comm_strategy", "parallelism_config_cp_backend",
+                          "parallelism_config_sp_backend",
+                          "parallelism_config_sp_attn_implementation"}) {
+    r.String({"parallelism_config", key});
+  }
+  r.Bool({"parallelism_config", "parallelism_config_sp_seq_length_is_variable"});
 }
 
 // mpirun_config (MULTI_CPU launched through mpirun with a hostfile): accepted, so that the

@@ -29,7 +29,7 @@ std::vector<std::string_view> TopLevelKeys() {
       "train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps",
       "gradient_clipping", "communication_data_type", "fp16", "bf16", "bfloat16", "optimizer",
       "scheduler", "zero_optimization", "aio", "activation_checkpointing",
-      "seq_parallel_communication_data_type", "compile"};
+      "seq_parallel_communication_data_type", "sequence_parallel_size", "compile"};
   for (std::string_view k : kInert) keys.push_back(k);
   for (std::string_view k : kUnsupported) keys.push_back(k);
   return keys;
@@ -83,6 +83,12 @@ void ReadActivationCheckpointing(Reader& r, DsActivationCheckpointing* out) {
 // DeepSpeed settings for features this engine has no counterpart of, which change nothing
 // about the result: accepted with a warning naming the key.
 void ReadNoEffect(Reader& r) {
+  // Ulysses sequence parallelism splits each sequence over ranks: a plan this engine does not
+  // have, refused in one line (resolve.cc says the same of Accelerate's parallelism_config).
+  const KeyPath sp = {"sequence_parallel_size"};
+  if (auto size = r.Int(sp, 1); size && *size > 1) {
+    r.Error(sp, absl::StrCat(*size, ": sequence parallelism is not supported by this engine"));
+  }
   const KeyPath seq = {"seq_parallel_communication_data_type"};
   if (r.Has(seq) && r.Enum(seq, FloatTypeNames())) {
     r.Warn(seq, "does nothing here: this engine has no sequence parallelism; ignored");
@@ -139,8 +145,13 @@ void ReadBf16(Reader& r, DsBf16* out) {
   }
   if (r.Object(base) == nullptr) return;
   out->present = true;
-  r.CheckKeys(base, {"enabled", "immediate_grad_update", "check_grad_overflow",
-                     "bf16_master_weights_and_grads", "bf16_optimizer_states"});
+  // DeepSpeed's bf16 section reads only these; fp16's loss-scaling keys copied into it
+  // (loss_scale, initial_scale_power, hysteresis, ...) do nothing there.
+  r.CheckKeysLenient(base,
+                     {"enabled", "immediate_grad_update", "check_grad_overflow",
+                      "bf16_master_weights_and_grads", "bf16_optimizer_states"},
+                     "DeepSpeed's bf16 section reads enabled and immediate_grad_update; bf16 "
+                     "needs no loss scaling");
   KeyPath enabled = base;
   enabled.push_back("enabled");
   out->enabled = ReadAutoable<bool>(r.IsAuto(enabled), r.Has(enabled),
@@ -282,7 +293,7 @@ DeepSpeedJson ReadDeepSpeedJson(const Document& doc, Diagnostics* diag) {
     return out;
   }
   diag->DuplicateKeys(doc);
-  r.CheckKeys({}, TopLevelKeys());
+  r.CheckKeysLenient({}, TopLevelKeys(), "DeepSpeed does not read it");
   out.train_batch_size = AutoInt(r, "train_batch_size", int64_t{1} << 40);
   out.train_micro_batch_size_per_gpu = AutoInt(r, "train_micro_batch_size_per_gpu", kMaxMicroBatch);
   out.gradient_accumulation_steps = AutoInt(r, "gradient_accumulation_steps", kMaxGradAccum);

@@ -217,7 +217,9 @@ void ReadZeroSection(Reader& r, DeepSpeedJson* out) {
   if (auto p = Aliased(r, "stage3_max_reuse_distance", "max_reuse_distance")) {
     z.stage3_max_reuse_distance = r.Int(*p, 0);
   }
-  z.sub_group_size = r.Int(Z("sub_group_size"), 1);
+  // DeepSpeed declares it ge=0; 0 makes every tensor its own sub-group there. Here it bounds
+  // the tile the offloaded update streams in (0: the default tile), which sets memory, not bits.
+  z.sub_group_size = r.Int(Z("sub_group_size"), 0);
 
   std::optional<KeyPath> gather = Aliased(r, "stage3_gather_16bit_weights_on_model_save",
                                           "gather_16bit_weights_on_model_save");

@@ -39,6 +39,11 @@ void Diagnostics::Warn(const Document& doc, const KeyPath& path, std::string_vie
   warnings_.push_back(Format(doc.source, doc.MarkOf(path), PathString(path), message));
 }
 
+void Diagnostics::Warn(const Document& doc, Mark mark, const KeyPath& path,
+                       std::string_view message) {
+  warnings_.push_back(Format(doc.source, mark, PathString(path), message));
+}
+
 void Diagnostics::Error(std::string_view source, std::string_view path,
                         std::string_view message) {
   errors_.push_back(Format(source, Mark{}, path, message));

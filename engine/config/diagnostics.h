@@ -55,6 +55,7 @@ class Diagnostics {
   void Warn(const Document& doc, const KeyPath& path, std::string_view message);
   // At an explicit position (an unknown key reported under its parent's path).
   void Error(const Document& doc, Mark mark, const KeyPath& path, std::string_view message);
+  void Warn(const Document& doc, Mark mark, const KeyPath& path, std::string_view message);
   // For messages not tied to a document key (a path may still be given as text).
   void Error(std::string_view source, std::string_view path, std::string_view message);
   void Warn(std::string_view source, std::string_view path, std::string_view message);

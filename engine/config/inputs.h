@@ -32,6 +32,10 @@ struct JobSettings {
   std::optional<int64_t> steps;        // optimizer steps the job runs
   std::optional<int64_t> hidden_size;  // the model's; DeepSpeed bucket "auto" values use it
   std::optional<FloatType> load_dtype;  // dtype the weights are loaded in; fp32 if unset
+  // The values above are defaults standing in for a job nobody gave (`accelctl config
+  // validate`): they fill "auto", but a file's value is never reported as kept over or
+  // overriding them, since no job chose them.
+  bool stand_in = false;
 };
 
 struct ConfigInputs {

@@ -15,6 +15,7 @@
 #include "engine/config/resolve.h"
 #include "engine/io/block_file.h"
 #include "engine/model/architecture.h"
+#include "engine/model/checkpoint_kind.h"
 #include "engine/model/param_specs.h"
 #include "engine/model/registry.h"
 #include "engine/shard/shard_plan.h"
@@ -34,13 +35,6 @@ absl::StatusOr<Document> ReadDocument(const ConfigFile& file, bool json, Env* en
   }
   return json ? ParseJsonDocument(text, file.name, file.echo)
               : ParseYamlDocument(text, file.name, file.echo);
-}
-
-// The YAML that a DeepSpeed JSON given alone runs under: DEEPSPEED on the launcher's count.
-absl::StatusOr<Document> ImpliedDeepSpeedYaml(const LoweringInputs& in) {
-  return ParseYamlDocument(absl::StrCat("distributed_type: DEEPSPEED\nnum_processes: ",
-                                        in.launcher_world.value_or(1), "\n"),
-                           "(implied accelerate config)");
 }
 
 // A JSON beside a YAML whose distributed_type is not DEEPSPEED would be ignored by Accelerate's
@@ -86,6 +80,7 @@ absl::StatusOr<TrainPlan> Resolve(const LoweringInputs& in, const model::ModelCo
   if (!in.accumulation_given) ci.job.gradient_accumulation_steps.reset();
   if (!in.clipping_given) ci.job.gradient_clipping.reset();
   ci.job.load_dtype = in.load_dtype;
+  ci.job.stand_in = in.job_stand_in;
   ci.mixed_precision = in.mixed_precision;
   ci.defaults = in.defaults;
   ci.job_complete = true;
@@ -107,7 +102,7 @@ absl::StatusOr<TrainPlan> Resolve(const LoweringInputs& in, const model::ModelCo
     ACCEL_ASSIGN_OR_RETURN(yaml, ReadDocument(in.accelerate, false, env));
     if (json) ACCEL_RETURN_IF_ERROR(CheckJsonNeedsDeepSpeed(yaml, in));
   } else {
-    ACCEL_ASSIGN_OR_RETURN(yaml, ImpliedDeepSpeedYaml(in));
+    ACCEL_ASSIGN_OR_RETURN(yaml, ImpliedDeepSpeedYaml(in.launcher_world.value_or(1)));
   }
   return ResolveDocuments(yaml, json ? &*json : nullptr, ci);
 }
@@ -168,11 +163,20 @@ absl::Status CheckEngine(const LoweringInputs& in, const LoweredJob& job) {
   return absl::OkStatus();
 }
 
-// A decoder-layer class of another architecture than the model's, as Accelerate's
-// transformer_auto_wrap_policy fails on a class the model does not have.
+// Whether `cls` is shaped like a transformer layer's class (Qwen3_5DecoderLayer, FooBlock):
+// one the model does not have is a file written for another model.
+bool LooksLikeLayerClass(const std::string& cls) {
+  return absl::EndsWith(cls, "DecoderLayer") || absl::EndsWith(cls, "Layer") ||
+         absl::EndsWith(cls, "Block");
+}
+
+// A decoder-layer class the model does not have (another architecture's, or one no registered
+// family has), as Accelerate's transformer_auto_wrap_policy fails on a class it cannot find in
+// the model. Other classes (norms, MLPs) exist in every model and run as one unit per block.
 absl::Status CheckWrappedClasses(const TrainPlan& plan, const model::ModelConfig& model) {
   for (const std::string& cls : plan.transformer_layer_cls_to_wrap) {
-    if (model::IsBlockClass(cls) && cls != "Block" && cls != model.block_class()) {
+    if ((model::IsBlockClass(cls) || LooksLikeLayerClass(cls)) && cls != "Block" &&
+        cls != model.block_class()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "fsdp_config.fsdp_transformer_layer_cls_to_wrap: ", cls, " is not a layer of model ",
           model.name(), " (", model.model_type(), ", whose blocks are ", model.block_class(),
@@ -233,10 +237,21 @@ absl::StatusOr<LoweredJob> Lower(const LoweringInputs& in, Env* env) {
   }
   GroupHybridByMachine(in, &out);
   if (!model.ok()) {
-    return Prefixed(out.options.model_config.empty() ? "model" : out.options.model_config,
-                    model.status());
+    // The readers name the config.json already (LoadModelConfig); the preset's have no file.
+    const std::string& file = out.options.model_config;
+    if (!file.empty() && absl::StrContains(model.status().message(), file)) {
+      return model.status();
+    }
+    return Prefixed(file.empty() ? "model" : file, model.status());
   }
   out.model = *std::move(model);
+  // What the model's config.json warned about (an architectures class we do not know), with
+  // the config's warnings.
+  if (!out.options.model_config.empty() && !out.options.resolved_model.has_value()) {
+    for (std::string& note : model::CheckpointKindNotes(env, out.options.model_config)) {
+      out.notes.push_back(std::move(note));
+    }
+  }
   // Text, JSONL or chat data: the prepared train.bin the ranks open (dataset_lowering.h). It
   // reads the sources, so only where they can be read (not for another host's files).
   if (in.check_files) ACCEL_RETURN_IF_ERROR(LowerDataset(&out.options, out.model, env));

@@ -72,6 +72,9 @@ struct LoweringInputs {
   // fsdp_transformer_layer_cls_to_wrap of another architecture is not held against it:
   // `accelctl config validate` checks a file for any model).
   bool model_given = true;
+  // The job's values are defaults standing in for a job nobody gave (`accelctl config
+  // validate`): they fill "auto" but are never reported as overridden (JobSettings::stand_in).
+  bool job_stand_in = false;
   std::optional<FloatType> load_dtype;  // weights loaded in bf16: FSDP's low precision
   std::optional<PrecisionMode> mixed_precision;  // a launcher's --mixed-precision
   DefaultProfile defaults = DefaultProfile::kLauncher;

@@ -204,7 +204,10 @@ absl::Status ApplyTrainPlan(const TrainPlan& p, TrainOptions* options,
                                       "offload needs a directory"));
       }
       o.shard.offload_dir = p.offload_optimizer_nvme_path;
-      o.shard.offload_tile_numel = std::min(o.shard.offload_tile_numel, p.comm.sub_group_size);
+      // sub_group_size 0 (DeepSpeed: one tensor per sub-group) keeps the default tile.
+      if (p.comm.sub_group_size > 0) {
+        o.shard.offload_tile_numel = std::min(o.shard.offload_tile_numel, p.comm.sub_group_size);
+      }
       // DeepSpeed's aio section drives the transfers (AsyncIo); pin_memory locks the staging
       // buffers (mlock, unlocked where refused).
       const OffloadTuning& t = p.offload_tuning;

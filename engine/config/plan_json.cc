@@ -1,5 +1,7 @@
 #include "engine/config/plan_json.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace accel::config {
@@ -76,6 +78,40 @@ ordered_json PlanToJson(const TrainPlan& p) {
 
 std::string PlanToJsonText(const TrainPlan& plan) { return Dump(PlanToJson(plan), 2); }
 
+ordered_json OptimizerPlanJson(const TrainPlan& p) {
+  ordered_json j = ordered_json::object();
+  j["optimizer"] = nullptr;
+  j["scheduler"] = nullptr;
+  if (p.optimizer.has_value()) {
+    const OptimizerPlan& o = *p.optimizer;
+    ordered_json opt = ordered_json::object();
+    opt["type"] = o.type;
+    opt["lr"] = OrNull(o.lr);
+    opt["betas"] = OrNull(o.betas);
+    opt["eps"] = OrNull(o.eps);
+    opt["weight_decay"] = OrNull(o.weight_decay);
+    opt["adam_w_mode"] = o.adam_w_mode;
+    opt["bias_correction"] = o.bias_correction;
+    j["optimizer"] = std::move(opt);
+  }
+  if (p.scheduler.has_value()) {
+    const SchedulerPlan& s = *p.scheduler;
+    ordered_json sch = ordered_json::object();
+    sch["type"] = s.type;
+    sch["warmup_min_lr"] = OrNull(s.warmup_min_lr);
+    sch["warmup_max_lr"] = OrNull(s.warmup_max_lr);
+    sch["warmup_num_steps"] = OrNull(s.warmup_num_steps);
+    sch["total_num_steps"] = OrNull(s.total_num_steps);
+    sch["warmup_type"] = s.warmup_type;
+    if (s.type == "WarmupCosineLR") {
+      sch["warmup_min_ratio"] = s.warmup_min_ratio;
+      sch["cos_min_ratio"] = s.cos_min_ratio;
+    }
+    j["scheduler"] = std::move(sch);
+  }
+  return j;
+}
+
 std::string PlanToText(const TrainPlan& plan) {
   const ordered_json j = PlanToJson(plan);
   size_t width = 0;
@@ -95,6 +131,19 @@ std::string PlanToText(const TrainPlan& plan) {
       shown = Dump(value, -1);
     }
     absl::StrAppend(&out, key, ":", std::string(width + 1 - key.size(), ' '), shown, "\n");
+  }
+  // What the DeepSpeed file's optimizer and scheduler sections set ("null": the job's value,
+  // filled when the job is known); null sections are not printed.
+  const ordered_json sections = OptimizerPlanJson(plan);
+  for (const auto& [key, value] : sections.items()) {
+    if (value.is_null()) continue;
+    std::string shown = value["type"].get<std::string>();
+    for (const auto& [k, v] : value.items()) {
+      if (k == "type") continue;
+      absl::StrAppend(&shown, " ", k, "=", v.is_string() ? v.get<std::string>() : Dump(v, -1));
+    }
+    absl::StrAppend(&out, key, ":", std::string(width + 1 - std::min(width, key.size()), ' '),
+                    shown, " (from the DeepSpeed config; replaces the job's)\n");
   }
   for (const std::string& w : plan.warnings) absl::StrAppend(&out, "warning: ", w, "\n");
   return out;

@@ -22,7 +22,12 @@ namespace accel::config {
 nlohmann::ordered_json PlanToJson(const TrainPlan& plan);
 // Two-space-indented JSON text; never throws (invalid UTF-8 in names is replaced).
 std::string PlanToJsonText(const TrainPlan& plan);
-// "key: value" lines for people, warnings last as "warning: ..." lines.
+// "key: value" lines for people, then the optimizer and scheduler a DeepSpeed file sets (when
+// it sets them), warnings last as "warning: ..." lines.
 std::string PlanToText(const TrainPlan& plan);
+// {"optimizer": {...} | null, "scheduler": {...} | null}: what a DeepSpeed file's optimizer and
+// scheduler sections set (they replace the job's). Kept apart from PlanToJson, whose keys are
+// fixed; `accelctl config explain --output json` adds the ones that are not null.
+nlohmann::ordered_json OptimizerPlanJson(const TrainPlan& plan);
 
 }  // namespace accel::config

@@ -2,6 +2,7 @@
 // machines, torch-side precision).
 #include "engine/config/resolve.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/base/status_macros.h"
@@ -178,6 +179,20 @@ std::string DeepSpeedJsonPath(const ConfigInputs& inputs, const AccelerateConfig
 
 }  // namespace
 
+bool IsDeepSpeedJsonFile(std::string_view path, std::string_view text) {
+  if (absl::EndsWithIgnoreCase(absl::string_view(path.data(), path.size()), ".json")) return true;
+  const size_t start = text.find_first_not_of(" \t\r\n");
+  if (start == std::string_view::npos || text[start] != '{') return false;
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return j.is_object() && !j.contains("distributed_type");
+}
+
+absl::StatusOr<Document> ImpliedDeepSpeedYaml(int num_processes) {
+  return ParseYamlDocument(
+      absl::StrCat("distributed_type: DEEPSPEED\nnum_processes: ", num_processes, "\n"),
+      "(implied accelerate config)");
+}
+
 absl::StatusOr<TrainPlan> ResolveDocuments(const Document& accelerate, const Document* deepspeed,
                                            const ConfigInputs& inputs) {
   Diagnostics diag;
@@ -224,6 +239,15 @@ absl::StatusOr<TrainPlan> ResolvePlan(const ConfigInputs& inputs, Env* env) {
   }
   ACCEL_ASSIGN_OR_RETURN(std::string yaml_text,
                          ReadFileToString(env, inputs.accelerate_config));
+  if (inputs.deepspeed_config.empty() &&
+      IsDeepSpeedJsonFile(inputs.accelerate_config, yaml_text)) {
+    ACCEL_ASSIGN_OR_RETURN(Document json_doc, ParseJsonDocument(yaml_text,
+                                                                inputs.accelerate_config,
+                                                                inputs.echo));
+    ACCEL_ASSIGN_OR_RETURN(Document implied,
+                           ImpliedDeepSpeedYaml(inputs.num_processes.value_or(1)));
+    return ResolveDocuments(implied, &json_doc, inputs);
+  }
   ACCEL_ASSIGN_OR_RETURN(Document yaml_doc,
                          ParseYamlDocument(yaml_text, inputs.accelerate_config, inputs.echo));
 

@@ -12,6 +12,8 @@
 // Thread-safe (no shared state).
 #pragma once
 
+#include <string_view>
+
 #include "absl/status/statusor.h"
 #include "engine/base/env.h"
 #include "engine/config/diagnostics.h"
@@ -25,6 +27,14 @@ namespace accel::config {
 // up beside the YAML first, then as given.
 [[nodiscard]] absl::StatusOr<TrainPlan> ResolvePlan(const ConfigInputs& inputs,
                                                     Env* env = Env::Default());
+
+// Whether a file given where an Accelerate YAML goes is a DeepSpeed JSON: its name ends in
+// ".json", or its text is a JSON object without distributed_type. ResolvePlan (and so `accelctl
+// config explain|convert|validate`) runs such a file under ImpliedDeepSpeedYaml, as
+// `accel-worker --deepspeed-config` and Lower do with a JSON given alone.
+bool IsDeepSpeedJsonFile(std::string_view path, std::string_view text);
+// The Accelerate YAML a DeepSpeed JSON given alone runs under: DEEPSPEED on `num_processes`.
+[[nodiscard]] absl::StatusOr<Document> ImpliedDeepSpeedYaml(int num_processes);
 
 // The same on documents already parsed (document.h). `deepspeed` is the JSON, or nullptr for
 // DeepSpeed's plugin mode (settings from the YAML's deepspeed_config only). Any

@@ -1,4 +1,5 @@
 // Accumulation, clipping, batch sizes (the batch rule), optimizer and scheduler.
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -6,6 +7,15 @@
 #include "engine/config/batch_bounds.h"
 
 namespace accel::config::internal {
+namespace {
+
+// Whether a file's value differs from the job's beyond float rounding (a job's lr travels as a
+// float in TrainOptions).
+bool Differs(double job, double file) {
+  return std::fabs(job - file) > 1e-6 * std::max(std::fabs(job), std::fabs(file));
+}
+
+}  // namespace
 
 void ResolveTorchTraining(Context& c) {
   // Accelerator reads ACCELERATE_GRADIENT_ACCUMULATION_STEPS over its own argument (the job).
@@ -60,7 +70,7 @@ void ResolveBatch(Context& c, const BatchKeys& keys) {
       return;
     }
   }
-  if (fixed_key != nullptr && job_micro && micro && *job_micro != *micro) {
+  if (fixed_key != nullptr && job_micro && micro && *job_micro != *micro && !c.job().stand_in) {
     const bool derived = keys.micro.absent();
     c.diag->Warn(
         keys.source, fixed_key,
@@ -116,6 +126,27 @@ void ResolveOptimizer(Context& c, const DeepSpeedJson& json) {
                         absl::StrCat("the job's ", key));
       return std::nullopt;
     };
+    // A value fixed in the file wins over the job's, as DeepSpeed's optimizer section does
+    // over the script's: said once per key, so a job's --lr is never silently replaced.
+    auto overrides = [&](const Autoable<double>& v, const std::optional<double>& from_job,
+                         const char* key) {
+      if (v.has_value() && from_job && Differs(*from_job, v.value) && !job.stand_in) {
+        c.diag->Warn(src, absl::StrCat("optimizer.params.", key),
+                     absl::StrCat(v.value, " (fixed in the file) overrides the job's ", key, " ",
+                                  *from_job, "; write \"auto\" to take the job's"));
+      }
+    };
+    overrides(o.lr, job.lr, "lr");
+    overrides(o.weight_decay, job.weight_decay, "weight_decay");
+    overrides(o.eps, job.eps, "eps");
+    if (o.betas.has_value() && job.betas && !job.stand_in &&
+        (Differs((*job.betas)[0], o.betas.value[0]) ||
+         Differs((*job.betas)[1], o.betas.value[1]))) {
+      c.diag->Warn(src, "optimizer.params.betas",
+                   absl::StrCat("(", o.betas.value[0], ", ", o.betas.value[1],
+                                ") (fixed in the file) override the job's betas (", (*job.betas)[0],
+                                ", ", (*job.betas)[1], "); write \"auto\" to take the job's"));
+    }
     plan.lr = fill(o.lr, job.lr, 0.001, "lr");
     plan.weight_decay = fill(o.weight_decay, job.weight_decay, 0.0, "weight_decay");
     // betas and eps: plain Accelerate cannot fill "auto" here (it fails with "not found in
@@ -154,6 +185,24 @@ void ResolveOptimizer(Context& c, const DeepSpeedJson& json) {
     plan.warmup_max_lr = lr;
     if (!lr) c.MissingJobValue(src, "scheduler.params.warmup_max_lr", "the job's lr");
   }
+  // The schedule's fixed values win over the job's lr and warmup likewise (a total_num_steps
+  // other than the job's steps is the lowering's note already).
+  auto overrides = [&](const char* key, bool fixed, double value,
+                       const std::optional<double>& from_job, const char* job_key) {
+    if (fixed && from_job && Differs(*from_job, value) && !job.stand_in) {
+      c.diag->Warn(src, absl::StrCat("scheduler.params.", key),
+                   absl::StrCat(value, " (fixed in the file) overrides the job's ", job_key, " ",
+                                *from_job, "; write \"auto\" to take the job's"));
+    }
+  };
+  auto as_real = [](const std::optional<int64_t>& v) -> std::optional<double> {
+    if (!v) return std::nullopt;
+    return static_cast<double>(*v);
+  };
+  overrides("warmup_max_lr", s.warmup_max_lr.has_value(), s.warmup_max_lr.value, job.lr, "lr");
+  overrides("warmup_num_steps", s.warmup_num_steps.has_value(),
+            static_cast<double>(s.warmup_num_steps.value), as_real(job.warmup_steps),
+            "warmup_steps");
   if (s.warmup_num_steps.has_value()) plan.warmup_num_steps = s.warmup_num_steps.value;
   if (s.warmup_num_steps.is_auto()) plan.warmup_num_steps = job.warmup_steps.value_or(0);
   if (s.total_num_steps.has_value()) plan.total_num_steps = s.total_num_steps.value;

@@ -1,5 +1,6 @@
 #include "engine/config/values.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -234,6 +235,27 @@ void Reader::CheckKeys(const KeyPath& path, const std::vector<std::string_view>&
     KeyPath key_path = path;
     key_path.push_back(key);
     UnknownKey(key_path, Hint(key, known));
+  }
+}
+
+void Reader::CheckKeysLenient(const KeyPath& path, const std::vector<std::string_view>& known,
+                              std::string_view why) {
+  const json* obj = path.empty() ? &doc_.root : Find(path);
+  if (obj == nullptr || !obj->is_object()) return;
+  for (const auto& [key, value] : obj->items()) {
+    if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+    KeyPath key_path = path;
+    key_path.push_back(key);
+    if (!ClosestName(key, known).empty()) {
+      UnknownKey(key_path, Hint(key, known));
+      continue;
+    }
+    const std::string message = absl::StrCat("unknown key; ignored (", std::string(why), ")");
+    if (doc_.echo == Echo::kContent) {
+      Warn(key_path, message);
+    } else {  // the key's name is the document's: its position only
+      diag_->Warn(doc_, doc_.MarkOf(key_path), path, message);
+    }
   }
 }
 

@@ -54,6 +54,12 @@ class Reader {
   const nlohmann::json* Object(const KeyPath& path);
   // Reports each key of the object at `path` missing from `known`, with "did you mean".
   void CheckKeys(const KeyPath& path, const std::vector<std::string_view>& known);
+  // The same for a section DeepSpeed reads leniently (it never looks at keys it does not know):
+  // a near-miss of a known key (ClosestName) stays an error with "did you mean", since the
+  // setting meant is then silently not applied; any other key is a warning naming it,
+  // "unknown key; ignored (<why>)".
+  void CheckKeysLenient(const KeyPath& path, const std::vector<std::string_view>& known,
+                        std::string_view why);
 
   // `v` as a message shows it: Quote(v), or only its kind ("a string") when the document is a
   // file acceld read for a client (Document::echo; engine/base/echo.h).

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/base/status_macros.h"
+#include "engine/model/checkpoint_kind.h"
 #include "engine/model/config_json.h"
 #include "engine/model/registry.h"
 #include "nlohmann/json.hpp"
@@ -57,6 +58,9 @@ absl::StatusOr<ModelConfig> ModelConfigFromJson(std::string_view json_text,
         absl::StrCat(std::string(source), ": model_type: not supported (supported: ",
                      absl::StrJoin(SupportedModelTypes(), ", "), ")"));
   }
+  // What the file says the checkpoint is (checkpoint_kind.h): refusals here, notes by Lower.
+  std::vector<std::string> notes;
+  ACCEL_RETURN_IF_ERROR(CheckCheckpointKind(j, source, &notes));
   return family->from_json(json_text, source);
 }
 
