@@ -10,7 +10,7 @@
 namespace accel::config {
 namespace {
 
-absl::Status Prefixed(std::string_view key, const absl::Status& s) {
+absl::Status Prefixed(absl::string_view key, const absl::Status& s) {
   if (s.ok()) return s;
   return absl::Status(s.code(), absl::StrCat(key, ": ", s.message()));
 }
