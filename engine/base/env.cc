@@ -13,28 +13,6 @@ absl::StatusOr<std::string> ReadFileToString(Env* env, const std::string& path) 
   return data;
 }
 
-namespace {
-
-// MappedFile's in-memory form: the bytes read into a buffer it owns.
-class BufferedFile final : public MappedFile {
- public:
-  explicit BufferedFile(std::string bytes) : bytes_(std::move(bytes)) {
-    data_ = bytes_.data();
-    size_ = bytes_.size();
-  }
-  bool mapped() const override { return false; }
-
- private:
-  std::string bytes_;
-};
-
-}  // namespace
-
-absl::StatusOr<std::shared_ptr<const MappedFile>> Env::MapFile(const std::string& path) {
-  ACCEL_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(this, path));
-  return std::make_shared<const BufferedFile>(std::move(bytes));
-}
-
 absl::Status WriteFileAtomic(Env* env, const std::string& path, std::string_view data) {
   const std::string tmp = path + ".tmp";
   ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, env->NewWritableFile(tmp));

@@ -38,24 +38,6 @@ class RandomAccessFile {
   virtual const std::string& Path() const = 0;
 };
 
-// A whole file's bytes, read-only, valid while the object lives (shared_ptr: the readers of
-// several ranks' loaders hold one). PosixEnv maps the file (mmap): pages come from the page
-// cache as they are touched, nothing is copied, and the kernel may drop them again under memory
-// pressure; other Envs read the file into memory. The file must not be truncated while mapped
-// (a read past its new end faults, as with any memory-mapped reader).
-class MappedFile {
- public:
-  virtual ~MappedFile() = default;
-  const char* data() const { return data_; }
-  uint64_t size() const { return size_; }
-  // True when the bytes are a mapping of the file rather than a copy in memory.
-  virtual bool mapped() const = 0;
-
- protected:
-  const char* data_ = nullptr;
-  uint64_t size_ = 0;
-};
-
 class Clock {
  public:
   virtual ~Clock() = default;
@@ -86,11 +68,6 @@ class Env : public Clock {
   [[nodiscard]] virtual absl::Status RenameFile(const std::string& from, const std::string& to) = 0;
   // Makes directory entries (creations, renames) durable: fsync on the directory.
   [[nodiscard]] virtual absl::Status SyncDir(const std::string& path) = 0;
-  // The file's bytes (MappedFile). Errors as NewRandomAccessFile's. The default reads the file
-  // through NewRandomAccessFile into memory, so in-memory and fault-injecting Envs keep their
-  // behaviour; PosixEnv maps it.
-  [[nodiscard]] virtual absl::StatusOr<std::shared_ptr<const MappedFile>> MapFile(
-      const std::string& path);
 
   // The process-wide POSIX environment. Never destroyed.
   static Env* Default();

@@ -105,34 +105,6 @@ TYPED_TEST(EnvContractTest, WriteReadAndSize) {
   EXPECT_TRUE((*reader)->Read(11, 0, buf).ok());  // empty read at the end is fine
 }
 
-// MapFile gives the file's bytes as they were when it was mapped; POSIX maps, MemEnv copies;
-// a missing path and a directory get NewRandomAccessFile's errors; an empty file maps to no bytes.
-TYPED_TEST(EnvContractTest, MapFileGivesTheBytesAndTheOpenErrors) {
-  Env* env = this->env();
-  const std::string path = this->Path("m.bin");
-  std::string bytes(10000, '\0');
-  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 31);
-  ASSERT_TRUE(WriteString(env, path, bytes).ok());
-  auto mapped = env->MapFile(path);
-  ASSERT_TRUE(mapped.ok()) << mapped.status();
-  ASSERT_EQ((*mapped)->size(), bytes.size());
-  EXPECT_EQ(std::string((*mapped)->data(), (*mapped)->size()), bytes);
-  EXPECT_EQ((*mapped)->mapped(), !TypeParam::kFakeClock);  // PosixEnv maps, MemEnv copies
-
-  const std::string empty = this->Path("empty");
-  ASSERT_TRUE(WriteString(env, empty, "").ok());
-  auto none = env->MapFile(empty);
-  ASSERT_TRUE(none.ok()) << none.status();
-  EXPECT_EQ((*none)->size(), 0u);
-
-  absl::Status missing = env->MapFile(this->Path("absent")).status();
-  EXPECT_TRUE(absl::IsNotFound(missing)) << missing;
-  EXPECT_THAT(std::string(missing.message()), HasSubstr("absent"));
-  const std::string dir = this->Path("d");
-  ASSERT_TRUE(env->CreateDirs(dir).ok());
-  EXPECT_TRUE(absl::IsInvalidArgument(env->MapFile(dir).status()));
-}
-
 TYPED_TEST(EnvContractTest, ReadPastEndIsDataLossNamingPath) {
   const std::string path = this->Path("short");
   ASSERT_TRUE(WriteString(this->env(), path, "0123456789").ok());

@@ -1,7 +1,6 @@
 // POSIX implementation of Env.
 #include <dirent.h>
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -69,7 +68,6 @@ class PosixRandomAccessFile final : public RandomAccessFile {
   PosixRandomAccessFile(std::string path, int fd, uint64_t size)
       : path_(std::move(path)), fd_(fd), size_(size) {}
   ~PosixRandomAccessFile() override { ::close(fd_); }
-  int fd() const { return fd_; }
   absl::Status Read(uint64_t offset, size_t n, char* dst) const override {
     if (offset > size_ || n > size_ - offset) {
       return absl::DataLossError(absl::StrCat(path_, ": read of ", n, " bytes at offset ", offset,
@@ -98,22 +96,6 @@ class PosixRandomAccessFile final : public RandomAccessFile {
   std::string path_;
   int fd_;
   uint64_t size_;
-};
-
-// A read-only shared mapping of a whole file; an empty file maps nothing.
-class PosixMappedFile final : public MappedFile {
- public:
-  PosixMappedFile(void* base, uint64_t size) : base_(base) {
-    data_ = static_cast<const char*>(base);
-    size_ = size;
-  }
-  ~PosixMappedFile() override {
-    if (base_ != nullptr) ::munmap(base_, size_);
-  }
-  bool mapped() const override { return true; }
-
- private:
-  void* base_;
 };
 
 class PosixEnv final : public Env {
@@ -145,17 +127,6 @@ class PosixEnv final : public Env {
           absl::StrCat(path, " is ", DescribeFileKind(st.st_mode), ", not a regular file"));
     }
     return std::make_unique<PosixRandomAccessFile>(path, fd, static_cast<uint64_t>(st.st_size));
-  }
-  absl::StatusOr<std::shared_ptr<const MappedFile>> MapFile(const std::string& path) override {
-    // Opened and checked as NewRandomAccessFile does (regular files only), then mapped; the
-    // mapping keeps the file's pages reachable after the descriptor closes.
-    ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, NewRandomAccessFile(path));
-    const uint64_t size = file->Size();
-    if (size == 0) return std::make_shared<const PosixMappedFile>(nullptr, 0);
-    const int fd = static_cast<const PosixRandomAccessFile&>(*file).fd();
-    void* base = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-    if (base == MAP_FAILED) return PosixError("mmap", path, errno);
-    return std::make_shared<const PosixMappedFile>(base, size);
   }
   bool FileExists(const std::string& path) override { return ::access(path.c_str(), F_OK) == 0; }
   absl::StatusOr<uint64_t> GetFileSize(const std::string& path) override {

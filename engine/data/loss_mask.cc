@@ -29,7 +29,7 @@ std::string LossMaskPath(const std::string& data_path) {
 }
 
 absl::StatusOr<MappedLossMask> MapLossMask(Env* env, const std::string& path, int64_t tokens) {
-  ACCEL_ASSIGN_OR_RETURN(std::shared_ptr<const MappedFile> file, env->MapFile(path));
+  ACCEL_ASSIGN_OR_RETURN(std::shared_ptr<const MappedFile> file, MapFile(env, path));
   const uint64_t size = file->size();
   auto bad = [&](auto&&... parts) {
     return absl::DataLossError(absl::StrCat("loss mask ", path, ": ", parts...));

@@ -19,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/base/env.h"
+#include "engine/base/mapped_file.h"
 
 namespace accel::data {
 
@@ -29,8 +30,8 @@ inline constexpr int64_t kLossMaskHeaderBytes = 256 * 4;
 // The mask file of a data file: X.bin → X.mask; a path not ending in ".bin" gets ".mask" added.
 std::string LossMaskPath(const std::string& data_path);
 
-// A checked mask file, mapped (Env::MapFile): `bytes` are its `tokens` mask bytes, valid while
-// `file` lives.
+// A checked mask file, mapped (engine/base/mapped_file.h): `bytes` are its `tokens` mask bytes,
+// valid while `file` lives.
 struct MappedLossMask {
   std::shared_ptr<const MappedFile> file;
   std::span<const uint8_t> bytes;

@@ -70,7 +70,7 @@ std::unique_ptr<TokenSource> TokenSource::FromTokens(std::vector<uint32_t> token
 
 absl::StatusOr<std::unique_ptr<TokenSource>> TokenSource::OpenTokenShard(Env* env,
                                                                          const std::string& path) {
-  ACCEL_ASSIGN_OR_RETURN(std::shared_ptr<const MappedFile> file, env->MapFile(path));
+  ACCEL_ASSIGN_OR_RETURN(std::shared_ptr<const MappedFile> file, MapFile(env, path));
   const uint64_t size = file->size();
   auto bad = [&](auto&&... parts) {
     return absl::DataLossError(absl::StrCat("file ", path, ": ", parts...));

@@ -15,14 +15,14 @@
 // it, and mask(i) = 0 marks token i as a target whose loss does not count. Without one every
 // target counts (has_mask() false).
 //
-// Shards and their masks are streamed, not loaded: Open maps them (Env::MapFile), so a rank's
-// memory holds only the pages its batches touch, from the page cache the ranks of a machine
-// share, and a shard larger than memory trains. Opening reads every token once (the largest id,
+// Shards and their masks are streamed, not loaded: Open maps them (engine/base/mapped_file.h),
+// so a rank's memory holds only the pages its batches touch, from the page cache the ranks of a
+// machine share, and a shard larger than memory trains. Opening reads every token once (the largest id,
 // and for uint32 shards the INT32_MAX check) and every mask byte (0 or 1). A file read as text
 // bytes is widened into memory (2 bytes per byte: a 2 MB text file takes 4 MB). token(i) reads
 // either width; tokens16()/tokens32() give the one array for loops that want no per-token branch.
-// A mapped file must not be truncated or rewritten while a job reads it (Env::MapFile);
-// prepared datasets never are (their cache entries are immutable).
+// A mapped file must not be truncated or rewritten while a job reads it (mapped_file.h); prepared
+// datasets never are (their cache entries are immutable).
 //
 // Errors: NotFound for a missing file; DataLoss for a malformed shard (message names the file
 // and the byte offset of the bad field or token, or the expected and actual sizes);
@@ -74,7 +74,7 @@ class TokenSource {
     return static_cast<int64_t>(tokens16_.empty() ? tokens32_.size() : tokens16_.size());
   }
   // True when the tokens are a mapping of the file (shards from Open / OpenTokenShard under
-  // PosixEnv), false when they are in memory (text bytes, FromTokens, in-memory Envs).
+  // Env::Default()), false when they are in memory (text bytes, FromTokens, in-memory Envs).
   bool streamed() const { return streamed_; }
   // 0 <= i < size().
   int32_t token(int64_t i) const {
