@@ -17,10 +17,11 @@
 //
 // Shards and their masks are streamed, not loaded: Open maps them (engine/base/mapped_file.h),
 // so a rank's memory holds only the pages its batches touch, from the page cache the ranks of a
-// machine share, and a shard larger than memory trains. Opening reads every token once (the largest id,
-// and for uint32 shards the INT32_MAX check) and every mask byte (0 or 1). A file read as text
-// bytes is widened into memory (2 bytes per byte: a 2 MB text file takes 4 MB). token(i) reads
-// either width; tokens16()/tokens32() give the one array for loops that want no per-token branch.
+// machine share, and a shard larger than memory trains. Opening reads every token once (the
+// largest id, and for uint32 shards the INT32_MAX check) and every mask byte (0 or 1). A file
+// read as text bytes is widened into memory (2 bytes per byte: a 2 MB text file takes 4 MB).
+// token(i) reads either width; tokens16()/tokens32() give the one array for loops that want no
+// per-token branch.
 // A mapped file must not be truncated or rewritten while a job reads it (mapped_file.h); prepared
 // datasets never are (their cache entries are immutable).
 //
