@@ -169,6 +169,11 @@ void OptionsToProto(const config::TrainOptions& o, v1::PlanTrainOptions* p) {
   d->set_validation_fraction(o.dataset.validation_fraction);
   d->set_skip_invalid(o.dataset.skip_invalid);
   d->set_cache_dir(o.dataset.cache_dir);
+  for (const auto& [path, weight] : o.dataset.mix) {
+    v1::PlanWeightedSource* m = d->add_mix();
+    m->set_path(path);
+    m->set_weight(weight);
+  }
 }
 
 // checkpoint_owner is the worker's to set (acceld's job and state id, or a standalone run's).
@@ -228,6 +233,8 @@ absl::Status OptionsFromProto(const v1::PlanTrainOptions& p, config::TrainOption
   o->dataset.validation_fraction = p.dataset().validation_fraction();
   o->dataset.skip_invalid = p.dataset().skip_invalid();
   o->dataset.cache_dir = p.dataset().cache_dir();
+  o->dataset.mix.clear();
+  for (const auto& m : p.dataset().mix()) o->dataset.mix.push_back({m.path(), m.weight()});
   return absl::OkStatus();
 }
 

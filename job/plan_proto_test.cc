@@ -117,6 +117,7 @@ config::TrainOptions Unusual() {
   o.dataset.validation_fraction = 0.25;
   o.dataset.skip_invalid = true;
   o.dataset.cache_dir = "/cache";
+  o.dataset.mix = {{"/web/*.jsonl", 0.5}, {"/code.jsonl", 2}};
   return o;
 }
 
@@ -274,6 +275,7 @@ TEST(PlanProtoTest, EveryFieldRoundTrips) {
   EXPECT_EQ(o.dataset.validation_fraction, want.dataset.validation_fraction);
   EXPECT_EQ(o.dataset.skip_invalid, want.dataset.skip_invalid);
   EXPECT_EQ(o.dataset.cache_dir, want.dataset.cache_dir);
+  EXPECT_EQ(o.dataset.mix, want.dataset.mix);
 
   // The model travels as its registry entry's config.json: every field the entry writes comes
   // back (the entry's writer is complete: model_config_test round-trips every preset).

@@ -45,6 +45,12 @@ TEST(SettingsTest, EveryRowHasHelpAndARealProtoFieldOfItsType) {
       case SettingType::kReal: EXPECT_EQ(f->cpp_type(), FieldDescriptor::CPPTYPE_DOUBLE); break;
       case SettingType::kBool: EXPECT_EQ(f->cpp_type(), FieldDescriptor::CPPTYPE_BOOL); break;
       case SettingType::kSettings: EXPECT_TRUE(f->is_map()); break;
+      case SettingType::kWeightedPaths:
+        EXPECT_TRUE(f->is_repeated());
+        ASSERT_EQ(f->cpp_type(), FieldDescriptor::CPPTYPE_MESSAGE);
+        EXPECT_NE(f->message_type()->FindFieldByName("path"), nullptr);
+        EXPECT_NE(f->message_type()->FindFieldByName("weight"), nullptr);
+        break;
       case SettingType::kSection:
         EXPECT_EQ(f->cpp_type(), FieldDescriptor::CPPTYPE_MESSAGE);
         EXPECT_NE(FindSetting(std::string(s.key) + "." + std::string(s.short_key)), nullptr);

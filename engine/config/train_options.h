@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -47,6 +49,8 @@ struct DatasetOptions {
   double validation_fraction = 0;  // or this share of the documents, drawn per document
   bool skip_invalid = false;
   std::string cache_dir;           // "" = data::DefaultCacheDir()
+  // More weighted sources (data.mix), after `source` (weight 1) when that is set.
+  std::vector<std::pair<std::string, double>> mix;
   bool enabled() const { return !format.empty(); }
 };
 
