@@ -200,6 +200,36 @@ TEST(JobFileTest, FilesAreCheckedForTheirKindAtTheDoor) {
   std::filesystem::remove_all(dir);
 }
 
+// train.sample_*: parsed from the train section, mapped onto the engine's options, ranges
+// checked at the door naming the key.
+TEST(JobFileTest, SampleKeysParseMapAndAreCheckedAtTheDoor) {
+  auto spec = ParseJobYaml(
+      "data: {path: train.txt}\ntrain: {sample_every: 25, sample_prompt: \"Once upon\", "
+      "sample_max_new_tokens: 16, sample_temperature: 0.8}\n",
+      "/jobs/j.yaml", "/jobs");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  auto options = JobOptionsFromSpec(*spec);
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->sample.every, 25);
+  EXPECT_EQ(options->sample.prompt, "Once upon");
+  EXPECT_EQ(options->sample.max_new_tokens, 16);
+  EXPECT_EQ(options->sample.temperature, 0.8);
+  const config::SampleOptions off = JobOptionsFromSpec(DefaultJobSpec())->sample;
+  EXPECT_FALSE(off.enabled());
+  EXPECT_EQ(off.max_new_tokens, 32);
+  EXPECT_EQ(off.temperature, 0);  // greedy
+  auto check = [](const std::string& train) {
+    auto s = ParseJobYaml("data: {path: /d}\ntrain: {" + train + "}\n", "j.yaml", "/");
+    return s.ok() ? Msg(ValidateJobSpec(*s, /*check_files=*/false)) : Msg(s.status());
+  };
+  EXPECT_THAT(check("sample_every: -1"), HasSubstr("train.sample_every: must be an integer >= 0"));
+  EXPECT_THAT(check("sample_max_new_tokens: 0"),
+              HasSubstr("train.sample_max_new_tokens: must be an integer >= 1"));
+  EXPECT_THAT(check("sample_temperature: -0.5"),
+              HasSubstr("train.sample_temperature: must be >= 0 (0: greedy), got -0.5"));
+  EXPECT_THAT(check("sample_evry: 5"), HasSubstr("did you mean train.sample_every?"));
+}
+
 // Issue 31: the eval section, its short form, its paths resolved as data.path's, its engine
 // options, and what is refused at submit (a missing eval file; asking for evaluations without
 // eval data).

@@ -119,6 +119,7 @@ absl::Status ValidateJobSpec(const JobSpec& s, bool check_files, Echo echo) {
         {"data.validation", s.data().validation()},
         {"data.cache_dir", s.data().cache_dir()},
         {"train.schedule", s.train().schedule()},
+        {"train.sample_prompt", s.train().sample_prompt()},
         {"checkpoint.dir", s.checkpoint().dir()},
         {"resources.device", s.resources().device()},
         {"sharding.strategy", s.sharding().strategy()},

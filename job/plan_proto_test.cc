@@ -99,6 +99,8 @@ config::TrainOptions Unusual() {
   o.keep_last = 2;
   o.keep_best = 3;
   o.eval = {"/held_out.bin", 25, 7, true, false};
+  o.sample = {.every = 50, .prompt = "Once upon", .max_new_tokens = 12, .temperature = 0.5,
+              .tokenizer = "/tok/tokenizer.json"};
   o.resume_dir = "/ck-old";
   o.state_dict_type = config::TrainOptions::StateDictType::kFull;
   o.save_16bit = true;
@@ -254,6 +256,11 @@ TEST(PlanProtoTest, EveryFieldRoundTrips) {
   EXPECT_EQ(o.eval.max_batches, want.eval.max_batches);
   EXPECT_EQ(o.eval.at_start, want.eval.at_start);
   EXPECT_EQ(o.eval.at_end, want.eval.at_end);
+  EXPECT_EQ(o.sample.every, want.sample.every);
+  EXPECT_EQ(o.sample.prompt, want.sample.prompt);
+  EXPECT_EQ(o.sample.max_new_tokens, want.sample.max_new_tokens);
+  EXPECT_EQ(o.sample.temperature, want.sample.temperature);
+  EXPECT_EQ(o.sample.tokenizer, want.sample.tokenizer);
   EXPECT_EQ(o.resume_dir, want.resume_dir);
   EXPECT_EQ(o.state_dict_type, want.state_dict_type);
   EXPECT_EQ(o.save_16bit, want.save_16bit);

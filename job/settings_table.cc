@@ -120,7 +120,8 @@ void AddModelDataTrainRows(std::vector<Setting>& rows) {
            .doc_default = "absent"},
           {.key = "data.tokenizer",
            .type = SettingType::kPath,
-           .help = "with `data.format`: a `tokenizer.json` or the folder holding it (with its "
+           .help = "with `data.format` (or for `train.sample_every`'s text): a `tokenizer.json` "
+                   "or the folder holding it (with its "
                    "`tokenizer_config.json`); absent = the `tokenizer.json` beside "
                    "`model.config`. Its vocabulary must fit the model's `vocab_size`",
            .flag = "--tokenizer",
