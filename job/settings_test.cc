@@ -123,6 +123,8 @@ TEST(SettingsTest, DefaultsAreTheOnesTheParserSetBefore) {
   s.set_comm_timeout_s(120);
   s.set_heartbeat_timeout_s(60);
   s.set_stop_grace_s(10);
+  // Added with the dataset keys (issue 30): jsonl's text field.
+  s.mutable_data()->set_text_field("text");
   std::string diff;
   google::protobuf::util::MessageDifferencer differ;
   differ.ReportDifferencesToString(&diff);
