@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "engine/config/dataset_lowering.h"
 #include "engine/config/lower.h"
 #include "engine/data/dataset_test_util.h"
 #include "engine/data/token_source.h"
