@@ -21,7 +21,7 @@ std::string Reference() {
 }
 
 // Runs `command`, returning its stdout; fails the test on a non-zero exit.
-std::string Run(const std::string& command) {
+std::string RunCommand(const std::string& command) {
   std::string out;
   FILE* p = popen(command.c_str(), "r");
   if (p == nullptr) {
@@ -59,7 +59,7 @@ class ControlPlaneFinetune : public ::testing::Test {
   // A small Llama with Llama 3's vocabulary beside its tokenizer files, as a model folder.
   std::string MakeModel(const std::string& dir) {
     const std::string model = dir + "/model";
-    Run("/usr/bin/python3 " + Reference() + " make-model " + model + " --vocab 128256");
+    RunCommand("/usr/bin/python3 " + Reference() + " make-model " + model + " --vocab 128256");
     fs::copy_file(tokenizer_dir_ + "/tokenizer.json", model + "/tokenizer.json");
     fs::copy_file(tokenizer_dir_ + "/tokenizer_config.json", model + "/tokenizer_config.json");
     return model;
@@ -109,7 +109,7 @@ class ControlPlaneFinetune : public ::testing::Test {
     const std::string prepared = PreparedDir(cache);
     ASSERT_TRUE(fs::exists(prepared + "/train.mask")) << format << " data carries a loss mask";
     const nlohmann::json ref = nlohmann::json::parse(
-        Run("/usr/bin/python3 " + Reference() + " first-loss --model " + model + " --tokens " +
+        RunCommand("/usr/bin/python3 " + Reference() + " first-loss --model " + model + " --tokens " +
             prepared + "/train.bin --mask " + prepared +
             "/train.mask --batch 2 --seq 32 --world 2"));
     ASSERT_GT(ref["targets"].get<int>(), 0);
