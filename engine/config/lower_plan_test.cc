@@ -300,6 +300,7 @@ TEST(PlanOptionsTest, UnsupportedSettingsNameTheirKeysAndChangeNothing) {
 
   config::TrainPlan ds;
   ds.distributed_type = config::DistributedType::kDeepSpeed;
+  ds.strategy = config::Strategy::kFullShard;
   ds.offload_params = config::OffloadDevice::kNvme;
   ds.offload_optimizer = config::OffloadDevice::kCpu;
   ds.optimizer = Optimizer("SGD");
