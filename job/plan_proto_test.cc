@@ -111,6 +111,14 @@ config::TrainOptions Unusual() {
   o.rank_stats_every = 4;
   o.max_nonfinite_steps = 9;
   o.ignore_memory_plan = true;
+  o.dataset.format = "messages";
+  o.dataset.source = "/chats/*.jsonl";
+  o.dataset.tokenizer = "/m/tokenizer.json";
+  o.dataset.text_field = "body";
+  o.dataset.validation = "/held/*.jsonl";
+  o.dataset.validation_fraction = 0.25;
+  o.dataset.skip_invalid = true;
+  o.dataset.cache_dir = "/cache";
   return o;
 }
 
@@ -262,6 +270,14 @@ TEST(PlanProtoTest, EveryFieldRoundTrips) {
   EXPECT_EQ(o.rank_stats_every, want.rank_stats_every);
   EXPECT_EQ(o.max_nonfinite_steps, want.max_nonfinite_steps);
   EXPECT_EQ(o.ignore_memory_plan, want.ignore_memory_plan);
+  EXPECT_EQ(o.dataset.format, want.dataset.format);
+  EXPECT_EQ(o.dataset.source, want.dataset.source);
+  EXPECT_EQ(o.dataset.tokenizer, want.dataset.tokenizer);
+  EXPECT_EQ(o.dataset.text_field, want.dataset.text_field);
+  EXPECT_EQ(o.dataset.validation, want.dataset.validation);
+  EXPECT_EQ(o.dataset.validation_fraction, want.dataset.validation_fraction);
+  EXPECT_EQ(o.dataset.skip_invalid, want.dataset.skip_invalid);
+  EXPECT_EQ(o.dataset.cache_dir, want.dataset.cache_dir);
 
   // The model travels as its registry entry's config.json: every field the entry writes comes
   // back (the entry's writer is complete: model_config_test round-trips every preset).

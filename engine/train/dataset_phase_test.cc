@@ -80,14 +80,14 @@ TEST_F(DatasetPhaseTest, WhatSubmitCanKnowIsRefusedThereNamingTheKeyOrLine) {
   Write("d.jsonl", "{\"text\": \"a\"}\n{\"txt\": \"b\"}\n");
   absl::StatusOr<config::LoweredJob> lowered = config::Lower(in);
   ASSERT_FALSE(lowered.ok());
-  EXPECT_THAT(lowered.status().message(), HasSubstr("d.jsonl:2"));
+  EXPECT_THAT(std::string(lowered.status().message()), HasSubstr("d.jsonl:2"));
 
   in = Inputs();
   WriteModel(100);  // the small tokenizer's ids go past 100
   lowered = config::Lower(in);
   ASSERT_FALSE(lowered.ok());
-  EXPECT_THAT(lowered.status().message(), HasSubstr("data.tokenizer"));
-  EXPECT_THAT(lowered.status().message(), HasSubstr("vocab_size"));
+  EXPECT_THAT(std::string(lowered.status().message()), HasSubstr("data.tokenizer"));
+  EXPECT_THAT(std::string(lowered.status().message()), HasSubstr("vocab_size"));
 
   in = Inputs();
   in.job.model_config.clear();
@@ -104,7 +104,7 @@ TEST_F(DatasetPhaseTest, RankZeroPreparesWhileTheOthersWaitForIt) {
 
   absl::Status waited = PrepareDatasetIfMissing(o, 1, env_, absl::Milliseconds(200));
   EXPECT_EQ(waited.code(), absl::StatusCode::kDeadlineExceeded);
-  EXPECT_THAT(waited.message(), HasSubstr(o.data));
+  EXPECT_THAT(std::string(waited.message()), HasSubstr(o.data));
 
   ASSERT_TRUE(PrepareDatasetIfMissing(o, 0, env_).ok());
   ASSERT_TRUE(env_->FileExists(o.data));
@@ -118,7 +118,7 @@ TEST_F(DatasetPhaseTest, RankZeroPreparesWhileTheOthersWaitForIt) {
   Write("d.jsonl", R"({"text": "b a"})");
   absl::Status changed = PrepareDatasetIfMissing(o, 0, env_);
   EXPECT_EQ(changed.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(changed.message(), HasSubstr("changed since the job was submitted"));
+  EXPECT_THAT(std::string(changed.message()), HasSubstr("changed since the job was submitted"));
 }
 
 }  // namespace

@@ -67,15 +67,19 @@ class ControlPlaneFinetune : public ::testing::Test {
 
   // Trains `data` (format `format`) for 2 steps on 2 ranks; returns step 1's loss as acceld
   // recorded it, and checks it against the float64 reference on the prepared ids and mask.
+  // With `evaluate`, a quarter of the documents is held out and evaluated after every step:
+  // the eval events reach acceld, `accelctl status` and `accelctl watch`.
   void TrainAndCompare(Daemon& d, const std::string& model, const std::string& data,
-                       const std::string& format) {
+                       const std::string& format, bool evaluate = false) {
     const std::string cache = d.dir() + "/cache-" + format;
     const std::string job = d.dir() + "/" + format + ".yaml";
     std::ofstream(job) << "name: finetune-" << format << "\n"
                        << "model: {config: " << model << "/config.json, init_weights: " << model
                        << "/model.safetensors}\n"
                        << "data: {path: " << data << ", format: " << format
-                       << ", cache_dir: " << cache << "}\n"
+                       << ", cache_dir: " << cache
+                       << (evaluate ? ", validation_fraction: 0.25}\neval: {every_n_steps: 1}\n"
+                                    : "}\n")
                        << "train: {steps: 2, micro_batch: 2, seq_len: 32, log_every: 1, "
                           "lr: 1.0e-3}\n"
                        << "resources: {num_processes: 2}\n";
@@ -88,6 +92,20 @@ class ControlPlaneFinetune : public ::testing::Test {
       if (e.has_metrics() && e.metrics().step() == 1) loss = e.metrics().loss();
     }
     ASSERT_GT(loss, 0) << "no step-1 metrics event";
+    if (evaluate) {
+      int evals = 0;
+      for (const v1::Event& e : d.Events(id)) {
+        if (!e.has_eval()) continue;
+        ++evals;
+        EXPECT_GT(e.eval().eval_loss(), 0);
+        EXPECT_GT(e.eval().eval_tokens(), 0) << "unmasked held-out targets";
+      }
+      EXPECT_EQ(evals, 2) << "after steps 1 and 2 (at_end adds none at the last step)";
+      ASSERT_EQ(d.Accelctl({"status", id}, &out, &err), 0) << err;
+      EXPECT_THAT(out, HasSubstr("eval loss")) << out;
+      ASSERT_EQ(d.Accelctl({"watch", id}, &out, &err), 0) << err;
+      EXPECT_THAT(out, HasSubstr("eval step 2 | eval loss")) << out;
+    }
     const std::string prepared = PreparedDir(cache);
     ASSERT_TRUE(fs::exists(prepared + "/train.mask")) << format << " data carries a loss mask";
     const nlohmann::json ref = nlohmann::json::parse(
@@ -121,7 +139,7 @@ TEST_F(ControlPlaneFinetune, MessagesAndPromptCompletionTrainToTheFloat64FirstLo
       pc << nlohmann::json{{"prompt", q}, {"completion", " " + a}}.dump() << "\n";
     }
   }
-  TrainAndCompare(d, model, d.dir() + "/chat.jsonl", "messages");
+  TrainAndCompare(d, model, d.dir() + "/chat.jsonl", "messages", /*evaluate=*/true);
   TrainAndCompare(d, model, d.dir() + "/pc.jsonl", "prompt_completion");
 }
 
