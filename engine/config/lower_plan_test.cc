@@ -266,8 +266,7 @@ TEST(PlanOptionsTest, FsdpAndDeepSpeedParameterOffloadToCpu) {
   ds.distributed_type = config::DistributedType::kDeepSpeed;
   ds.strategy = config::Strategy::kFullShard;
   ds.offload_params = config::OffloadDevice::kCpu;
-  // DeepSpeed's offload_param alone: the parameter shards on the host, the optimizer on the
-  // rank.
+  // DeepSpeed's offload_param alone: the shards on the host, the optimizer on the rank.
   TrainOptions alone;
   ASSERT_TRUE(ApplyTrainPlan(ds, &alone).ok());
   EXPECT_TRUE(alone.shard.offload_params);

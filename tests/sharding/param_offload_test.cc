@@ -223,7 +223,8 @@ TEST_P(ParamOffloadTest, RefusedWhereItCannotRun) {
       << r.status();
 }
 
-INSTANTIATE_TEST_SUITE_P(Architectures, ParamOffloadTest, ::testing::Values("gpt2", "llama"),
+INSTANTIATE_TEST_SUITE_P(Architectures, ParamOffloadTest,
+                         ::testing::Values("gpt2", "llama", "qwen3"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace
