@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "engine/generate/training_sample.h"
 #include "engine/model/registry.h"
 
 namespace accel::client {
@@ -96,6 +97,10 @@ std::string EventLine(const v1::Event& e) {
                              e.seq(), v.step(), v.eval_loss(), v.eval_perplexity(),
                              v.eval_tokens(), v.tokens_per_s());
     }
+    case v1::Event::kSample:
+      // One line, whatever the text holds (newlines, quotes): escaped.
+      return absl::StrCat("#", e.seq(), " ", generate::SampleLine(e.sample().step(),
+                                                                  e.sample().text()));
     case v1::Event::kLog:
       return absl::StrCat("#", e.seq(), " [", who, "] ", e.log().line());
     case v1::Event::BODY_NOT_SET:

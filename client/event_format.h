@@ -20,7 +20,8 @@ std::string Duration(double seconds);           // "1:05", "2:03:04"
 std::string Bytes(int64_t b);                   // "1.5 GiB"
 std::string Time(int64_t us);                   // local time of Unix microseconds
 std::string ProgressBar(int64_t done, int64_t total, int width = 20);  // "[####......]"
-// "#12 step 30/100 [######..............]  30% | loss ..." and the like.
+// "#12 step 30/100 [######..............]  30% | loss ..." and the like; a sample is
+// "#13 step 30 sample: \"TEXT\"" (escaped, one line: generate::SampleLine).
 std::string EventLine(const accel::v1::Event& e);
 // `accelctl status`'s eval line from a job's eval records in order: the latest and the best
 // (lowest) eval loss with their steps; empty without records.

@@ -59,6 +59,31 @@ TEST(EventFormatTest, EvalLineHasLossPerplexityAndTargets) {
   EXPECT_THAT(EventLine(c), HasSubstr("eval loss 2.2500"));
 }
 
+// A sample is one line whatever its text holds: newlines, quotes and backslashes escaped, UTF-8
+// kept; `watch --output json` carries every field.
+TEST(EventFormatTest, SampleLineIsOneEscapedLineAndJsonHasEveryField) {
+  v1::Event e;
+  e.set_seq(14);
+  v1::SampleEvent* v = e.mutable_sample();
+  v->set_step(200);
+  v->set_prompt("Once");
+  v->set_text("upon a \"time\"\n\tthere\\was \xc3\xa9t\xc3\xa9");
+  for (int id : {10, 11, 12}) v->add_ids(id);
+  v->set_stop_reason("length");
+  v->set_tokens_per_second(321.5);
+  const std::string line = EventLine(e);
+  EXPECT_EQ(line,
+            "#14 step 200 sample: \"upon a \\\"time\\\"\\n\\tthere\\\\was "
+            "\xc3\xa9t\xc3\xa9\"");
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+  const std::string json = Json(e);
+  EXPECT_THAT(json, HasSubstr("\"sample\":{\"step\":\"200\""));
+  EXPECT_THAT(json, HasSubstr("\"prompt\":\"Once\""));
+  EXPECT_THAT(json, HasSubstr("\"ids\":[10,11,12]"));
+  EXPECT_THAT(json, HasSubstr("\"stop_reason\":\"length\""));
+  EXPECT_THAT(json, HasSubstr("\"tokens_per_second\":321.5"));
+}
+
 TEST(EventFormatTest, EvalSummaryShowsTheLatestAndTheBest) {
   EXPECT_EQ(EvalSummaryText({}), "");
   std::vector<v1::EvalEvent> evals(3);

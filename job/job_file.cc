@@ -117,7 +117,7 @@ absl::StatusOr<JobSpec> ParseJobYaml(const std::string& text, const std::string&
     }
     spec.set_deepspeed_config_text(*cfg);
   }
-  if (spec.data().path().empty()) {
+  if (spec.data().path().empty() && spec.data().mix().empty()) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": data.path: required (an llm.c "
                                                    "token shard or a text file)"));
   }

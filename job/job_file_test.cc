@@ -200,6 +200,36 @@ TEST(JobFileTest, FilesAreCheckedForTheirKindAtTheDoor) {
   std::filesystem::remove_all(dir);
 }
 
+// train.sample_*: parsed from the train section, mapped onto the engine's options, ranges
+// checked at the door naming the key.
+TEST(JobFileTest, SampleKeysParseMapAndAreCheckedAtTheDoor) {
+  auto spec = ParseJobYaml(
+      "data: {path: train.txt}\ntrain: {sample_every: 25, sample_prompt: \"Once upon\", "
+      "sample_max_new_tokens: 16, sample_temperature: 0.8}\n",
+      "/jobs/j.yaml", "/jobs");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  auto options = JobOptionsFromSpec(*spec);
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->sample.every, 25);
+  EXPECT_EQ(options->sample.prompt, "Once upon");
+  EXPECT_EQ(options->sample.max_new_tokens, 16);
+  EXPECT_EQ(options->sample.temperature, 0.8);
+  const config::SampleOptions off = JobOptionsFromSpec(DefaultJobSpec())->sample;
+  EXPECT_FALSE(off.enabled());
+  EXPECT_EQ(off.max_new_tokens, 32);
+  EXPECT_EQ(off.temperature, 0);  // greedy
+  auto check = [](const std::string& train) {
+    auto s = ParseJobYaml("data: {path: /d}\ntrain: {" + train + "}\n", "j.yaml", "/");
+    return s.ok() ? Msg(ValidateJobSpec(*s, /*check_files=*/false)) : Msg(s.status());
+  };
+  EXPECT_THAT(check("sample_every: -1"), HasSubstr("train.sample_every: must be an integer >= 0"));
+  EXPECT_THAT(check("sample_max_new_tokens: 0"),
+              HasSubstr("train.sample_max_new_tokens: must be an integer >= 1"));
+  EXPECT_THAT(check("sample_temperature: -0.5"),
+              HasSubstr("train.sample_temperature: must be >= 0 (0: greedy), got -0.5"));
+  EXPECT_THAT(check("sample_evry: 5"), HasSubstr("did you mean train.sample_every?"));
+}
+
 // Issue 31: the eval section, its short form, its paths resolved as data.path's, its engine
 // options, and what is refused at submit (a missing eval file; asking for evaluations without
 // eval data).
@@ -250,6 +280,49 @@ TEST(JobFileTest, EvalSectionParsesMapsAndIsCheckedAtTheDoor) {
   EXPECT_THAT(with([](auto& s) { s.mutable_eval()->set_max_batches(-1); }),
               HasSubstr("eval.max_batches"));
   std::filesystem::remove_all(dir);
+}
+
+// data.mix: weighted sources in the file's order, relative paths resolved; bad weights,
+// repeated paths and a mixture without a format are refused naming the key.
+TEST(JobFileTest, DataMixKeepsItsOrderAndIsCheckedAtTheDoor) {
+  auto spec = ParseJobYaml(
+      "data:\n  format: jsonl\n  mix:\n    chat.jsonl: 3\n    \"web/*.jsonl\": 0.5\n"
+      "    /abs/b.jsonl: 1\n",
+      "/jobs/j.yaml", "/jobs");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  ASSERT_EQ(spec->data().mix_size(), 3);
+  EXPECT_EQ(spec->data().mix(0).path(), "/jobs/chat.jsonl");
+  EXPECT_EQ(spec->data().mix(0).weight(), 3);
+  EXPECT_EQ(spec->data().mix(1).path(), "/jobs/web/*.jsonl");
+  EXPECT_EQ(spec->data().mix(1).weight(), 0.5);
+  EXPECT_EQ(spec->data().mix(2).path(), "/abs/b.jsonl");
+  EXPECT_TRUE(spec->data().path().empty());  // a mixture needs no data.path
+  auto options = JobOptionsFromSpec(*spec);
+  ASSERT_TRUE(options.ok()) << options.status();
+  ASSERT_EQ(options->dataset.mix.size(), 3u);
+  EXPECT_EQ(options->dataset.mix[1], (std::pair<std::string, double>{"/jobs/web/*.jsonl", 0.5}));
+
+  auto zero = ParseJobYaml("data: {format: jsonl, mix: {a.jsonl: 0}}\n", "j.yaml", "/");
+  EXPECT_THAT(Msg(zero.status()), HasSubstr("data.mix.a.jsonl: must be a positive weight"));
+  auto word = ParseJobYaml("data: {format: jsonl, mix: {a.jsonl: lots}}\n", "j.yaml", "/");
+  EXPECT_THAT(Msg(word.status()), HasSubstr("must be a positive weight"));
+  auto list = ParseJobYaml("data: {format: jsonl, mix: [a.jsonl]}\n", "j.yaml", "/");
+  EXPECT_THAT(Msg(list.status()), HasSubstr("data.mix: must be a mapping of paths to weights"));
+  auto twice = ParseJobYaml("data:\n  format: jsonl\n  mix:\n    a.jsonl: 1\n    a.jsonl: 2\n",
+                            "j.yaml", "/");
+  EXPECT_THAT(Msg(twice.status()), HasSubstr("duplicate path (first given on line 4)"));
+  auto no_format = ParseJobYaml("data: {mix: {a.jsonl: 1}}\n", "j.yaml", "/");
+  ASSERT_TRUE(no_format.ok()) << no_format.status();
+  EXPECT_THAT(Msg(ValidateJobSpec(*no_format, /*check_files=*/false)),
+              HasSubstr("data.mix: needs data.format"));
+  // A spec from another client: the same rule on the proto.
+  accel::v1::JobSpec bad = *spec;
+  bad.mutable_data()->mutable_mix(0)->set_weight(-1);
+  EXPECT_THAT(Msg(ValidateJobSpec(bad, /*check_files=*/false)),
+              HasSubstr("data.mix: /jobs/chat.jsonl: the weight must be a positive number, got -1"));
+  // Neither data.path nor data.mix: data.path is required.
+  EXPECT_THAT(Msg(ParseJobYaml("data: {format: jsonl}\n", "j.yaml", "/").status()),
+              HasSubstr("data.path: required"));
 }
 
 // Issue 28: acceld parses job files for RPC clients, who may have no right to read them. Under

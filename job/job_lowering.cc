@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "engine/base/status_macros.h"
 #include "engine/config/mode.h"
+#include "engine/generate/training_sample.h"
 #include "engine/model/registry.h"
 #include "engine/shard/shard_plan.h"
 #include "job/job_options.h"
@@ -39,6 +40,13 @@ absl::StatusOr<config::LoweredJob> LowerJobSpec(const accel::v1::JobSpec& spec, 
   }
   in.check_files = check_files;
   ACCEL_ASSIGN_OR_RETURN(config::LoweredJob job, config::Lower(in, env));
+  // Samples during training: the prompt in tokens must fit train.seq_len, refused here rather
+  // than when rank 0 starts (it reads the tokenizer, so only where the files can be read).
+  if (check_files && job.options.sample.enabled()) {
+    ACCEL_RETURN_IF_ERROR(generate::TrainingSampler::Open(env, job.options.sample, job.model,
+                                                          job.options.seq)
+                              .status());
+  }
   // Whether the model's architecture has a CUDA runner is its registry entry's to say
   // (docs/models.md): refused here, not when the ranks start.
   if (spec.resources().device() == "cuda" && !job.model.architecture().TrainsOn("cuda")) {

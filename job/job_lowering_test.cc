@@ -206,5 +206,35 @@ TEST(JobLoweringTest, HybridShardsWithinANodeWhenTheJobSpansNodes) {
   EXPECT_THAT(job->notes, Contains(AllOf(HasSubstr("num_machines"), HasSubstr("resources.nodes"))));
 }
 
+// train.sample_every is refused at submit when its samples could not be text (a model that is
+// not byte-level and no tokenizer) or its prompt leaves no position within seq_len; a prompt
+// that fits lowers into the typed options.
+TEST(JobLoweringTest, SamplesWithoutTextOrRoomAreRefusedAtSubmit) {
+  accel::v1::JobSpec spec = Spec(1);
+  spec.mutable_train()->set_seq_len(32);
+  spec.mutable_train()->set_sample_every(10);
+  spec.mutable_train()->set_sample_prompt(std::string(31, 'a'));
+  absl::StatusOr<config::LoweredJob> job = LowerJobSpec(spec);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->options.sample.every, 10);
+  EXPECT_EQ(job->options.sample.prompt, std::string(31, 'a'));
+  EXPECT_EQ(job->options.sample.max_new_tokens, 32);  // unset: the default
+  EXPECT_EQ(job->options.sample.tokenizer, "");       // bytes
+
+  spec.mutable_train()->set_sample_prompt(std::string(32, 'a'));
+  EXPECT_THAT(Message(spec),
+              HasSubstr("train.sample_prompt: 32 tokens; at most train.seq_len - 1 = 31"));
+
+  accel::v1::JobSpec big = Spec(1);
+  big.mutable_model()->set_preset("gpt2");
+  big.mutable_train()->set_sample_every(10);
+  EXPECT_EQ(LowerJobSpec(big).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(big), AllOf(HasSubstr("train.sample_every: samples need a tokenizer"),
+                                  HasSubstr("vocabulary of 50257 tokens")));
+  // Without samples the same model lowers.
+  big.mutable_train()->set_sample_every(0);
+  EXPECT_TRUE(LowerJobSpec(big).ok()) << LowerJobSpec(big).status();
+}
+
 }  // namespace
 }  // namespace accel::job

@@ -9,6 +9,7 @@
 #include "engine/base/env.h"
 #include "engine/base/status_macros.h"
 #include "engine/checkpoint/hf_model_file.h"
+#include "engine/data/prepare.h"
 #include "engine/model/param_specs.h"
 
 namespace accel::job {
@@ -22,6 +23,7 @@ absl::Status CheckJobPaths(const accel::v1::JobSpec& spec, const FileAccess& acc
       {"model.config", spec.model().config()},
       {"model.init_weights", spec.model().init_weights()},
       {"checkpoint.dir", spec.checkpoint().dir()}};
+  for (const auto& m : spec.data().mix()) paths.push_back({"data.mix", m.path()});
   // The configs travel as texts (job::LowerJobSpec opens no config path): their paths are only
   // names. A job_file's configs were checked when ParseJobFile read them.
   for (const auto& [key, path] : paths) {
@@ -34,6 +36,18 @@ absl::Status CheckJobPaths(const accel::v1::JobSpec& spec, const FileAccess& acc
           path, "\""));
     }
     ACCEL_RETURN_IF_ERROR(access.Check(key, path));
+  }
+  // A dataset source may be a glob: the glob's folder was checked above; each file it matches
+  // could be a symlink out of the roots, so each is checked too.
+  if (!access.roots.empty()) {
+    for (const auto& [key, path] : paths) {
+      const bool source = key == std::string("data.path") || key == std::string("data.mix") ||
+                          key == std::string("data.validation");
+      if (!source || path.find_first_of("*?[") == std::string::npos) continue;
+      absl::StatusOr<std::vector<std::string>> files = data::ExpandSource(Env::Default(), path);
+      if (!files.ok()) continue;  // the dataset check names a glob that matches nothing
+      for (const std::string& f : *files) ACCEL_RETURN_IF_ERROR(access.Check(key, f));
+    }
   }
   // The index and the shards it names are opened too; each one a symlink could take outside.
   if (!access.roots.empty() && !spec.model().init_weights().empty()) {

@@ -164,6 +164,13 @@ void OptionsToProto(const config::TrainOptions& o, v1::PlanTrainOptions* p) {
   e->set_at_start(o.eval.at_start);
   e->set_at_end(o.eval.at_end);
   p->set_keep_best(o.keep_best);
+  v1::PlanSample* sm = p->mutable_sample();
+  sm->set_every(o.sample.every);
+  sm->set_prompt(o.sample.prompt);
+  sm->set_max_new_tokens(o.sample.max_new_tokens);
+  sm->set_temperature(o.sample.temperature);
+  sm->set_tokenizer(o.sample.tokenizer);
+
   v1::PlanDataset* d = p->mutable_dataset();
   d->set_format(o.dataset.format);
   d->set_source(o.dataset.source);
@@ -173,6 +180,11 @@ void OptionsToProto(const config::TrainOptions& o, v1::PlanTrainOptions* p) {
   d->set_validation_fraction(o.dataset.validation_fraction);
   d->set_skip_invalid(o.dataset.skip_invalid);
   d->set_cache_dir(o.dataset.cache_dir);
+  for (const auto& [path, weight] : o.dataset.mix) {
+    v1::PlanWeightedSource* m = d->add_mix();
+    m->set_path(path);
+    m->set_weight(weight);
+  }
 }
 
 // checkpoint_owner is the worker's to set (acceld's job and state id, or a standalone run's).
@@ -224,6 +236,13 @@ absl::Status OptionsFromProto(const v1::PlanTrainOptions& p, config::TrainOption
   o->eval.at_start = p.eval().at_start();
   o->eval.at_end = p.eval().at_end();
   o->keep_best = p.keep_best();
+  o->sample.every = p.sample().every();
+  o->sample.prompt = p.sample().prompt();
+  // A plan from before samples: every is 0 (off), max_new_tokens is kept at its default.
+  if (p.sample().max_new_tokens() > 0) o->sample.max_new_tokens = p.sample().max_new_tokens();
+  o->sample.temperature = p.sample().temperature();
+  o->sample.tokenizer = p.sample().tokenizer();
+
   o->dataset.format = p.dataset().format();
   o->dataset.source = p.dataset().source();
   o->dataset.tokenizer = p.dataset().tokenizer();
@@ -232,6 +251,8 @@ absl::Status OptionsFromProto(const v1::PlanTrainOptions& p, config::TrainOption
   o->dataset.validation_fraction = p.dataset().validation_fraction();
   o->dataset.skip_invalid = p.dataset().skip_invalid();
   o->dataset.cache_dir = p.dataset().cache_dir();
+  o->dataset.mix.clear();
+  for (const auto& m : p.dataset().mix()) o->dataset.mix.push_back({m.path(), m.weight()});
   return absl::OkStatus();
 }
 

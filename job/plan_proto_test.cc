@@ -101,6 +101,8 @@ config::TrainOptions Unusual() {
   o.keep_last = 2;
   o.keep_best = 3;
   o.eval = {"/held_out.bin", 25, 7, true, false};
+  o.sample = {.every = 50, .prompt = "Once upon", .max_new_tokens = 12, .temperature = 0.5,
+              .tokenizer = "/tok/tokenizer.json"};
   o.resume_dir = "/ck-old";
   o.state_dict_type = config::TrainOptions::StateDictType::kFull;
   o.save_16bit = true;
@@ -119,6 +121,7 @@ config::TrainOptions Unusual() {
   o.dataset.validation_fraction = 0.25;
   o.dataset.skip_invalid = true;
   o.dataset.cache_dir = "/cache";
+  o.dataset.mix = {{"/web/*.jsonl", 0.5}, {"/code.jsonl", 2}};
   return o;
 }
 
@@ -257,6 +260,11 @@ TEST(PlanProtoTest, EveryFieldRoundTrips) {
   EXPECT_EQ(o.eval.max_batches, want.eval.max_batches);
   EXPECT_EQ(o.eval.at_start, want.eval.at_start);
   EXPECT_EQ(o.eval.at_end, want.eval.at_end);
+  EXPECT_EQ(o.sample.every, want.sample.every);
+  EXPECT_EQ(o.sample.prompt, want.sample.prompt);
+  EXPECT_EQ(o.sample.max_new_tokens, want.sample.max_new_tokens);
+  EXPECT_EQ(o.sample.temperature, want.sample.temperature);
+  EXPECT_EQ(o.sample.tokenizer, want.sample.tokenizer);
   EXPECT_EQ(o.resume_dir, want.resume_dir);
   EXPECT_EQ(o.state_dict_type, want.state_dict_type);
   EXPECT_EQ(o.save_16bit, want.save_16bit);
@@ -278,6 +286,7 @@ TEST(PlanProtoTest, EveryFieldRoundTrips) {
   EXPECT_EQ(o.dataset.validation_fraction, want.dataset.validation_fraction);
   EXPECT_EQ(o.dataset.skip_invalid, want.dataset.skip_invalid);
   EXPECT_EQ(o.dataset.cache_dir, want.dataset.cache_dir);
+  EXPECT_EQ(o.dataset.mix, want.dataset.mix);
 
   // The model travels as its registry entry's config.json: every field the entry writes comes
   // back (the entry's writer is complete: model_config_test round-trips every preset).

@@ -152,6 +152,15 @@ void AddSettingEntry(const Setting& s, const std::string& key, const std::string
   entry->GetReflection()->SetString(entry, f->message_type()->map_value(), value);
 }
 
+void AddSettingWeightedPath(const Setting& s, const std::string& path, double weight,
+                            JobSpec& spec) {
+  Message* m = MutableSettingParent(s, spec);
+  Message* entry = m->GetReflection()->AddMessage(m, SettingField(s));
+  const google::protobuf::Descriptor* d = entry->GetDescriptor();
+  entry->GetReflection()->SetString(entry, d->FindFieldByName("path"), path);
+  entry->GetReflection()->SetDouble(entry, d->FindFieldByName("weight"), weight);
+}
+
 absl::Status SetSettingFromText(const Setting& s, absl::string_view text, JobSpec& spec) {
   switch (s.type) {
     case SettingType::kInt: {
@@ -183,6 +192,7 @@ absl::Status SetSettingFromText(const Setting& s, absl::string_view text, JobSpe
       SetSettingText(s, std::string(text), spec);
       return absl::OkStatus();
     case SettingType::kSettings:
+    case SettingType::kWeightedPaths:
     case SettingType::kSection: break;
   }
   return Invalid(s.key, "has no scalar value");
@@ -226,6 +236,24 @@ absl::Status CheckSettings(const JobSpec& spec, Echo echo) {
     if (s.type != SettingType::kReal || s.range_error.empty()) continue;
     if (const double v = GetReal(s, spec); !RealRangeOk(s, v)) {
       return Invalid(s.key, absl::StrReplaceAll(s.range_error, {{"{got}", absl::StrCat(v)}}));
+    }
+  }
+  // A spec from any client: every weighted path names a file and weighs more than nothing.
+  for (const Setting& s : rows) {
+    if (s.type != SettingType::kWeightedPaths) continue;
+    const Message& m = SettingParent(s, spec);
+    const FieldDescriptor* f = SettingField(s);
+    for (int i = 0; i < m.GetReflection()->FieldSize(m, f); ++i) {
+      const Message& e = m.GetReflection()->GetRepeatedMessage(m, f, i);
+      const std::string path = e.GetReflection()->GetString(e, e.GetDescriptor()->FindFieldByName("path"));
+      const double weight =
+          e.GetReflection()->GetDouble(e, e.GetDescriptor()->FindFieldByName("weight"));
+      const std::string name = echo == Echo::kContent ? path : absl::StrCat("entry ", i + 1);
+      if (path.empty()) return Invalid(s.key, absl::StrCat("entry ", i + 1, " has no path"));
+      if (!std::isfinite(weight) || weight <= 0) {
+        return Invalid(s.key, absl::StrCat(name, ": the weight must be a positive number, got ",
+                                           weight));
+      }
     }
   }
   for (const Setting& s : rows) {

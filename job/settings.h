@@ -38,6 +38,7 @@ enum class SettingType {
   kPath,      // text; relative to the job file's folder, stored absolute
   kEnum,      // one of `names` (checked at submit)
   kSettings,  // a mapping of the keys in `names` to text (a launcher's settings)
+  kWeightedPaths,  // a mapping of paths (relative to the job file) to positive weights, in order
   kSection,   // a section given as a scalar: short for {short_key: value} (`model: gpt2-tiny`)
 };
 
@@ -99,6 +100,9 @@ void SetSettingInt(const Setting& s, int64_t v, accel::v1::JobSpec& spec);
 void SetSettingReal(const Setting& s, double v, accel::v1::JobSpec& spec);
 void SetSettingBool(const Setting& s, bool v, accel::v1::JobSpec& spec);
 void SetSettingText(const Setting& s, const std::string& v, accel::v1::JobSpec& spec);
+// Appends one (path, weight) to a kWeightedPaths row's repeated WeightedPath field.
+void AddSettingWeightedPath(const Setting& s, const std::string& path, double weight,
+                            accel::v1::JobSpec& spec);
 void AddSettingEntry(const Setting& s, const std::string& key, const std::string& value,
                      accel::v1::JobSpec& spec);
 

@@ -18,6 +18,7 @@ absl::StatusOr<T> Keyed(const char* key, absl::StatusOr<T> v) {
 }
 
 void AddModelDataTrainRows(std::vector<Setting>& rows);
+void AddSampleRows(std::vector<Setting>& rows);
 void AddRunRows(std::vector<Setting>& rows);
 
 }  // namespace accel::job

@@ -105,9 +105,23 @@ void AddModelDataTrainRows(std::vector<Setting>& rows) {
            .flag_shows_default = false,
            .apply = [](const JobSpec& s, O& o) { o.dataset.format = s.data().format(); },
            .doc_default = "absent"},
+          {.key = "data.mix",
+           .type = SettingType::kWeightedPaths,
+           .help = "with `data.format`: more sources, a mapping of files or globs (in the file "
+                   "name) to positive weights, `{chat.jsonl: 3, \"web/*.jsonl\": 1}`: each "
+                   "source's documents are drawn in proportion to its weight, a weight below 1 "
+                   "subsampling it and above 1 repeating it; `data.path`, when given, is one "
+                   "more source of weight 1 (docs/data.md \"Mixtures\")",
+           .apply =
+               [](const JobSpec& s, O& o) {
+                 o.dataset.mix.clear();
+                 for (const auto& m : s.data().mix()) o.dataset.mix.push_back({m.path(), m.weight()});
+               },
+           .doc_default = "absent"},
           {.key = "data.tokenizer",
            .type = SettingType::kPath,
-           .help = "with `data.format`: a `tokenizer.json` or the folder holding it (with its "
+           .help = "with `data.format` (or for `train.sample_every`'s text): a `tokenizer.json` "
+                   "or the folder holding it (with its "
                    "`tokenizer_config.json`); absent = the `tokenizer.json` beside "
                    "`model.config`. Its vocabulary must fit the model's `vocab_size`",
            .flag = "--tokenizer",

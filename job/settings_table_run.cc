@@ -286,6 +286,7 @@ std::span<const Setting> JobSettings() {
   static const auto* table = [] {
     auto* rows = new std::vector<Setting>;
     AddModelDataTrainRows(*rows);
+    AddSampleRows(*rows);
     AddRunRows(*rows);
     return rows;
   }();

@@ -45,6 +45,12 @@ TEST(SettingsTest, EveryRowHasHelpAndARealProtoFieldOfItsType) {
       case SettingType::kReal: EXPECT_EQ(f->cpp_type(), FieldDescriptor::CPPTYPE_DOUBLE); break;
       case SettingType::kBool: EXPECT_EQ(f->cpp_type(), FieldDescriptor::CPPTYPE_BOOL); break;
       case SettingType::kSettings: EXPECT_TRUE(f->is_map()); break;
+      case SettingType::kWeightedPaths:
+        EXPECT_TRUE(f->is_repeated());
+        ASSERT_EQ(f->cpp_type(), FieldDescriptor::CPPTYPE_MESSAGE);
+        EXPECT_NE(f->message_type()->FindFieldByName("path"), nullptr);
+        EXPECT_NE(f->message_type()->FindFieldByName("weight"), nullptr);
+        break;
       case SettingType::kSection:
         EXPECT_EQ(f->cpp_type(), FieldDescriptor::CPPTYPE_MESSAGE);
         EXPECT_NE(FindSetting(std::string(s.key) + "." + std::string(s.short_key)), nullptr);
@@ -117,6 +123,8 @@ TEST(SettingsTest, DefaultsAreTheOnesTheParserSetBefore) {
   s.set_comm_timeout_s(120);
   s.set_heartbeat_timeout_s(60);
   s.set_stop_grace_s(10);
+  // Added with the dataset keys (issue 30): jsonl's text field.
+  s.mutable_data()->set_text_field("text");
   std::string diff;
   google::protobuf::util::MessageDifferencer differ;
   differ.ReportDifferencesToString(&diff);

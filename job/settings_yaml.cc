@@ -63,6 +63,36 @@ std::vector<std::string> KnownKeys(const std::string& prefix, const Setting* set
 absl::Status ReadValue(const YamlSource& c, const Setting& row, const YAML::Node& n,
                        const std::string& path, JobSpec& spec);
 
+// `{a.jsonl: 3, "web/*.jsonl": 1}`: paths relative to the job file, each a positive weight, kept
+// in the file's order (the mixture's draw depends on it).
+absl::Status ReadWeightedPaths(const YamlSource& c, const Setting& row, const YAML::Node& n,
+                               const std::string& path, JobSpec& spec) {
+  if (!n.IsMap()) {
+    return Bad(c, n, path, absl::StrCat("must be a mapping of paths to weights", Got(c, n)));
+  }
+  std::map<std::string, int> first_line;
+  for (auto it = n.begin(); it != n.end(); ++it) {
+    if (!it->first.IsScalar() || it->first.Scalar().empty()) {
+      return Bad(c, it->first, path, "each key must be a path");
+    }
+    std::string file = it->first.Scalar();
+    const std::string where = c.quote() ? absl::StrCat(path, ".", file) : path;
+    const auto [seen, inserted] = first_line.emplace(file, it->first.Mark().line + 1);
+    if (!inserted) {
+      return Bad(c, it->first, where,
+                 absl::StrCat("duplicate path (first given on line ", seen->second, ")"));
+    }
+    double weight;
+    if (!it->second.IsScalar() || !YAML::convert<double>::decode(it->second, weight) ||
+        !std::isfinite(weight) || weight <= 0) {
+      return Bad(c, it->second, where, absl::StrCat("must be a positive weight", Got(c, it->second)));
+    }
+    if (!fs::path(file).is_absolute()) file = (fs::path(c.base_dir) / file).lexically_normal().string();
+    AddSettingWeightedPath(row, file, weight, spec);
+  }
+  return absl::OkStatus();
+}
+
 // Walks a mapping: every key must be a known one. `settings_row`: the mapping is that kSettings
 // row's (a launcher's settings, each a text); else the table's section at `prefix`.
 absl::Status Walk(const YamlSource& c, const YAML::Node& node, const std::string& prefix,
@@ -164,6 +194,7 @@ absl::Status ReadValue(const YamlSource& c, const Setting& row, const YAML::Node
       return absl::OkStatus();
     }
     case SettingType::kSettings: return Walk(c, n, path, &row, spec);
+    case SettingType::kWeightedPaths: return ReadWeightedPaths(c, row, n, path, spec);
     case SettingType::kSection: break;  // Walk handles sections
   }
   return Walk(c, n, path, nullptr, spec);

@@ -155,6 +155,22 @@ class DaemonSink final : public RankSink {
     return absl::OkStatus();
   }
 
+  // Rank 0 alone samples (train/sampling.h), so it alone calls this.
+  absl::Status Sample(const train::SampleResult& s) override {
+    v1::WorkerEvent e;
+    v1::SampleEvent* v = e.mutable_sample();
+    v->set_step(s.step);
+    v->set_prompt(s.prompt);
+    v->set_text(s.text);
+    for (int32_t id : s.ids) v->add_ids(id);
+    for (int32_t id : s.prompt_ids) v->add_prompt_ids(id);
+    v->set_stop_reason(s.stop_reason);
+    v->set_seconds(s.seconds);
+    v->set_tokens_per_second(s.tokens_per_s);
+    reporter_.Send(e);
+    return absl::OkStatus();
+  }
+
   bool CanRequestStop() const override { return true; }
   bool StopRequested() override { return requests_.requested(); }
 

@@ -79,7 +79,8 @@ absl::StatusOr<RankOutcome> RunRank(const RankSpec& spec, RankSink& sink) {
     // Leaves Train() before its periodic save; the save below covers this step.
     outcome.stopped_on_request = true;
     return absl::CancelledError("stop requested");
-  }, on_checkpoint, [&](const train::EvalMetrics& e) { return sink.Eval(e); });
+  }, on_checkpoint, [&](const train::EvalMetrics& e) { return sink.Eval(e); },
+     [&](const train::SampleResult& s) { return sink.Sample(s); });
   if (!trained.ok() && !outcome.stopped_on_request) return trained;
   const std::string& dir = spec.options.checkpoint_dir;
   if (!dir.empty() && last_saved != trainer.step()) {

@@ -61,6 +61,8 @@ class RankSink {
   virtual absl::Status Checkpoint(const train::CheckpointEvent& e) = 0;
   // One evaluation (the same on every rank): options.eval.
   virtual absl::Status Eval(const train::EvalMetrics& /*e*/) { return absl::OkStatus(); }
+  // One sample of the weights (options.sample), on rank 0 only.
+  virtual absl::Status Sample(const train::SampleResult& /*s*/) { return absl::OkStatus(); }
   // Whether this sink can ask the gang to stop early (the daemon's checkpoint on request). The
   // same on every rank of a gang.
   virtual bool CanRequestStop() const { return false; }

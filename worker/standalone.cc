@@ -20,6 +20,7 @@
 #include "engine/shard/shard_plan.h"
 #include "job/settings_flags.h"
 #include "job/plan_proto.h"
+#include "engine/generate/training_sample.h"
 #include "worker/checkpoint_owner.h"
 #include "worker/job_spec.h"
 #include "worker/launch_env.h"
@@ -274,6 +275,16 @@ class TerminalSink final : public RankSink {
                   static_cast<long long>(e.step), e.loss, e.perplexity,
                   static_cast<long long>(e.tokens), static_cast<long long>(e.batches),
                   e.tokens_per_s);
+    }
+    std::fflush(stdout);
+    return absl::OkStatus();
+  }
+
+  absl::Status Sample(const train::SampleResult& s) override {
+    if (json_) {
+      std::printf("{\"event\":\"sample\",%s\n", train::SampleResultToJson(s).substr(1).c_str());
+    } else {
+      std::printf("%s\n", generate::SampleLine(s.step, s.text).c_str());
     }
     std::fflush(stdout);
     return absl::OkStatus();

@@ -22,7 +22,8 @@ absl::StatusOr<data::PrepareOptions> PrepareOptionsOf(const DatasetOptions& d, i
   absl::StatusOr<data::DatasetFormat> format = data::ParseDatasetFormat(d.format);
   if (!format.ok()) return Prefixed("data.format", format.status());
   p.format = *format;
-  p.sources = {{d.source, 1.0}};
+  if (!d.source.empty()) p.sources.push_back({d.source, 1.0});
+  for (const auto& [path, weight] : d.mix) p.sources.push_back({path, weight});
   p.tokenizer = d.tokenizer;
   p.text_field = d.text_field;
   if (!d.validation.empty()) p.validation_files = {d.validation};

@@ -11,6 +11,7 @@
 #include "engine/base/status_macros.h"
 #include "engine/config/accelerate_yaml.h"
 #include "engine/config/dataset_lowering.h"
+#include "engine/config/sample_lowering.h"
 #include "engine/config/document.h"
 #include "engine/config/resolve.h"
 #include "engine/io/block_file.h"
@@ -257,6 +258,8 @@ absl::StatusOr<LoweredJob> Lower(const LoweringInputs& in, Env* env) {
   // Text, JSONL or chat data: the prepared train.bin the ranks open (dataset_lowering.h). It
   // reads the sources, so only where they can be read (not for another host's files).
   if (in.check_files) ACCEL_RETURN_IF_ERROR(LowerDataset(&out.options, out.model, env));
+  // Samples during training: the tokenizer their text comes from (sample_lowering.h).
+  ACCEL_RETURN_IF_ERROR(LowerSample(&out.options, out.model, env));
   if (out.plan && in.model_given) {
     ACCEL_RETURN_IF_ERROR(NameFiles(in, CheckWrappedClasses(*out.plan, out.model)));
   }

@@ -1,6 +1,7 @@
 #include "engine/config/train_options.h"
 
 #include <atomic>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
@@ -49,6 +50,19 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
     return absl::InvalidArgumentError(
         "eval.every_n_steps, eval.at_start and checkpoint.keep_best need eval.data (the "
         "held-out tokens)");
+  }
+  if (o.sample.every < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("train.sample_every must be >= 0 (0: no samples), got ", o.sample.every));
+  }
+  if (o.sample.max_new_tokens < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "train.sample_max_new_tokens must be at least 1, got ", o.sample.max_new_tokens));
+  }
+  if (!(o.sample.temperature >= 0) || !std::isfinite(o.sample.temperature)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "train.sample_temperature must be finite and >= 0 (0: greedy), got ",
+        o.sample.temperature));
   }
   return absl::OkStatus();
 }

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -47,7 +49,24 @@ struct DatasetOptions {
   double validation_fraction = 0;  // or this share of the documents, drawn per document
   bool skip_invalid = false;
   std::string cache_dir;           // "" = data::DefaultCacheDir()
+  // More weighted sources (data.mix), after `source` (weight 1) when that is set.
+  std::vector<std::pair<std::string, double>> mix;
   bool enabled() const { return !format.empty(); }
+};
+
+// Samples during training (engine/train/sampling.h, docs/generate.md "Samples during training"):
+// every `every` steps and after the last, rank 0 continues `prompt` by up to max_new_tokens
+// tokens on the gathered fp32 weights (greedy at temperature 0) and reports the text. Off when
+// `every` is 0.
+struct SampleOptions {
+  int64_t every = 0;
+  std::string prompt;          // "" = the tokenizer's BOS (else EOS), or "\n" for bytes
+  int64_t max_new_tokens = 32;
+  double temperature = 0;      // 0 = greedy
+  // tokenizer.json or its folder; "" = bytes (a vocabulary-256 model). The lowering fills it
+  // from data.tokenizer or the tokenizer.json beside model.config (sample_lowering.h).
+  std::string tokenizer;
+  bool enabled() const { return every > 0; }
 };
 
 struct TrainOptions {
@@ -88,6 +107,7 @@ struct TrainOptions {
   // without one never counts as best). 0: none kept for that reason.
   int keep_best = 0;
   EvalOptions eval;
+  SampleOptions sample;
   std::string resume_dir;
   // Who saves into checkpoint_dir (engine/checkpoint/dir_owner.h): the directory must be this
   // owner's or nobody's, keep_last prunes only its steps. The worker sets it (acceld's job and

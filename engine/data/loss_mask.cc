@@ -28,10 +28,9 @@ std::string LossMaskPath(const std::string& data_path) {
   return absl::StrCat(data_path, ".mask");
 }
 
-absl::StatusOr<std::vector<uint8_t>> ReadLossMask(Env* env, const std::string& path,
-                                                  int64_t tokens) {
-  ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, env->NewRandomAccessFile(path));
-  const uint64_t size = file->Size();
+absl::StatusOr<MappedLossMask> MapLossMask(Env* env, const std::string& path, int64_t tokens) {
+  ACCEL_ASSIGN_OR_RETURN(std::shared_ptr<const MappedFile> file, MapFile(env, path));
+  const uint64_t size = file->size();
   auto bad = [&](auto&&... parts) {
     return absl::DataLossError(absl::StrCat("loss mask ", path, ": ", parts...));
   };
@@ -39,8 +38,7 @@ absl::StatusOr<std::vector<uint8_t>> ReadLossMask(Env* env, const std::string& p
     return bad("truncated: ", size, " bytes, shorter than the ", kLossMaskHeaderBytes,
                "-byte header");
   }
-  char header[kLossMaskHeaderBytes];
-  ACCEL_RETURN_IF_ERROR(file->Read(0, sizeof(header), header));
+  const char* header = file->data();
   if (const int32_t magic = ReadLe32(header); magic != kLossMaskMagic) {
     return bad("bad magic ", magic, " at offset 0, expected ", kLossMaskMagic);
   }
@@ -55,15 +53,20 @@ absl::StatusOr<std::vector<uint8_t>> ReadLossMask(Env* env, const std::string& p
     return bad(size < expected ? "truncated: " : "trailing bytes: ", size, " bytes, expected ",
                expected, " (1024-byte header + ", tokens, " mask bytes)");
   }
-  std::vector<uint8_t> mask(static_cast<size_t>(tokens));
-  ACCEL_RETURN_IF_ERROR(
-      file->Read(kLossMaskHeaderBytes, mask.size(), reinterpret_cast<char*>(mask.data())));
+  const std::span<const uint8_t> mask(
+      reinterpret_cast<const uint8_t*>(header + kLossMaskHeaderBytes), static_cast<size_t>(tokens));
   const auto odd = std::find_if(mask.begin(), mask.end(), [](uint8_t b) { return b > 1; });
   if (odd != mask.end()) {
     return bad("byte ", int{*odd}, " at offset ", kLossMaskHeaderBytes + (odd - mask.begin()),
                " is neither 0 nor 1");
   }
-  return mask;
+  return MappedLossMask{std::move(file), mask};
+}
+
+absl::StatusOr<std::vector<uint8_t>> ReadLossMask(Env* env, const std::string& path,
+                                                  int64_t tokens) {
+  ACCEL_ASSIGN_OR_RETURN(MappedLossMask mask, MapLossMask(env, path, tokens));
+  return std::vector<uint8_t>(mask.bytes.begin(), mask.bytes.end());
 }
 
 std::string LossMaskBytes(const std::vector<uint8_t>& mask) {

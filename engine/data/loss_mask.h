@@ -12,11 +12,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "engine/base/env.h"
+#include "engine/base/mapped_file.h"
 
 namespace accel::data {
 
@@ -27,7 +30,18 @@ inline constexpr int64_t kLossMaskHeaderBytes = 256 * 4;
 // The mask file of a data file: X.bin → X.mask; a path not ending in ".bin" gets ".mask" added.
 std::string LossMaskPath(const std::string& data_path);
 
-// Reads and checks the mask at `path` for a token file of `tokens` tokens.
+// A checked mask file, mapped (engine/base/mapped_file.h): `bytes` are its `tokens` mask bytes,
+// valid while `file` lives.
+struct MappedLossMask {
+  std::shared_ptr<const MappedFile> file;
+  std::span<const uint8_t> bytes;
+};
+
+// Maps and checks the mask at `path` for a token file of `tokens` tokens (every byte is read
+// once, to check it is 0 or 1).
+[[nodiscard]] absl::StatusOr<MappedLossMask> MapLossMask(Env* env, const std::string& path,
+                                                         int64_t tokens);
+// The same, copied into memory.
 [[nodiscard]] absl::StatusOr<std::vector<uint8_t>> ReadLossMask(Env* env, const std::string& path,
                                                                 int64_t tokens);
 

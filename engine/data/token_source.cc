@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "engine/base/status_macros.h"
@@ -28,16 +29,26 @@ bool IsShardMagic(int32_t magic) {
 }
 
 template <typename T>
-int32_t MaxOf(const std::vector<T>& v) {
+int32_t MaxOf(std::span<const T> v) {
   return v.empty() ? 0 : static_cast<int32_t>(*std::max_element(v.begin(), v.end()));
+}
+
+// A vector's elements as a span, with the vector as the span's owner.
+template <typename T>
+std::pair<std::span<const T>, std::shared_ptr<const void>> Owned(std::vector<T> v) {
+  auto owner = std::make_shared<const std::vector<T>>(std::move(v));
+  return {std::span<const T>(*owner), owner};
 }
 
 }  // namespace
 
-TokenSource::TokenSource(std::vector<uint16_t> tokens16, std::vector<uint32_t> tokens32,
-                         TokenSourceKind kind, std::string path)
-    : tokens16_(std::move(tokens16)),
-      tokens32_(std::move(tokens32)),
+TokenSource::TokenSource(std::span<const uint16_t> tokens16, std::span<const uint32_t> tokens32,
+                         std::shared_ptr<const void> owner, bool streamed, TokenSourceKind kind,
+                         std::string path)
+    : tokens16_(tokens16),
+      tokens32_(tokens32),
+      tokens_owner_(std::move(owner)),
+      streamed_(streamed),
       kind_(kind),
       path_(std::move(path)) {
   max_token_ = tokens16_.empty() ? MaxOf(tokens32_) : MaxOf(tokens16_);
@@ -45,20 +56,22 @@ TokenSource::TokenSource(std::vector<uint16_t> tokens16, std::vector<uint32_t> t
 
 std::unique_ptr<TokenSource> TokenSource::FromTokens(std::vector<uint16_t> tokens,
                                                      TokenSourceKind kind, std::string path) {
+  auto [span, owner] = Owned(std::move(tokens));
   return std::unique_ptr<TokenSource>(
-      new TokenSource(std::move(tokens), {}, kind, std::move(path)));
+      new TokenSource(span, {}, std::move(owner), false, kind, std::move(path)));
 }
 
 std::unique_ptr<TokenSource> TokenSource::FromTokens(std::vector<uint32_t> tokens,
                                                      TokenSourceKind kind, std::string path) {
+  auto [span, owner] = Owned(std::move(tokens));
   return std::unique_ptr<TokenSource>(
-      new TokenSource({}, std::move(tokens), kind, std::move(path)));
+      new TokenSource({}, span, std::move(owner), false, kind, std::move(path)));
 }
 
 absl::StatusOr<std::unique_ptr<TokenSource>> TokenSource::OpenTokenShard(Env* env,
                                                                          const std::string& path) {
-  ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, env->NewRandomAccessFile(path));
-  const uint64_t size = file->Size();
+  ACCEL_ASSIGN_OR_RETURN(std::shared_ptr<const MappedFile> file, MapFile(env, path));
+  const uint64_t size = file->size();
   auto bad = [&](auto&&... parts) {
     return absl::DataLossError(absl::StrCat("file ", path, ": ", parts...));
   };
@@ -66,8 +79,7 @@ absl::StatusOr<std::unique_ptr<TokenSource>> TokenSource::OpenTokenShard(Env* en
     return bad("truncated llm.c token shard: ", size, " bytes, shorter than the ",
                kTokenShardHeaderBytes, "-byte header");
   }
-  char header[kTokenShardHeaderBytes];
-  ACCEL_RETURN_IF_ERROR(file->Read(0, sizeof(header), header));
+  const char* header = file->data();
   const int32_t magic = ReadLe32(header);
   if (!IsShardMagic(magic)) {
     return bad("bad magic ", magic, " at offset 0, expected ", kTokenShardMagic, " or ",
@@ -90,15 +102,18 @@ absl::StatusOr<std::unique_ptr<TokenSource>> TokenSource::OpenTokenShard(Env* en
                expected, " (1024-byte header + ", width, " * ", n,
                " tokens, the count at offset 8)");
   }
+  // The header is 1024 bytes and the file's base page-aligned (or a heap buffer), so the
+  // token array is aligned for its width.
+  const char* body = header + kTokenShardHeaderBytes;
+  const bool streamed = file->mapped();
   if (!wide) {
-    std::vector<uint16_t> tokens(static_cast<size_t>(n));
-    ACCEL_RETURN_IF_ERROR(file->Read(kTokenShardHeaderBytes, tokens.size() * 2,
-                                     reinterpret_cast<char*>(tokens.data())));
-    return FromTokens(std::move(tokens), TokenSourceKind::kTokenShard, path);
+    const std::span<const uint16_t> tokens(reinterpret_cast<const uint16_t*>(body),
+                                           static_cast<size_t>(n));
+    return std::unique_ptr<TokenSource>(new TokenSource(
+        tokens, {}, std::move(file), streamed, TokenSourceKind::kTokenShard, path));
   }
-  std::vector<uint32_t> tokens(static_cast<size_t>(n));
-  ACCEL_RETURN_IF_ERROR(file->Read(kTokenShardHeaderBytes, tokens.size() * 4,
-                                   reinterpret_cast<char*>(tokens.data())));
+  const std::span<const uint32_t> tokens(reinterpret_cast<const uint32_t*>(body),
+                                         static_cast<size_t>(n));
   constexpr uint32_t kMaxId = std::numeric_limits<int32_t>::max();
   const auto over =
       std::find_if(tokens.begin(), tokens.end(), [](uint32_t t) { return t > kMaxId; });
@@ -107,7 +122,8 @@ absl::StatusOr<std::unique_ptr<TokenSource>> TokenSource::OpenTokenShard(Env* en
                kTokenShardHeaderBytes + 4 * static_cast<uint64_t>(over - tokens.begin()),
                " is above ", kMaxId, " (ids are int32)");
   }
-  return FromTokens(std::move(tokens), TokenSourceKind::kTokenShard, path);
+  return std::unique_ptr<TokenSource>(new TokenSource(
+      {}, tokens, std::move(file), streamed, TokenSourceKind::kTokenShard, path));
 }
 
 absl::StatusOr<std::unique_ptr<TokenSource>> TokenSource::OpenTextBytes(Env* env,
@@ -139,7 +155,20 @@ absl::Status TokenSource::SetLossMask(std::vector<uint8_t> mask) {
                                                    " at index ", odd - mask.begin(),
                                                    " is neither 0 nor 1"));
   }
-  mask_ = std::move(mask);
+  auto [span, owner] = Owned(std::move(mask));
+  mask_ = span;
+  mask_owner_ = std::move(owner);
+  return absl::OkStatus();
+}
+
+absl::Status TokenSource::SetLossMask(MappedLossMask mask) {
+  if (static_cast<int64_t>(mask.bytes.size()) != size()) {
+    return absl::InvalidArgumentError(absl::StrCat("loss mask of ", mask.bytes.size(),
+                                                   " bytes for ", path_, " of ", size(),
+                                                   " tokens"));
+  }
+  mask_ = mask.bytes;
+  mask_owner_ = std::move(mask.file);
   return absl::OkStatus();
 }
 
@@ -158,7 +187,7 @@ absl::StatusOr<std::unique_ptr<TokenSource>> TokenSource::Open(Env* env, const s
   }
   const std::string mask_path = LossMaskPath(path);
   if (env->FileExists(mask_path)) {
-    ACCEL_ASSIGN_OR_RETURN(std::vector<uint8_t> mask, ReadLossMask(env, mask_path, source->size()));
+    ACCEL_ASSIGN_OR_RETURN(MappedLossMask mask, MapLossMask(env, mask_path, source->size()));
     ACCEL_RETURN_IF_ERROR(source->SetLossMask(std::move(mask)));
   }
   return source;

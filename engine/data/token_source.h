@@ -15,10 +15,15 @@
 // it, and mask(i) = 0 marks token i as a target whose loss does not count. Without one every
 // target counts (has_mask() false).
 //
-// Tokens are stored at the width of their form: uint16 for GPT-2 shards and text (2 bytes per
-// token: a 2 MB text file takes 4 MB, a 300 MB shard 300 MB), uint32 for Llama 3 shards (a
-// 400 MB shard takes 400 MB). token(i) reads either; tokens16()/tokens32() give the one array
-// for loops that want no per-token branch.
+// Shards and their masks are streamed, not loaded: Open maps them (engine/base/mapped_file.h),
+// so a rank's memory holds only the pages its batches touch, from the page cache the ranks of a
+// machine share, and a shard larger than memory trains. Opening reads every token once (the
+// largest id, and for uint32 shards the INT32_MAX check) and every mask byte (0 or 1). A file
+// read as text bytes is widened into memory (2 bytes per byte: a 2 MB text file takes 4 MB).
+// token(i) reads either width; tokens16()/tokens32() give the one array for loops that want no
+// per-token branch.
+// A mapped file must not be truncated or rewritten while a job reads it (mapped_file.h); prepared
+// datasets never are (their cache entries are immutable).
 //
 // Errors: NotFound for a missing file; DataLoss for a malformed shard (message names the file
 // and the byte offset of the bad field or token, or the expected and actual sizes);
@@ -34,6 +39,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/base/env.h"
+#include "engine/data/loss_mask.h"
 
 namespace accel::data {
 
@@ -68,6 +74,9 @@ class TokenSource {
   int64_t size() const {
     return static_cast<int64_t>(tokens16_.empty() ? tokens32_.size() : tokens16_.size());
   }
+  // True when the tokens are a mapping of the file (shards from Open / OpenTokenShard under
+  // Env::Default()), false when they are in memory (text bytes, FromTokens, in-memory Envs).
+  bool streamed() const { return streamed_; }
   // 0 <= i < size().
   int32_t token(int64_t i) const {
     const auto k = static_cast<size_t>(i);
@@ -78,7 +87,7 @@ class TokenSource {
   int token_bytes() const { return tokens16_.empty() ? 4 : 2; }
   std::span<const uint16_t> tokens16() const { return tokens16_; }
   std::span<const uint32_t> tokens32() const { return tokens32_; }
-  // Memory the tokens take: size() * token_bytes().
+  // Bytes of token data: size() * token_bytes() (in memory, or mapped when streamed()).
   int64_t storage_bytes() const { return size() * token_bytes(); }
 
   // The loss mask: one byte (0 or 1) per token, or empty (every target counts).
@@ -86,6 +95,8 @@ class TokenSource {
   std::span<const uint8_t> mask() const { return mask_; }
   // Attaches a mask of size() bytes, each 0 or 1 (InvalidArgument otherwise). Before sharing.
   [[nodiscard]] absl::Status SetLossMask(std::vector<uint8_t> mask);
+  // Attaches a checked mapped mask (loss_mask.h MapLossMask) of size() bytes. Before sharing.
+  [[nodiscard]] absl::Status SetLossMask(MappedLossMask mask);
 
   int32_t max_token() const { return max_token_; }
   // A lower bound for the model's vocabulary: 256 for text, max_token() + 1 for shards.
@@ -97,13 +108,17 @@ class TokenSource {
   TokenSourceKind kind() const { return kind_; }
 
  private:
-  TokenSource(std::vector<uint16_t> tokens16, std::vector<uint32_t> tokens32, TokenSourceKind kind,
+  // Exactly one of the spans is non-empty; `owner` keeps its bytes alive (a vector or a mapping).
+  TokenSource(std::span<const uint16_t> tokens16, std::span<const uint32_t> tokens32,
+              std::shared_ptr<const void> owner, bool streamed, TokenSourceKind kind,
               std::string path);
 
-  // One of the two is empty.
-  std::vector<uint16_t> tokens16_;
-  std::vector<uint32_t> tokens32_;
-  std::vector<uint8_t> mask_;  // empty, or one byte per token
+  std::span<const uint16_t> tokens16_;
+  std::span<const uint32_t> tokens32_;
+  std::shared_ptr<const void> tokens_owner_;
+  std::span<const uint8_t> mask_;  // empty, or one byte per token
+  std::shared_ptr<const void> mask_owner_;
+  bool streamed_ = false;
   TokenSourceKind kind_;
   std::string path_;
   int32_t max_token_ = 0;

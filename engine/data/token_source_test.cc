@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "engine/data/loss_mask.h"
 #include "engine/testing/token_shard.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -63,6 +64,36 @@ TEST_F(TokenSourceTest, ShardRoundTrip) {
     EXPECT_EQ((*src)->tokens16().size(), 6u);
     EXPECT_TRUE((*src)->tokens32().empty());
   }
+}
+
+// Shards and masks are mapped, not loaded, under the POSIX Env: the same tokens as an
+// in-memory read, and the mapping outlives the file's name (a cache entry pruned while a job
+// reads it keeps its pages).
+TEST_F(TokenSourceTest, ShardsAndMasksAreStreamedFromAMapping) {
+  std::vector<uint32_t> tokens(70000);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<uint32_t>((i * 7919) % 65536);
+  std::vector<uint8_t> mask(tokens.size());
+  for (size_t i = 0; i < mask.size(); ++i) mask[i] = (i % 3 == 0) ? 0 : 1;
+  for (int32_t magic : {kTokenShardMagic, kTokenShard32Magic}) {
+    const std::string path = WriteShard(absl::StrCat("s", magic, ".bin"), tokens, magic);
+    WriteBytes(absl::StrCat("s", magic, ".mask"), LossMaskBytes(mask));
+    auto src = TokenSource::Open(env_, path);
+    ASSERT_TRUE(src.ok()) << src.status();
+    EXPECT_TRUE((*src)->streamed());
+    ASSERT_TRUE(env_->DeleteFile(path).ok());
+    ASSERT_TRUE(env_->DeleteFile(LossMaskPath(path)).ok());
+    ASSERT_EQ((*src)->size(), static_cast<int64_t>(tokens.size()));
+    ASSERT_TRUE((*src)->has_mask());
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      ASSERT_EQ((*src)->token(static_cast<int64_t>(i)), static_cast<int32_t>(tokens[i])) << i;
+      ASSERT_EQ((*src)->mask()[i], mask[i]) << i;
+    }
+    EXPECT_EQ((*src)->max_token(), 65535);
+  }
+  // A file read as text bytes is widened into memory, not streamed.
+  auto text = TokenSource::Open(env_, WriteBytes("t.txt", "hello"));
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_FALSE((*text)->streamed());
 }
 
 TEST_F(TokenSourceTest, Shard32RoundTrip) {

@@ -181,4 +181,9 @@ std::vector<int32_t> TextCodec::end_ids() const {
   return {*tokenizer_->eos_id()};
 }
 
+std::optional<int32_t> TextCodec::start_id() const {
+  if (tokenizer_ == nullptr) return std::nullopt;
+  return tokenizer_->bos_id().has_value() ? tokenizer_->bos_id() : tokenizer_->eos_id();
+}
+
 }  // namespace accel::generate

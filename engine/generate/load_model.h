@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,9 @@ class TextCodec {
   std::string Decode(absl::Span<const int32_t> ids) const;
   // The end-of-sequence ids generation stops at (the tokenizer's EOS; none for bytes).
   std::vector<int32_t> end_ids() const;
+  // A token to start a text from: the tokenizer's BOS, else its EOS (GPT-2's <|endoftext|>);
+  // none for bytes or a tokenizer with neither.
+  std::optional<int32_t> start_id() const;
   // tokenizer_config.json beside the tokenizer ("" for bytes or when there is none).
   const std::string& tokenizer_config_path() const { return config_path_; }
 

@@ -75,6 +75,36 @@ TEST_F(DatasetPhaseTest, LoweringNamesThePreparedShardsAndFindsTheTokenizerBesid
   EXPECT_NE(again->options.data, o.data);
 }
 
+// data.mix: the sources are data.path (weight 1) then the mixture's, in order, and the
+// mixture is part of the cache key.
+TEST_F(DatasetPhaseTest, AMixtureLowersToItsOwnPreparedShards) {
+  const std::string more = Write("more.jsonl", "{\"text\": \"b a\"}\n");
+  config::LoweringInputs in = Inputs();
+  in.job.dataset.mix = {{more, 2.5}};
+  absl::StatusOr<data::PrepareOptions> p = config::PrepareOptionsOf([&] {
+    config::DatasetOptions d = in.job.dataset;
+    d.source = jsonl_;
+    return d;
+  }(), 1);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->sources.size(), 2u);
+  EXPECT_EQ(p->sources[0].path, jsonl_);
+  EXPECT_EQ(p->sources[0].weight, 1.0);
+  EXPECT_EQ(p->sources[1].path, more);
+  EXPECT_EQ(p->sources[1].weight, 2.5);
+
+  absl::StatusOr<config::LoweredJob> mixed = config::Lower(in);
+  ASSERT_TRUE(mixed.ok()) << mixed.status();
+  absl::StatusOr<config::LoweredJob> single = config::Lower(Inputs());
+  ASSERT_TRUE(single.ok()) << single.status();
+  EXPECT_NE(mixed->options.data, single->options.data);
+  // Only the mixture, no data.path.
+  in.job.data.clear();
+  absl::StatusOr<config::LoweredJob> only = config::Lower(in);
+  ASSERT_TRUE(only.ok()) << only.status();
+  EXPECT_NE(only->options.data, mixed->options.data);
+}
+
 TEST_F(DatasetPhaseTest, WhatSubmitCanKnowIsRefusedThereNamingTheKeyOrLine) {
   config::LoweringInputs in = Inputs();
   Write("d.jsonl", "{\"text\": \"a\"}\n{\"txt\": \"b\"}\n");

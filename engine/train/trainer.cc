@@ -88,6 +88,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
   ACCEL_ASSIGN_OR_RETURN(std::shared_ptr<const data::TokenSource> tokens,
                          OpenTrainingTokens(env, options, config));
   ACCEL_RETURN_IF_ERROR(t->OpenEvalData(config));
+  ACCEL_RETURN_IF_ERROR(t->OpenSampler(config));
   ACCEL_ASSIGN_OR_RETURN(model::ModelLayout layout, model::ModelLayout::Create(config));
   t->layout_ = std::make_unique<model::ModelLayout>(std::move(layout));
 
@@ -271,7 +272,8 @@ absl::StatusOr<std::vector<RankStats>> Trainer::CollectRankStats(double comm_wai
 absl::Status Trainer::Train(
     const std::function<absl::Status(const StepMetrics&)>& on_step,
     const std::function<absl::Status(const CheckpointEvent&)>& on_checkpoint,
-    const std::function<absl::Status(const EvalMetrics&)>& on_eval) {
+    const std::function<absl::Status(const EvalMetrics&)>& on_eval,
+    const std::function<absl::Status(const SampleResult&)>& on_sample) {
   auto evaluate = [&]() -> absl::Status {
     ACCEL_ASSIGN_OR_RETURN(const EvalMetrics e, Evaluate());
     return on_eval ? on_eval(e) : absl::OkStatus();
@@ -293,6 +295,10 @@ absl::Status Trainer::Train(
           options_.max_nonfinite_steps, ")"));
     }
     if (EvalDue(options_.eval, step_, options_.steps)) ACCEL_RETURN_IF_ERROR(evaluate());
+    if (SampleDue(options_.sample, step_, options_.steps)) {
+      ACCEL_ASSIGN_OR_RETURN(const std::optional<SampleResult> s, Sample());
+      if (s.has_value() && on_sample) ACCEL_RETURN_IF_ERROR(on_sample(*s));
+    }
     if (options_.checkpoint_every > 0 && !options_.checkpoint_dir.empty() &&
         step_ % options_.checkpoint_every == 0) {
       ACCEL_ASSIGN_OR_RETURN(CheckpointEvent e,

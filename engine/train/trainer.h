@@ -38,10 +38,12 @@
 #include "engine/optim/adamw.h"
 #include "engine/optim/lr_schedule.h"
 #include "engine/shard/sharded_model.h"
+#include "engine/generate/training_sample.h"
 #include "engine/train/evaluation.h"
 #include "engine/train/loss_scaler.h"
 #include "engine/train/metrics.h"
 #include "engine/train/model_runner.h"
+#include "engine/train/sampling.h"
 
 namespace accel::train {
 
@@ -94,16 +96,21 @@ class Trainer {
 
   // Runs the remaining steps, calling on_step after each, on_eval after each evaluation
   // (options().eval: at_start before the first step of a fresh run, every_n_steps, at_end; an
-  // evaluation due at a step runs before that step's checkpoint save) and on_checkpoint after
-  // each save.
+  // evaluation due at a step runs before that step's checkpoint save), on_sample after each
+  // sample on rank 0 (options().sample: every N steps and the last, after the step's
+  // evaluation, before its save) and on_checkpoint after each save.
   [[nodiscard]] absl::Status Train(
       const std::function<absl::Status(const StepMetrics&)>& on_step,
       const std::function<absl::Status(const CheckpointEvent&)>& on_checkpoint = nullptr,
-      const std::function<absl::Status(const EvalMetrics&)>& on_eval = nullptr);
+      const std::function<absl::Status(const EvalMetrics&)>& on_eval = nullptr,
+      const std::function<absl::Status(const SampleResult&)>& on_sample = nullptr);
   // One evaluation of the current weights on options().eval.data (evaluation.h): forward only,
   // nothing a step keeps changes. Collective: every rank must call it. FailedPrecondition
   // without eval data.
   [[nodiscard]] absl::StatusOr<EvalMetrics> Evaluate();
+  // One sample of the current weights (sampling.h): the result on rank 0, nullopt on the
+  // others. Collective: every rank must call it. FailedPrecondition without sample.every.
+  [[nodiscard]] absl::StatusOr<std::optional<SampleResult>> Sample();
   // The latest evaluation, if any.
   const std::optional<EvalMetrics>& last_eval() const { return last_eval_; }
   // One optimizer step.
@@ -168,6 +175,8 @@ class Trainer {
   [[nodiscard]] absl::Status AgreeOnCheckpointDir(const std::string& dir, bool claim);
   // evaluation.cc: the eval set's loader (none without options_.eval.data).
   [[nodiscard]] absl::Status OpenEvalData(const model::ModelConfig& config);
+  // sampling.cc: rank 0's sampler (none without options_.sample or on other ranks).
+  [[nodiscard]] absl::Status OpenSampler(const model::ModelConfig& config);
 
   TrainOptions options_;
   Env* env_ = nullptr;
@@ -186,6 +195,7 @@ class Trainer {
   std::unique_ptr<data::BatchLoader> loader_;
   std::unique_ptr<data::BatchLoader> eval_loader_;  // one rank's view: every batch, in order
   std::optional<EvalMetrics> last_eval_;
+  std::unique_ptr<generate::TrainingSampler> sampler_;  // rank 0's, with options_.sample
   std::vector<int32_t> inputs_, targets_;  // the step's accum micro-batches, (accum, B, T)
   std::vector<int64_t> micro_targets_;     // per micro-batch: targets != kIgnoreIndex
   LossScaler scaler_;  // enabled under fp16 only

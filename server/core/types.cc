@@ -57,12 +57,13 @@ const char* EventKindName(EventKind kind) {
     case EventKind::kCheckpoint: return "checkpoint";
     case EventKind::kLog: return "log";
     case EventKind::kEval: return "eval";
+    case EventKind::kSample: return "sample";
   }
   return "unknown";
 }
 
 absl::StatusOr<EventKind> ParseEventKind(std::string_view name) {
-  for (int i = 1; i <= 6; ++i) {
+  for (int i = 1; i <= 7; ++i) {
     if (EventKindName(static_cast<EventKind>(i)) == name) return static_cast<EventKind>(i);
   }
   return absl::InvalidArgumentError(absl::StrCat("unknown event kind ", std::string(name)));

@@ -39,6 +39,7 @@ enum class EventKind : int {
   kCheckpoint = 4,
   kLog = 5,
   kEval = 6,  // an evaluation on eval.data (issue 31)
+  kSample = 7,  // a sample of the trained weights (train.sample_every)
 };
 const char* EventKindName(EventKind kind);  // "state", "metrics", ...
 [[nodiscard]] absl::StatusOr<EventKind> ParseEventKind(std::string_view name);

@@ -106,6 +106,7 @@ absl::StatusOr<accel::v1::Event> EventToProto(const Event& e) {
     case EventKind::kCheckpoint: body = p.mutable_checkpoint(); break;
     case EventKind::kLog: body = p.mutable_log(); break;
     case EventKind::kEval: body = p.mutable_eval(); break;
+    case EventKind::kSample: body = p.mutable_sample(); break;
   }
   google::protobuf::util::JsonParseOptions opts;
   opts.ignore_unknown_fields = true;  // bodies written by a newer acceld
@@ -196,6 +197,10 @@ absl::StatusOr<std::optional<WorkerReport>> ReportFromProto(const accel::v1::Wor
     case accel::v1::WorkerEvent::kEval:
       r.kind = EventKind::kEval;
       r.body_json = MessageToJson(e.eval());
+      break;
+    case accel::v1::WorkerEvent::kSample:
+      r.kind = EventKind::kSample;
+      r.body_json = MessageToJson(e.sample());
       break;
     case accel::v1::WorkerEvent::BODY_NOT_SET:
       return absl::InvalidArgumentError("worker event without a body");

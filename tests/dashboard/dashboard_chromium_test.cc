@@ -115,7 +115,8 @@ TEST_F(DashboardChromiumTest, ChartsEveryRecordOfATrainedJob) {
                           << "model: {preset: gpt2-tiny}\n"
                           << "train: {steps: " << kSteps
                           << ", micro_batch: 2, seq_len: 32, log_every: 1, lr: 0.003, "
-                             "schedule: cosine, warmup: 5}\n"
+                             "schedule: cosine, warmup: 5, sample_every: 10, "
+                             "sample_prompt: \"ab\", sample_max_new_tokens: 8}\n"
                           << "checkpoint: {dir: ckpt, every_n_steps: 10, keep_last: 2}\n"
                           << "eval: {data: {path: " << ACCEL_DATA
                           << "}, every_n_steps: 10, max_batches: 4, at_start: true}\n"
@@ -135,9 +136,10 @@ TEST_F(DashboardChromiumTest, ChartsEveryRecordOfATrainedJob) {
 
   absl::StatusOr<std::vector<Event>> events = d.events().Read(id, 0, 1000000);
   ASSERT_TRUE(events.ok()) << events.status();
-  int64_t metrics = 0, memory = 0, checkpoints = 0, evals = 0;
+  int64_t metrics = 0, memory = 0, checkpoints = 0, evals = 0, samples = 0;
   for (const Event& e : *events) {
     evals += e.kind == EventKind::kEval;
+    samples += e.kind == EventKind::kSample;
     metrics += e.kind == EventKind::kMetrics;
     memory += e.kind == EventKind::kMemory;
     checkpoints += e.kind == EventKind::kCheckpoint;
@@ -146,6 +148,7 @@ TEST_F(DashboardChromiumTest, ChartsEveryRecordOfATrainedJob) {
   ASSERT_GT(memory, 2 * 2) << "memory records of both ranks, after setup and on the way";
   ASSERT_GE(checkpoints, 4) << "every 10 of 40 steps";
   ASSERT_EQ(evals, kSteps / 10 + 1) << "the starting weights and every 10 steps";
+  ASSERT_EQ(samples, kSteps / 10) << "train.sample_every 10, from rank 0 only";
 
   // acceld's own HTTP side, as a user opens it: once with the token in the address (acceld
   // sets the login cookie and redirects to the page, which keeps the fragment), then the page's
@@ -157,6 +160,14 @@ TEST_F(DashboardChromiumTest, ChartsEveryRecordOfATrainedJob) {
   EXPECT_EQ(AttrOf(dom, "data-chart", "loss", "data-points"), metrics) << dom.substr(0, 4000);
   // Issue 31: the eval loss beside the training loss, one point per evaluation.
   EXPECT_EQ(AttrOf(dom, "data-chart", "eval_loss", "data-points"), evals);
+  // train.sample_every: the samples list under the charts, the newest first.
+  EXPECT_EQ(AttrOf(dom, "class", "samples", "data-samples"), samples);
+  const size_t newest = dom.find("data-step=\"" + std::to_string(kSteps) + "\"");
+  const size_t oldest = dom.find("data-step=\"10\"");
+  ASSERT_NE(newest, std::string::npos);
+  ASSERT_NE(oldest, std::string::npos);
+  EXPECT_LT(newest, oldest);
+  EXPECT_THAT(dom, ::testing::HasSubstr("Samples (newest 4 of 4)"));
   for (const char* chart : {"lr", "grad_norm", "tokens_per_s"}) {
     EXPECT_EQ(AttrOf(dom, "data-chart", chart, "data-points"), metrics) << chart;
   }

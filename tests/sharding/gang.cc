@@ -37,6 +37,7 @@ absl::StatusOr<GangResult> RunGang(const train::TrainOptions& options, int world
   result.nvme_model_state_bytes.resize(world);
   result.stats.resize(world);
   result.evals.resize(world);
+  result.samples.resize(world);
   result.compute_peak_bytes.resize(world);
   std::vector<absl::Status> statuses(world);
   std::mutex mu;
@@ -61,6 +62,7 @@ absl::StatusOr<GangResult> RunGang(const train::TrainOptions& options, int world
     std::vector<float> losses;
     std::vector<train::StepMetrics> steps;
     std::vector<train::EvalMetrics> evals;
+    std::vector<train::SampleResult> samples;
     ACCEL_RETURN_IF_ERROR(trainer->Train(
         [&](const train::StepMetrics& m) {
           losses.push_back(m.loss);
@@ -70,6 +72,10 @@ absl::StatusOr<GangResult> RunGang(const train::TrainOptions& options, int world
         nullptr,
         [&](const train::EvalMetrics& e) {
           evals.push_back(e);
+          return absl::OkStatus();
+        },
+        [&](const train::SampleResult& s) {
+          samples.push_back(s);
           return absl::OkStatus();
         }));
     int64_t state = 0, host_state = 0, nvme_state = 0;
@@ -89,6 +95,7 @@ absl::StatusOr<GangResult> RunGang(const train::TrainOptions& options, int world
     result.nvme_model_state_bytes[rank] = nvme_state;
     result.stats[rank] = stats;
     result.evals[rank] = std::move(evals);
+    result.samples[rank] = std::move(samples);
     result.compute_peak_bytes[rank] = ledger.PoolTotal(MemoryPool::kDevice).peak;
     if (rank == 0) {
       result.params = std::move(params);

@@ -16,6 +16,7 @@ struct GangResult {
   std::vector<float> losses;               // rank 0's per-step losses (agreed across ranks)
   std::vector<train::StepMetrics> steps;   // rank 0's step records
   std::vector<std::vector<train::EvalMetrics>> evals;  // per rank, its evaluations (eval.data)
+  std::vector<std::vector<train::SampleResult>> samples;  // per rank, its samples (rank 0's)
   std::vector<int64_t> compute_peak_bytes;  // per rank, the compute pool's peak over the run
   std::vector<int64_t> model_state_bytes;  // per rank, between steps: params + grads + optimizer
   std::vector<int64_t> host_model_state_bytes;  // the same in the host pool (offload)

@@ -208,6 +208,21 @@ class MemoryFiguresTest(unittest.TestCase):
         checkpoint = accel_client.to_dict(job_pb2.Checkpoint(step=10, eval_loss=2.5))
         self.assertEqual(checkpoint["eval_loss"], 2.5)
 
+    def test_a_sample_event_reads_as_a_dict(self):
+        # train.sample_every: samples reach Python clients as the other events do, the text
+        # as it was written (newlines and all), the ids as a list.
+        event = accel_client.to_dict(job_pb2.Event(
+            job_id="job-1", seq=11, rank=-1,
+            sample=job_pb2.SampleEvent(step=20, prompt="Once", text="upon a\ntime",
+                                       ids=[117, 112, 111], stop_reason="length",
+                                       tokens_per_second=250.0)))
+        self.assertEqual(event["sample"]["step"], "20")
+        self.assertEqual(event["sample"]["prompt"], "Once")
+        self.assertEqual(event["sample"]["text"], "upon a\ntime")
+        self.assertEqual(event["sample"]["ids"], [117, 112, 111])
+        self.assertEqual(event["sample"]["stop_reason"], "length")
+        self.assertEqual(event["sample"]["tokens_per_second"], 250.0)
+
     def test_an_event_without_pools_has_no_figures(self):
         metrics = accel_client.to_dict(job_pb2.Event(metrics=job_pb2.MetricsEvent(step=1)))
         self.assertEqual(accel_client.memory_figures(metrics), {})

@@ -5,6 +5,7 @@
 const JOB_POLL_MS = 1500;
 const EVENT_PAGE = 10000;  // the API's largest page
 const LOG_ROWS = 400;      // the log shows the newest this many events
+const SAMPLE_ROWS = 5;     // the samples list shows the newest this many (train.sample_every)
 
 class JobPageView {
   constructor(root, jobId) {
@@ -16,13 +17,14 @@ class JobPageView {
     this.timer = null;
     this.summary = el('section', {class: 'summary'});
     this.charts = el('section', {class: 'chart-grid training'});
+    this.samples = el('section', {});
     this.memory = el('section', {});
     this.checkpoints = el('section', {});
     this.log = el('div', {class: 'event-log', 'data-events': 0});
     root.replaceChildren(
         el('p', {class: 'crumbs'}, el('a', {href: '#', text: '← all jobs'})),
         this.summary,
-        el('h3', {text: 'Training'}), this.charts,
+        el('h3', {text: 'Training'}), this.charts, this.samples,
         el('h3', {text: 'Memory per rank'}), this.memory,
         el('h3', {text: 'Checkpoints'}), this.checkpoints,
         el('h3', {text: 'Event log'}), this.log);
@@ -89,6 +91,7 @@ class JobPageView {
         lineChart('tokens_per_s', 'Tokens / s', series('tokens_per_s'),
                   {color: PALETTE[2], zero: true}));
     this.memory.replaceChildren(memoryCharts(memoryRecords(this.events)));
+    this.renderSamples();
     this.renderCheckpoints();
     this.renderLog();
   }
@@ -121,6 +124,24 @@ class JobPageView {
         progressBar(fraction, job.state),
         el('dl', {class: 'facts'}, facts.map(([k, v]) => el('div', {}, el('dt', {text: k}), el('dd', {}, v)))),
         job.error ? el('pre', {class: 'error', text: job.error}) : null);
+  }
+
+  // The newest samples of the weights (train.sample_every), newest first, under the charts; the
+  // text as written (textContent: never markup), whitespace kept.
+  renderSamples() {
+    const samples = this.events.filter((e) => e.sample !== undefined).map((e) => e.sample);
+    if (samples.length === 0) {
+      this.samples.replaceChildren();
+      return;
+    }
+    const newest = samples.slice(-SAMPLE_ROWS).reverse();
+    fill(this.samples,
+        el('h4', {text: `Samples (newest ${newest.length} of ${samples.length})`}),
+        el('ol', {class: 'samples', 'data-samples': samples.length},
+           newest.map((s) => el('li', {'data-step': num(s.step)},
+               el('span', {class: 'sample-step', text: `step ${num(s.step)}`}),
+               el('span', {class: 'sample-prompt', text: s.prompt || ''}),
+               el('span', {class: 'sample-text', text: s.text || ''})))));
   }
 
   renderCheckpoints() {
@@ -193,6 +214,8 @@ function describeEvent(e, kind) {
       return `eval step ${num(v.step)}: loss ${fmtNumber(num(v.eval_loss, NaN))} perplexity ` +
              `${fmtNumber(num(v.eval_perplexity, NaN))} over ${num(v.eval_tokens)} targets`;
     }
+    case 'sample':
+      return `step ${num(e.sample.step)} sample: ${JSON.stringify(e.sample.text || '')}`;
     case 'log':
       return `[${e.log.stream || ''}] ${e.log.line || ''}`;
     default:

@@ -30,9 +30,9 @@ function num(value, fallback = 0) {
   return Number.isNaN(n) ? fallback : n;
 }
 
-// The body kind of an accel.v1.Event: state | metrics | memory | checkpoint | log.
+// The body kind of an accel.v1.Event: state | metrics | eval | sample | memory | checkpoint | log.
 function eventKind(event) {
-  for (const kind of ['metrics', 'eval', 'memory', 'checkpoint', 'state', 'log']) {
+  for (const kind of ['metrics', 'eval', 'sample', 'memory', 'checkpoint', 'state', 'log']) {
     if (event[kind] !== undefined) return kind;
   }
   return 'unknown';
