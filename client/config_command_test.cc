@@ -52,6 +52,27 @@ TEST(AccelctlConfigTest, ExplainJsonHasTheContractKeys) {
   EXPECT_EQ(j["prefetch"]["bucket_size"], 530841);
 }
 
+// DeepSpeed's parameter offload alone (issue 32): explain says where each store lives.
+TEST(AccelctlConfigTest, ExplainShowsParameterOffloadApartFromTheOptimizer) {
+  Outcome r = Accelctl({"config", "explain", Src("configs/ds_zero3_param_offload.json"),
+                        "--output", "json", "--micro-batch", "1", "--hidden-size", "768",
+                        "--num-processes", "2"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["offload_params"], "nvme");
+  EXPECT_EQ(j["offload_optimizer"], "none");
+  EXPECT_EQ(j["engine"]["params_device"], "nvme");
+  EXPECT_EQ(j["engine"]["optimizer_device"], "compute");
+  EXPECT_EQ(j["engine"]["offload_param_dir"], "/tmp/accel-nvme-params");
+  EXPECT_EQ(j["engine"]["offload_dir"], "");
+  r = Accelctl({"config", "explain", Src("configs/ds_zero3_param_offload.json"), "--micro-batch",
+                "1", "--hidden-size", "768", "--num-processes", "2"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("parameters offloaded to files in /tmp/accel-nvme-params"),
+            std::string::npos)
+      << r.out;
+}
+
 TEST(AccelctlConfigTest, ExplainTextAndFlags) {
   Outcome r = Accelctl({"config", "explain", Src("configs/fsdp_full_shard.yaml"),
                     "--mixed-precision", "fp16", "--grad-accum", "2", "--micro-batch", "1"});

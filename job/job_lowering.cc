@@ -94,6 +94,7 @@ accel::v1::JobPlan PlanToProto(const config::LoweredJob& job, const std::string&
   p.set_optimizer_device(config::OptimizerDevice(o));
   p.set_params_device(config::ParamsDevice(o));
   p.set_offload_dir(o.shard.offload_dir);
+  p.set_offload_param_dir(config::ParamsOffloadDir(o));
   p.set_world_size(job.world_size);
   p.set_micro_batch(o.batch);
   p.set_grad_accum(o.grad_accum);

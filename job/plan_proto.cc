@@ -28,6 +28,8 @@ void ShardToProto(const shard::ShardOptions& s, v1::PlanShardOptions* p) {
   p->set_offload_optimizer(s.offload_optimizer);
   p->set_offload_params(s.offload_params);
   p->set_offload_dir(s.offload_dir);
+  p->set_offload_param_dir(s.offload_param_dir);
+  p->set_offload_params_to_host(s.offload_params_to_host);
   p->set_offload_tile_numel(s.offload_tile_numel);
   p->set_aio_block_size(s.offload_aio.block_size);
   p->set_aio_queue_depth(s.offload_aio.queue_depth);
@@ -58,6 +60,8 @@ absl::Status ShardFromProto(const v1::PlanShardOptions& p, shard::ShardOptions* 
   s->offload_optimizer = p.offload_optimizer();
   s->offload_params = p.offload_params();
   s->offload_dir = p.offload_dir();
+  s->offload_param_dir = p.offload_param_dir();
+  s->offload_params_to_host = p.offload_params_to_host();
   s->offload_tile_numel = p.offload_tile_numel();
   s->offload_aio.block_size = p.aio_block_size();
   s->offload_aio.queue_depth = p.aio_queue_depth();

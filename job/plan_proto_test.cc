@@ -83,6 +83,8 @@ config::TrainOptions Unusual() {
   s.offload_optimizer = true;
   s.offload_params = true;
   s.offload_dir = "/nvme";
+  s.offload_param_dir = "/nvme-params";
+  s.offload_params_to_host = true;  // (not with offload_param_dir: the round trip only)
   s.offload_tile_numel = 4096;
   s.offload_aio.block_size = 8192;
   s.offload_aio.queue_depth = 4;
@@ -236,6 +238,8 @@ TEST(PlanProtoTest, EveryFieldRoundTrips) {
   EXPECT_EQ(s.offload_optimizer, ws.offload_optimizer);
   EXPECT_EQ(s.offload_params, ws.offload_params);
   EXPECT_EQ(s.offload_dir, ws.offload_dir);
+  EXPECT_EQ(s.offload_param_dir, ws.offload_param_dir);
+  EXPECT_EQ(s.offload_params_to_host, ws.offload_params_to_host);
   EXPECT_EQ(s.offload_tile_numel, ws.offload_tile_numel);
   EXPECT_EQ(s.offload_aio.block_size, ws.offload_aio.block_size);
   EXPECT_EQ(s.offload_aio.queue_depth, ws.offload_aio.queue_depth);

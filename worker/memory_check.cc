@@ -107,6 +107,8 @@ std::vector<std::string> WhatWouldFit(const model::ModelConfig& config,
                [](config::TrainOptions& o) {
                  o.shard.offload_optimizer = o.shard.offload_params = true;
                  o.shard.offload_dir = "nvme";
+                 o.shard.offload_param_dir.clear();  // the parameters with the optimizer
+                 o.shard.offload_params_to_host = false;
                  if (o.shard.strategy != shard::Strategy::kHybridShard) {
                    o.shard.strategy = shard::Strategy::kFullShard;
                  }

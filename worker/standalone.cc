@@ -114,8 +114,12 @@ void AddStandaloneFlags(CLI::App& app, StandaloneFlags& f) {
                  "offload to files in this directory (NVMe; DeepSpeed nvme_path) instead of "
                  "host memory");
   app.add_flag("--offload-params", t.shard.offload_params,
-               "also keep the parameter shards on the host (FSDP fsdp_offload_params; needs "
-               "--offload-optimizer and full_shard or hybrid_shard)");
+               "keep the parameter shards off the compute memory (FSDP fsdp_offload_params, "
+               "DeepSpeed offload_param; needs full_shard or hybrid_shard): with "
+               "--offload-optimizer where its state goes, alone on the host");
+  app.add_option("--offload-param-dir", t.shard.offload_param_dir,
+                 "with --offload-params: the parameter shards in files in this directory "
+                 "(DeepSpeed offload_param.nvme_path), apart from --offload-dir");
   app.add_option("--checkpoint-dir", t.checkpoint_dir, "save sharded checkpoints here (DIR/step_N, DIR/latest)");
   app.add_option("--checkpoint-every", t.checkpoint_every, "save every N steps (0: never)")
       ->capture_default_str();
@@ -213,7 +217,7 @@ class TerminalSink final : public RankSink {
     const bool last = m.step + 1 == m.total_steps;
     // Offload to files: what this rank's step read from and wrote to the disk.
     std::pair<int64_t, int64_t> disk = {-1, -1};
-    if (!f_.train.shard.offload_dir.empty()) {
+    if (!f_.train.shard.offload_dir.empty() || !f_.train.shard.offload_param_dir.empty()) {
       const auto now = ProcessDiskBytes();
       if (now.first >= 0 && disk_before_.first >= 0) {
         disk = {now.first - disk_before_.first, now.second - disk_before_.second};

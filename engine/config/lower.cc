@@ -125,11 +125,13 @@ absl::Status NameFiles(const LoweringInputs& in, const absl::Status& s) {
   return absl::Status(s.code(), absl::StrJoin(lines, "\n"));
 }
 
-// The key that set the NVMe directory, with its file, in the user's vocabulary.
-std::string OffloadDirKey(const LoweringInputs& in, const LoweredJob& job) {
-  if (!job.plan.has_value()) return "offload_dir";
+// The key that set an NVMe directory (the optimizer's, or with `params` the parameters'), with
+// its file, in the user's vocabulary.
+std::string OffloadDirKey(const LoweringInputs& in, const LoweredJob& job, bool params) {
+  if (!job.plan.has_value()) return params ? "offload_param_dir" : "offload_dir";
   const std::string& file = in.deepspeed.given() ? in.deepspeed.name : in.accelerate.name;
-  return absl::StrCat(file, ": zero_optimization.offload_optimizer.nvme_path");
+  return absl::StrCat(file, ": zero_optimization.",
+                      params ? "offload_param" : "offload_optimizer", ".nvme_path");
 }
 
 // What the engine itself would refuse when a rank starts: the loop's values, the model, the
@@ -154,12 +156,12 @@ absl::Status CheckEngine(const LoweringInputs& in, const LoweredJob& job) {
   if (!plan.ok()) {
     return Prefixed(job.plan ? job.source : std::string("sharding"), plan.status());
   }
-  if (in.check_files && !o.shard.offload_dir.empty()) {
-    ACCEL_RETURN_IF_ERROR(
-        Prefixed(OffloadDirKey(in, job), CheckWritableDirectory(o.shard.offload_dir)));
+  for (const bool params : {false, true}) {
+    const std::string& dir = params ? o.shard.offload_param_dir : o.shard.offload_dir;
+    if (!in.check_files || dir.empty()) continue;
+    ACCEL_RETURN_IF_ERROR(Prefixed(OffloadDirKey(in, job, params), CheckWritableDirectory(dir)));
     // Files on tmpfs are memory: offload there would lower nothing.
-    ACCEL_RETURN_IF_ERROR(
-        Prefixed(OffloadDirKey(in, job), io::CheckNotMemoryBacked(o.shard.offload_dir)));
+    ACCEL_RETURN_IF_ERROR(Prefixed(OffloadDirKey(in, job, params), io::CheckNotMemoryBacked(dir)));
   }
   return absl::OkStatus();
 }

@@ -165,35 +165,35 @@ absl::Status ApplyTrainPlan(const TrainPlan& p, TrainOptions* options,
       break;
   }
 
-  // Offload (docs/sharding.md): the optimizer alone or the parameter shards with it, to host
-  // memory (cpu) or to files (nvme, DeepSpeed's nvme_path); both go to the same place.
+  // Offload (docs/sharding.md): the optimizer, the parameter shards, or both, to host memory
+  // (cpu) or to files (nvme, DeepSpeed's nvme_path; each its own directory if they differ).
   const char* offload_param_key =
       Key(p, "fsdp_config.fsdp_offload_params", "zero_optimization.offload_param.device",
           "offload_params");
-  const char* offload_optimizer_key =
-      Key(p, "fsdp_config.fsdp_offload_params", "zero_optimization.offload_optimizer.device",
-          "offload_optimizer");
   if (p.offload_params != OffloadDevice::kNone) {
-    if (p.offload_optimizer != p.offload_params) {
-      errors.push_back(absl::StrCat(offload_param_key, ": ",
-                                    std::string(Name(p.offload_params)),
-                                    " parameter offload needs the optimizer offloaded to ",
-                                    std::string(Name(p.offload_params)), " too (",
-                                    offload_optimizer_key, ")"));
-    } else if (o.shard.strategy != shard::Strategy::kFullShard &&
-               o.shard.strategy != shard::Strategy::kHybridShard) {
+    if (o.shard.strategy != shard::Strategy::kFullShard &&
+        o.shard.strategy != shard::Strategy::kHybridShard) {
       errors.push_back(absl::StrCat(
           offload_param_key, ": ", std::string(Name(p.offload_params)),
           " offload needs sharded parameters (FULL_SHARD / ZeRO stage 3, or HYBRID_SHARD), not ",
           std::string(shard::StrategyName(o.shard.strategy))));
-    } else if (p.offload_params == OffloadDevice::kNvme &&
-               p.offload_param_nvme_path != p.offload_optimizer_nvme_path) {
-      errors.push_back(absl::StrCat(
-          "zero_optimization.offload_param.nvme_path: ", p.offload_param_nvme_path,
-          " differs from offload_optimizer.nvme_path ", p.offload_optimizer_nvme_path,
-          "; this engine keeps both in one place"));
     } else {
+      // Alone (DeepSpeed runs offload_param without offload_optimizer: the optimizer state
+      // and its step stay on the rank) or with the optimizer, each where its own key says:
+      // to nvme in a directory of their own when it differs from the optimizer's (another
+      // drive for bandwidth), to the host beside an nvme optimizer (Accelerate's Scenario 3).
       o.shard.offload_params = true;
+      if (p.offload_params == OffloadDevice::kNvme && p.offload_param_nvme_path.empty()) {
+        errors.push_back("zero_optimization.offload_param.nvme_path: nvme offload needs a "
+                         "directory");
+      }
+      if (p.offload_params == OffloadDevice::kNvme &&
+          (p.offload_optimizer != OffloadDevice::kNvme ||
+           p.offload_param_nvme_path != p.offload_optimizer_nvme_path)) {
+        o.shard.offload_param_dir = p.offload_param_nvme_path;
+      }
+      o.shard.offload_params_to_host = p.offload_params == OffloadDevice::kCpu &&
+                                       p.offload_optimizer == OffloadDevice::kNvme;
     }
   }
   if (p.offload_optimizer != OffloadDevice::kNone) {
@@ -204,21 +204,23 @@ absl::Status ApplyTrainPlan(const TrainPlan& p, TrainOptions* options,
                                       "offload needs a directory"));
       }
       o.shard.offload_dir = p.offload_optimizer_nvme_path;
-      // sub_group_size 0 (DeepSpeed: one tensor per sub-group) keeps the default tile.
-      if (p.comm.sub_group_size > 0) {
-        o.shard.offload_tile_numel = std::min(o.shard.offload_tile_numel, p.comm.sub_group_size);
-      }
-      // DeepSpeed's aio section drives the transfers (AsyncIo); pin_memory locks the staging
-      // buffers (mlock, unlocked where refused).
-      const OffloadTuning& t = p.offload_tuning;
-      o.shard.offload_aio.block_size = t.aio_block_size;
-      o.shard.offload_aio.queue_depth = t.aio_queue_depth;
-      o.shard.offload_aio.single_submit = t.aio_single_submit;
-      o.shard.offload_aio.overlap_events = t.aio_overlap_events;
-      o.shard.offload_pin_buffers = t.pin_memory;
-      if (absl::Status s = io::ValidateAioOptions(o.shard.offload_aio); !s.ok()) {
-        errors.push_back(std::string(s.message()));
-      }
+    }
+  }
+  if (p.offload_optimizer == OffloadDevice::kNvme || p.offload_params == OffloadDevice::kNvme) {
+    // sub_group_size 0 (DeepSpeed: one tensor per sub-group) keeps the default tile.
+    if (p.comm.sub_group_size > 0) {
+      o.shard.offload_tile_numel = std::min(o.shard.offload_tile_numel, p.comm.sub_group_size);
+    }
+    // DeepSpeed's aio section drives the transfers (AsyncIo); pin_memory locks the staging
+    // buffers (mlock, unlocked where refused).
+    const OffloadTuning& t = p.offload_tuning;
+    o.shard.offload_aio.block_size = t.aio_block_size;
+    o.shard.offload_aio.queue_depth = t.aio_queue_depth;
+    o.shard.offload_aio.single_submit = t.aio_single_submit;
+    o.shard.offload_aio.overlap_events = t.aio_overlap_events;
+    o.shard.offload_pin_buffers = t.pin_memory;
+    if (absl::Status s = io::ValidateAioOptions(o.shard.offload_aio); !s.ok()) {
+      errors.push_back(std::string(s.message()));
     }
   }
 

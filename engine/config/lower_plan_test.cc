@@ -266,11 +266,15 @@ TEST(PlanOptionsTest, FsdpAndDeepSpeedParameterOffloadToCpu) {
   ds.distributed_type = config::DistributedType::kDeepSpeed;
   ds.strategy = config::Strategy::kFullShard;
   ds.offload_params = config::OffloadDevice::kCpu;
+  // DeepSpeed's offload_param alone: the shards on the host, the optimizer on the rank.
   TrainOptions alone;
-  EXPECT_THAT(ApplyTrainPlan(ds, &alone).message(),
-              HasSubstr("zero_optimization.offload_param.device: cpu parameter offload needs the "
-                        "optimizer offloaded to cpu too (zero_optimization.offload_optimizer."
-                        "device)"));
+  ASSERT_TRUE(ApplyTrainPlan(ds, &alone).ok());
+  EXPECT_TRUE(alone.shard.offload_params);
+  EXPECT_FALSE(alone.shard.offload_optimizer);
+  EXPECT_THAT(DescribeMode(alone), HasSubstr("optimizer state f32, parameters offloaded to the "
+                                             "host, loss scaling"));
+  EXPECT_THAT(ModeJson(alone, "", {}),
+              HasSubstr(R"("optimizer_device":"compute","params_device":"host")"));
   ds.offload_optimizer = config::OffloadDevice::kCpu;
   TrainOptions both;
   ASSERT_TRUE(ApplyTrainPlan(ds, &both).ok());
@@ -295,14 +299,15 @@ TEST(PlanOptionsTest, UnsupportedSettingsNameTheirKeysAndChangeNothing) {
 
   config::TrainPlan ds;
   ds.distributed_type = config::DistributedType::kDeepSpeed;
+  ds.strategy = config::Strategy::kFullShard;
   ds.offload_params = config::OffloadDevice::kNvme;
   ds.offload_optimizer = config::OffloadDevice::kCpu;
   ds.optimizer = Optimizer("SGD");
   s = ApplyTrainPlan(ds, &o);
-  // Parameters and optimizer state go to one place: nvme parameters need an nvme optimizer.
+  // nvme parameters without a directory, and SGD: both named, in one run.
   EXPECT_THAT(s.message(),
-              AllOf(HasSubstr("zero_optimization.offload_param.device: nvme parameter offload "
-                              "needs the optimizer offloaded to nvme too"),
+              AllOf(HasSubstr("zero_optimization.offload_param.nvme_path: nvme offload needs a "
+                              "directory"),
                     HasSubstr("optimizer.type: SGD")));
 
   config::TrainPlan adam;

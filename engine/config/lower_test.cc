@@ -88,13 +88,28 @@ TEST(LowerTest, SgdInTheDeepSpeedJsonIsRefusedNamingFileAndKey) {
               AllOf(HasSubstr("ds.json: optimizer.type"), HasSubstr("SGD")));
 }
 
-TEST(LowerTest, ParameterOffloadWithoutOptimizerOffloadIsRefusedNamingTheKey) {
+// DeepSpeed runs offload_param without offload_optimizer (issue 32): so does this engine.
+TEST(LowerTest, ParameterOffloadWithoutOptimizerOffloadRuns) {
   auto lowered = Lower(Inputs(kDeepSpeed, R"({"zero_optimization": {"stage": 3,
       "offload_param": {"device": "cpu"}}})"));
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  EXPECT_TRUE(lowered->options.shard.offload_params);
+  EXPECT_FALSE(lowered->options.shard.offload_optimizer);
+}
+
+// Each NVMe directory is checked under its own key.
+TEST(LowerTest, ParameterNvmePathThatIsAFileIsRefusedNamingItsKey) {
+  const std::string file = ::testing::TempDir() + "/lower_test_param_not_a_dir";
+  std::FILE* f = std::fopen(file.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fclose(f);
+  auto lowered = Lower(Inputs(kDeepSpeed, R"({"zero_optimization": {"stage": 3,
+      "offload_optimizer": {"device": "nvme", "nvme_path": ")" + ::testing::TempDir() + R"("},
+      "offload_param": {"device": "nvme", "nvme_path": ")" + file + R"("}}})"));
   ASSERT_FALSE(lowered.ok());
   EXPECT_THAT(std::string(lowered.status().message()),
-              AllOf(HasSubstr("ds.json: zero_optimization.offload_param.device"),
-                    HasSubstr("offload_optimizer")));
+              AllOf(HasSubstr("zero_optimization.offload_param.nvme_path"), HasSubstr(file),
+                    HasSubstr("not a directory")));
 }
 
 TEST(LowerTest, ParameterOffloadNeedsShardedParameters) {

@@ -38,26 +38,36 @@ std::string PrecisionName(const TrainOptions& o) {
 }
 
 namespace {
-const char* OffloadPlace(const shard::ShardOptions& s) {
-  return s.offload_dir.empty() ? "host" : "nvme";
+const char* OffloadPlace(const std::string& dir) { return dir.empty() ? "host" : "nvme"; }
+std::string OffloadWhere(const std::string& dir) {
+  return dir.empty() ? "the host" : "files in " + dir;
 }
 }  // namespace
 
 std::string OptimizerDevice(const TrainOptions& o) {
-  return o.shard.offload_optimizer ? OffloadPlace(o.shard) : "compute";
+  return o.shard.offload_optimizer ? OffloadPlace(o.shard.offload_dir) : "compute";
 }
 
+std::string ParamsOffloadDir(const TrainOptions& o) { return shard::ParamOffloadDir(o.shard); }
+
 std::string ParamsDevice(const TrainOptions& o) {
-  return o.shard.offload_params ? OffloadPlace(o.shard) : "compute";
+  return o.shard.offload_params ? OffloadPlace(ParamsOffloadDir(o)) : "compute";
 }
 
 namespace {
-// " (offloaded to the host)", " (offloaded to files in DIR, with the parameters)", or "".
-std::string OffloadNote(const shard::ShardOptions& s) {
-  if (!s.offload_optimizer) return "";
-  return absl::StrCat(" (offloaded to ",
-                      s.offload_dir.empty() ? "the host" : "files in " + s.offload_dir,
-                      s.offload_params ? ", with the parameters" : "", ")");
+// " (offloaded to the host)", " (offloaded to files in DIR, with the parameters)",
+// "; parameters offloaded to files in DIR" (apart from the optimizer's state), or "".
+std::string OffloadNote(const TrainOptions& o) {
+  const shard::ShardOptions& s = o.shard;
+  if (shard::ParamsWithOptimizer(s)) {
+    return absl::StrCat(" (offloaded to ", OffloadWhere(s.offload_dir), ", with the parameters)");
+  }
+  std::string note;
+  if (s.offload_optimizer) absl::StrAppend(&note, " (offloaded to ", OffloadWhere(s.offload_dir), ")");
+  if (s.offload_params) {
+    absl::StrAppend(&note, ", parameters offloaded to ", OffloadWhere(ParamsOffloadDir(o)));
+  }
+  return note;
 }
 }  // namespace
 
@@ -72,7 +82,7 @@ std::string DescribeMode(const TrainOptions& o) {
       std::string(shard::StrategyName(m.strategy)), group, std::string(DTypeName(m.params)),
       std::string(DTypeName(m.grads)), std::string(DTypeName(m.master)),
       std::string(DTypeName(m.optimizer_state)),
-      OffloadNote(o.shard),
+      OffloadNote(o),
       m.loss_scaling ? "on" : "off",
       o.grad_accum, o.shard.reduce_every_micro_step ? " (reduce every micro-step)" : "",
       o.grad_clip, StateDictName(o.state_dict_type), o.save_16bit ? " + 16-bit model" : "",
@@ -93,6 +103,7 @@ std::string ModeJson(const TrainOptions& o, std::string_view config_source,
   j["optimizer_device"] = OptimizerDevice(o);
   j["params_device"] = ParamsDevice(o);
   j["offload_dir"] = o.shard.offload_dir;
+  j["offload_param_dir"] = ParamsOffloadDir(o);
   j["loss_scaling"] = m.loss_scaling;
   j["grad_accum"] = o.grad_accum;
   j["reduce_every_micro_step"] = o.shard.reduce_every_micro_step;

@@ -34,6 +34,10 @@ std::string PrecisionName(const TrainOptions& options);
 // Where offloaded state lives: "compute" (not offloaded), "host" or "nvme".
 std::string OptimizerDevice(const TrainOptions& options);
 std::string ParamsDevice(const TrainOptions& options);
+// The directory offloaded parameter shards live in: offload_dir when they share the
+// optimizer's storage, offload_param_dir when they have their own; empty on the host or
+// without parameter offload.
+std::string ParamsOffloadDir(const TrainOptions& options);
 // "sharded" or "full".
 std::string StateDictName(TrainOptions::StateDictType t);
 
@@ -42,7 +46,7 @@ std::string StateDictName(TrainOptions::StateDictType t);
 std::string DescribeMode(const TrainOptions& options);
 // One JSON object: {"event":"mode","strategy":...,"hybrid_group_size":..,"params":"bf16",
 // "grads":..,"master":..,"optimizer_state":..,"optimizer_device":..,"params_device":..,
-// "offload_dir":..,"loss_scaling":bool,"grad_accum":..,"reduce_every_micro_step":bool,
+// "offload_dir":..,"offload_param_dir":..,"loss_scaling":bool,"grad_accum":..,"reduce_every_micro_step":bool,
 // "grad_clip":..,"state_dict_type":"sharded"|"full","save_16bit":bool,
 // "activation_checkpointing":bool,
 // "config":<source or null>,"notes":[...]}

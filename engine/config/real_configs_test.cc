@@ -1,6 +1,8 @@
 // The config files Accelerate, TRL and transformers publish (rewritten in tests/config/, see
 // its README), resolved and checked key by key against the plan Accelerate would run.
 #include "engine/base/env.h"
+#include "engine/config/lower.h"
+#include "engine/config/mode.h"
 #include "engine/config/test_util.h"
 #include "nlohmann/json.hpp"
 #include "gtest/gtest.h"
@@ -284,6 +286,14 @@ TEST(RealConfigsTest, Scenario3EveryLauncherKeyAuto) {
       "offload_params": "cpu", "offload_optimizer": "nvme",
       "offload_optimizer_nvme_path": "/nvme", "save_16bit_model": true,
       "gradient_accumulation_steps": 5, "gradient_clipping": 1.0})"})));
+  // And it runs as it says: the parameter shards on the host, the optimizer in files in /nvme.
+  TrainOptions lowered;
+  ASSERT_TRUE(ApplyTrainPlan(*plan, &lowered).ok());
+  EXPECT_TRUE(lowered.shard.offload_params && lowered.shard.offload_optimizer);
+  EXPECT_TRUE(lowered.shard.offload_params_to_host);
+  EXPECT_EQ(lowered.shard.offload_dir, "/nvme");
+  EXPECT_EQ(ParamsDevice(lowered), "host");
+  EXPECT_EQ(OptimizerDevice(lowered), "nvme");
 }
 
 // --- DDP and the accelerate test configs ---------------------------------------------------

@@ -230,29 +230,6 @@ void CheckOffload(Context& c, const DeepSpeedJson* json, int stage) {
              "offload_optimizer");
 }
 
-// Parameter offload without the optimizer's on the same device: DeepSpeed runs it and the plan
-// holds it; the engine's refusal is the lowering's (lower_plan.cc), which runs only on a plan
-// that resolved. A file that fails here anyway gets that refusal too, so one run reports every
-// problem of the file instead of this one after the rest is fixed.
-void AddEngineOffloadRefusal(Context& c, const DeepSpeedJson* json, int stage) {
-  const TrainPlan& p = c.plan;
-  if (c.diag->ok() || p.offload_params == OffloadDevice::kNone || stage != 3 ||
-      p.offload_optimizer == p.offload_params) {
-    return;
-  }
-  const std::string device(Name(p.offload_params));
-  const std::string message =
-      absl::StrCat(device, " parameter offload needs the optimizer offloaded to ", device,
-                   " too (", json != nullptr ? "zero_optimization.offload_optimizer.device"
-                                             : "deepspeed_config.offload_optimizer_device",
-                   ")");
-  if (json != nullptr) {
-    c.diag->Error(json->source, PathString(Z("offload_param", "device")), message);
-  } else {
-    c.YamlError(Ds("offload_param_device"), message);
-  }
-}
-
 }  // namespace
 
 void ResolveDeepSpeed(Context& c, const DeepSpeedJson* json) {
@@ -371,7 +348,6 @@ void ResolveDeepSpeed(Context& c, const DeepSpeedJson* json) {
     keys.source = "job";
   }
   ResolveBatch(c, keys);
-  AddEngineOffloadRefusal(c, json, stage);
 }
 
 }  // namespace accel::config::internal

@@ -95,7 +95,10 @@ class RankReplay {
  public:
   // `storage`: the optimizer's, as CreateOptimizerStorage chose it in count-only mode (null
   // without offload); its Allocate charges the ledger as the engine's does.
-  RankReplay(const ReplayInput& in, MemoryLedger* ledger, offload::Storage* storage)
+  // `param_storage`: the parameter shards' own (CreateParamStorage, count-only; null when
+  // they are not offloaded or share the optimizer's).
+  RankReplay(const ReplayInput& in, MemoryLedger* ledger, offload::Storage* storage,
+             offload::Storage* param_storage)
       : in_(in),
         plan_(*in.plan),
         o_(plan_.options()),
@@ -106,6 +109,7 @@ class RankReplay {
         fp32_(o_.param_dtype == DType::kF32 && o_.reduce_dtype == DType::kF32),
         low_precision_(o_.master_dtype != DType::kF32),
         storage_(storage),
+        param_storage_(param_storage),
         // CreateOffloadDeviceOps: the offloaded state's transient blocks are host memory.
         opt_pool_(storage != nullptr ? MemoryPool::kHost : MemoryPool::kDevice),
         masters_(!low_precision_ && (!fp32_ || o_.offload_optimizer)),
@@ -160,8 +164,11 @@ class RankReplay {
     const int n = plan_.num_units();
     for (int u = 0; u < n; ++u) {  // ResidentParams / ShardedParams::Allocate
       if (sharded_params_) {
-        // ApplyPlacement: the kept shards live with the optimizer under offload_params.
-        if (o_.offload_params) {
+        // ApplyPlacement: the kept shards live in ShardContext::param_ops(): their own
+        // storage, or the optimizer's under offload_params.
+        if (param_storage_ != nullptr) {
+          (void)param_storage_->Allocate(U(u).shard_numel * psize_, kParams);  // count-only
+        } else if (o_.offload_params) {
           AllocateOptimizer(kParams, U(u).shard_numel * psize_);
         } else {
           mem_.Allocate(MemoryPool::kDevice, kParams, U(u).shard_numel * psize_);
@@ -428,6 +435,7 @@ class RankReplay {
   const int64_t psize_, wsize_;
   const bool fp32_, low_precision_;
   offload::Storage* const storage_;  // the optimizer's, counting only; null: compute memory
+  offload::Storage* const param_storage_;  // the parameters' own, counting only; or null
   const MemoryPool opt_pool_;        // where the optimizer's transient blocks are charged
   const bool masters_, grad_copies_, sharded_params_, per_unit_, in_place_;
   bool reducing_ = true;
@@ -440,7 +448,10 @@ absl::Status ReplayRank(const ReplayInput& input, MemoryLedger* ledger) {
   ACCEL_ASSIGN_OR_RETURN(
       std::unique_ptr<offload::Storage> storage,
       shard::CreateOptimizerStorage(input.plan->options(), ledger, offload::Mode::kCountOnly));
-  return RankReplay(input, ledger, storage.get()).Run();
+  ACCEL_ASSIGN_OR_RETURN(
+      std::unique_ptr<offload::Storage> param_storage,
+      shard::CreateParamStorage(input.plan->options(), ledger, offload::Mode::kCountOnly));
+  return RankReplay(input, ledger, storage.get(), param_storage.get()).Run();
 }
 
 }  // namespace accel::plan::internal

@@ -8,7 +8,8 @@
 // Why it cannot drift from the engine:
 //   - The sizes are the ShardPlan's (padded units, shards, optimizer spans, owned ranges): the
 //     plan the engine allocates from, built by the same ShardPlan::Create.
-//   - Where the optimizer's state lives, and every choice that follows from it (which pool its
+//   - Where the optimizer's state lives (and the offloaded parameters', CreateParamStorage),
+//     and every choice that follows from it (which pool its
 //     blocks are charged to, whether gradient copies are kept, whether the update streams
 //     through TileStream buffers, whether eviction drops the transient cache), is not restated
 //     here: the replay asks the engine's own offload::Storage, created by the engine's own

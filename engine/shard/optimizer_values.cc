@@ -120,6 +120,13 @@ class InPlaceValues final : public ParamsAreValues {
   Span Params(int u) override {
     return {static_cast<float*>(params_.OptimizerSpanParams(u).data), nullptr};
   }
+  // Offloaded parameters (host memory or files, updated where they live): in a file, the
+  // updated shard goes back to disk before the next range is updated.
+  absl::Status UnitUpdated(int u) override {
+    if (!ctx_.params_offloaded()) return absl::OkStatus();
+    return ctx_.param_ops().EvictRange(params_.OptimizerSpanParams(u).data,
+                                       ctx_.optimizer_span(u).length * sizeof(float));
+  }
   absl::Status FinishStep() override { return absl::OkStatus(); }
 
  private:
@@ -175,17 +182,21 @@ class MasterValues final : public OptimizerValues {
     // The real elements the optimizer updates; the padding after them stays as it is (zero).
     const int64_t real = std::min(span.length, ctx_.unit(u).numel - span.begin);
     TileHook hook;
-    // Host memory or a file rides on the stream (a file is written, never read); device
-    // memory is reached from the tile by MoveValues.
-    if (dst.on_host) {
+    // Host memory or a file of the optimizer's storage rides on the stream (a file is written,
+    // never read); device memory, and parameters in a storage of their own (another
+    // directory), are reached from the tile by MoveValues, the latter evicted at once.
+    const bool rides = dst.on_host && !ctx_.params_apart();
+    if (rides) {
       hook.arrays.push_back({dst.data, DTypeSize(dst.dtype), /*write_back=*/true, /*read=*/false});
     }
-    hook.fn = [this, u, dst, real](int64_t b, int64_t len, const float* master,
-                                   std::span<void* const> extra) -> absl::Status {
-      const MutableValueRef to = dst.on_host ? MutableValueRef{extra[0], dst.dtype, true}
-                                             : At(dst, b);
+    hook.fn = [this, u, dst, real, rides](int64_t b, int64_t len, const float* master,
+                                          std::span<void* const> extra) -> absl::Status {
+      const MutableValueRef to = rides ? MutableValueRef{extra[0], dst.dtype, true} : At(dst, b);
       ACCEL_RETURN_IF_ERROR(MoveValues(ctx_.ops(), {master, DType::kF32, true}, to, len,
                                        MemoryCategory::kParams));
+      if (ctx_.params_apart()) {
+        ACCEL_RETURN_IF_ERROR(ctx_.param_ops().EvictRange(to.data, len * DTypeSize(dst.dtype)));
+      }
       if (b + len == real) MarkFinished(u);  // tiles come in order: the unit is rounded
       return absl::OkStatus();
     };
@@ -229,7 +240,7 @@ class MasterValues final : public OptimizerValues {
       // tile is read (a no-op for memory that is not file-backed).
       if (dst.on_host) {
         ACCEL_RETURN_IF_ERROR(
-            optimizer_ops.EvictRange(At(dst, b).data, len * DTypeSize(dst.dtype)));
+            ctx_.param_ops().EvictRange(At(dst, b).data, len * DTypeSize(dst.dtype)));
       }
       return optimizer_ops.EvictRange(masters_[u].as<float>() + b, len * sizeof(float));
     });

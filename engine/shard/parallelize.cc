@@ -32,12 +32,25 @@ absl::StatusOr<std::unique_ptr<offload::Storage>> CreateOptimizerStorage(const S
       ledger, {.dir = o.offload_dir, .tile_numel = o.offload_tile_numel, .mode = mode});
 }
 
+absl::StatusOr<std::unique_ptr<offload::Storage>> CreateParamStorage(const ShardOptions& o,
+                                                                     MemoryLedger* ledger,
+                                                                     offload::Mode mode) {
+  if (!o.offload_params || ParamsWithOptimizer(o)) return std::unique_ptr<offload::Storage>();
+  const std::string dir = ParamOffloadDir(o);
+  if (dir.empty()) return offload::CreateMemoryStorage(ledger, MemoryPool::kHost, mode);
+  return offload::CreateFileStorage(
+      ledger, {.dir = dir, .tile_numel = o.offload_tile_numel, .mode = mode});
+}
+
 absl::Status ApplyOffload(ShardParts& parts) {
   ShardContext& ctx = *parts.context;
-  // The one place the storage is chosen; every part asks it how to behave from here on.
+  // The one place the storages are chosen; every part asks them how to behave from here on.
   ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<offload::Storage> storage,
                          CreateOptimizerStorage(ctx.options(), ctx.ledger()));
   if (storage != nullptr) ctx.SetOptimizerStorage(std::move(storage));
+  ACCEL_ASSIGN_OR_RETURN(std::unique_ptr<offload::Storage> params,
+                         CreateParamStorage(ctx.options(), ctx.ledger()));
+  if (params != nullptr) ctx.SetParamStorage(std::move(params));
   return absl::OkStatus();
 }
 
@@ -55,8 +68,7 @@ void ApplyPlacement(ShardParts& parts) {
     parts.params = CreateResidentParams(ctx, /*gather_after_update=*/plan.optimizer_sharded());
     return;
   }
-  DeviceOps* home = ctx->options().offload_params ? &ctx->optimizer_ops() : &ctx->ops();
-  parts.params = CreateShardedParams(ctx, home);
+  parts.params = CreateShardedParams(ctx, &ctx->param_ops());
 }
 
 void ApplyPrefetch(ShardParts& parts) { parts.params->SchedulePrefetch(); }
@@ -79,7 +91,12 @@ void ApplyOptimizerValues(ShardParts& parts) {
   ShardContext* ctx = parts.context.get();
   if (parts.precision->low_precision()) {
     parts.optimizer = CreateLowPrecisionValues(ctx, parts.params.get());
-  } else if (!parts.precision->fp32() || ctx->optimizer_offloaded()) {
+  } else if (!parts.precision->fp32() || ctx->optimizer_offloaded() ||
+             (ctx->params_offloaded() && !ctx->ops().host_addressable())) {
+    // Masters: mixed precision, an offloaded optimizer, or offloaded parameters a device
+    // cannot update in place (DeepSpeed's layout: the fp32 partition stays with the optimizer
+    // on the device, the parameters it is rounded into live on the host or in files). On host
+    // memory, fp32 offloaded parameters are updated where they live, range by range.
     parts.optimizer = CreateMasterValues(ctx, parts.params.get());
   } else {
     parts.optimizer = CreateInPlaceValues(ctx, parts.params.get(), parts.grads.get());

@@ -2,7 +2,8 @@
 // technique one Apply step, chosen once here from the plan, so that no part (and no caller)
 // branches on the strategy afterwards (torchtitan's parallelize, STYLE.md):
 //   ApplyOffload    where the optimizer's state lives: compute memory, or an offload::Storage
-//                   (host memory or files) chosen once by CreateOptimizerStorage
+//                   (host memory or files) chosen once by CreateOptimizerStorage; and where
+//                   offloaded parameter shards live when not with it (CreateParamStorage)
 //   ApplyPrecision  what the model computes on: fp32 parameters, or fp32 copies of 16-bit ones
 //   ApplyPlacement  where parameters live between uses: resident, or sharded (in compute
 //                   memory, or offloaded to the optimizer's memory)
@@ -46,6 +47,12 @@ struct ShardParts {
 // Mode::kCountOnly, a storage that only charges `ledger` (the memory plan's dry run,
 // engine/plan) and never touches the directory. Errors: CreateFileStorage's.
 [[nodiscard]] absl::StatusOr<std::unique_ptr<offload::Storage>> CreateOptimizerStorage(
+    const ShardOptions& options, MemoryLedger* ledger, offload::Mode mode = offload::Mode::kReal);
+
+// Where the kept parameter shards live when they have a storage of their own: null when they
+// are not offloaded or share the optimizer's (ParamsWithOptimizer); else host memory, or files
+// in offload_param_dir (ParamOffloadDir). Mode and errors as CreateOptimizerStorage.
+[[nodiscard]] absl::StatusOr<std::unique_ptr<offload::Storage>> CreateParamStorage(
     const ShardOptions& options, MemoryLedger* ledger, offload::Mode mode = offload::Mode::kReal);
 
 [[nodiscard]] absl::Status ApplyOffload(ShardParts& parts);

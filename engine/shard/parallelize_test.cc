@@ -2,6 +2,8 @@
 // formulas (one rank: Ψ padded elements; fp32 or bf16 mixed; offload moves the masters).
 #include "engine/shard/parallelize.h"
 
+#include "absl/strings/str_cat.h"
+#include "engine/base/env.h"
 #include "engine/comm/self_communicator.h"
 #include "gtest/gtest.h"
 
@@ -106,6 +108,54 @@ TEST_F(ParallelizeTest, ApplyOffloadChoosesTheStorageOnce) {
     EXPECT_EQ(counted.Get(MemoryPool::kNvme, MemoryCategory::kOptimizerState).current,
               ledger.Get(MemoryPool::kNvme, MemoryCategory::kOptimizerState).current);
     EXPECT_GT(counted.Get(MemoryPool::kNvme, MemoryCategory::kOptimizerState).current, 0);
+  }
+}
+
+// Offloaded parameter shards share the optimizer's storage when they live in the same place,
+// and get their own (CreateParamStorage) when offloaded alone or to another directory; its
+// count-only twin charges the ledger as the real one does.
+TEST_F(ParallelizeTest, ParametersGetTheirOwnStorageWhenApartFromTheOptimizer) {
+  const std::string params_dir = ::testing::TempDir() + "/parallelize_params";
+  ASSERT_TRUE(Env::Default()->CreateDirs(params_dir).ok());
+  struct Case {
+    bool optimizer;
+    std::string optimizer_dir, param_dir;
+    bool apart;
+    MemoryPool params_pool;
+  };
+  const Case cases[] = {
+      {true, "", "", false, MemoryPool::kHost},                          // both on the host
+      {true, params_dir, params_dir, false, MemoryPool::kNvme},          // one directory
+      {false, "", "", true, MemoryPool::kHost},                          // alone, host
+      {false, "", params_dir, true, MemoryPool::kNvme},                  // alone, files
+      {true, ::testing::TempDir(), params_dir, true, MemoryPool::kNvme},  // two directories
+  };
+  for (const Case& c : cases) {
+    ShardOptions o;
+    o.strategy = Strategy::kFullShard;
+    o.offload_params = true;
+    o.offload_optimizer = c.optimizer;
+    o.offload_dir = c.optimizer_dir;
+    o.offload_param_dir = c.param_dir;
+    const std::string what = absl::StrCat(c.optimizer, " ", c.optimizer_dir, " ", c.param_dir);
+    auto plan = ShardPlan::Create(*layout_, 1, 0, o);
+    ASSERT_TRUE(plan.ok()) << what << plan.status();
+    MemoryLedger ledger;
+    auto parts = Parallelize(layout_.get(), std::move(*plan), {self_.get(), self_.get(), nullptr},
+                             absl::Seconds(5), &ledger, nullptr);
+    ASSERT_TRUE(parts.ok()) << what << parts.status();
+    const ShardContext& ctx = *parts->context;
+    EXPECT_TRUE(ctx.params_offloaded()) << what;
+    EXPECT_EQ(ctx.params_apart(), c.apart) << what;
+    EXPECT_EQ(&ctx.param_ops() == &ctx.optimizer_ops(), !c.apart) << what;
+    EXPECT_EQ(ctx.optimizer_offloaded(), c.optimizer) << what;
+    const int64_t psi = ctx.plan().total_padded();
+    EXPECT_EQ(ledger.Get(c.params_pool, MemoryCategory::kParams).current, 4 * psi) << what;
+    EXPECT_EQ(ledger.Get(MemoryPool::kDevice, MemoryCategory::kParams).current, 0) << what;
+    MemoryLedger counted;
+    auto twin = CreateParamStorage(o, &counted, offload::Mode::kCountOnly);
+    ASSERT_TRUE(twin.ok()) << what;
+    EXPECT_EQ(*twin != nullptr, c.apart) << what;
   }
 }
 

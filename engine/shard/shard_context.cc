@@ -41,6 +41,7 @@ absl::StatusOr<std::unique_ptr<ShardContext>> ShardContext::Create(
   }
   c->ops_ = ops;
   c->optimizer_ops_ = ops;
+  c->param_ops_ = ops;
   c->host_world_ = groups.world;
   c->host_shard_ = groups.shard;
   if (!ops->host_addressable()) {
@@ -65,6 +66,12 @@ void ShardContext::SetOptimizerStorage(std::unique_ptr<offload::Storage> storage
   optimizer_storage_ = storage.get();
   owned_optimizer_ops_ = CreateOffloadDeviceOps(ledger_, std::move(storage));
   optimizer_ops_ = owned_optimizer_ops_.get();
+  if (ParamsWithOptimizer(options())) param_ops_ = optimizer_ops_;
+}
+
+void ShardContext::SetParamStorage(std::unique_ptr<offload::Storage> storage) {
+  owned_param_ops_ = CreateOffloadDeviceOps(ledger_, std::move(storage));
+  param_ops_ = owned_param_ops_.get();
 }
 
 absl::Status ShardContext::Await(comm::Communicator& comm,

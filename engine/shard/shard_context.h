@@ -5,7 +5,10 @@
 //
 // Memory: ops() is the compute memory (host memory, or a CUDA device); optimizer_ops() is where
 // offloaded state lives (host memory, or files for NVMe offload) and is ops() itself without
-// offload; optimizer_storage() says how passes over that state run. Collectives on host values
+// offload; optimizer_storage() says how passes over that state run. param_ops() is where the
+// kept parameter shards live: ops() without parameter offload, optimizer_ops() when they share
+// the optimizer's storage (ParamsWithOptimizer), else host ops over a storage of their own
+// (parameter offload alone, or to a directory apart from the optimizer's). Collectives on host values
 // (the loss, the norm, broadcast weights) go through host_world() / host_shard(): the groups
 // themselves when ops() is host memory, views that stage through device blocks otherwise
 // (staged_communicator.h).
@@ -73,6 +76,16 @@ class ShardContext {
   // Moves the optimizer's state to `storage` (ApplyOffload: host memory or files), through host
   // ops over it (CreateOffloadDeviceOps); the context owns both from then on.
   void SetOptimizerStorage(std::unique_ptr<offload::Storage> storage);
+  // Where the kept parameter shards live (see the file comment).
+  DeviceOps& param_ops() const { return *param_ops_; }
+  bool params_offloaded() const { return param_ops_ != ops_; }
+  // Whether the parameter shards have a storage of their own (SetParamStorage), apart from
+  // the optimizer's: their blocks are evicted on their own (EvictRange through param_ops()).
+  bool params_apart() const { return owned_param_ops_ != nullptr; }
+  // Moves the kept parameter shards to `storage` (ApplyOffload, when they do not share the
+  // optimizer's), through host ops over it; the context owns both from then on. Without
+  // this call they follow the optimizer's state under offload_params, else stay in ops().
+  void SetParamStorage(std::unique_ptr<offload::Storage> storage);
   comm::Communicator* host_world() const { return host_world_; }
   comm::Communicator* host_shard() const { return host_shard_; }
 
@@ -106,8 +119,10 @@ class ShardContext {
   MemoryLedger* ledger_;
   std::unique_ptr<DeviceOps> owned_ops_;            // the host ops when Create got none
   std::unique_ptr<DeviceOps> owned_optimizer_ops_;  // offloaded state's ops
+  std::unique_ptr<DeviceOps> owned_param_ops_;      // offloaded parameters' own ops
   DeviceOps* ops_ = nullptr;
   DeviceOps* optimizer_ops_ = nullptr;
+  DeviceOps* param_ops_ = nullptr;
   const offload::Storage* optimizer_storage_ = &offload::InPlace();
   std::unique_ptr<comm::Communicator> staged_world_, staged_shard_;
   comm::Communicator* host_world_ = nullptr;

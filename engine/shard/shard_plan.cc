@@ -81,9 +81,25 @@ absl::StatusOr<ShardPlan> ShardPlan::Create(const model::ModelLayout& layout, in
       !options.offload_dir.empty() && !s.ok()) {
     return s;
   }
-  if (options.offload_params && !options.offload_optimizer) {
+  if (!options.offload_param_dir.empty() && !options.offload_params) {
     return absl::InvalidArgumentError(
-        "offload_params needs offload_optimizer (the update runs where the parameters live)");
+        "offload_param_dir (NVMe parameter offload) needs offload_params: it says where the "
+        "offloaded parameter shards go");
+  }
+  if (options.offload_params_to_host &&
+      (!options.offload_params || !options.offload_param_dir.empty())) {
+    return absl::InvalidArgumentError(
+        "offload_params_to_host needs offload_params and no offload_param_dir (it keeps the "
+        "parameter shards in host memory)");
+  }
+  if (options.offload_params && options.master_dtype != DType::kF32) {
+    return absl::InvalidArgumentError(
+        "offload_params needs fp32 masters; low precision (master_dtype bf16) updates the "
+        "parameters in place, which offload keeps off the compute memory");
+  }
+  if (absl::Status s = io::ValidateAioOptions(options.offload_aio);
+      !options.offload_param_dir.empty() && !s.ok()) {
+    return s;
   }
   if (options.offload_params && options.strategy != Strategy::kFullShard &&
       options.strategy != Strategy::kHybridShard) {
@@ -140,16 +156,32 @@ bool ShardPlan::PrimaryReplica() const {
   return true;
 }
 
+std::string ParamOffloadDir(const ShardOptions& o) {
+  if (!o.offload_params) return "";
+  if (!o.offload_param_dir.empty()) return o.offload_param_dir;
+  return o.offload_optimizer && !o.offload_params_to_host ? o.offload_dir : "";
+}
+
+bool ParamsWithOptimizer(const ShardOptions& o) {
+  return o.offload_params && o.offload_optimizer && ParamOffloadDir(o) == o.offload_dir;
+}
+
+namespace {
+std::string Place(const std::string& dir) { return dir.empty() ? "the host" : "files in " + dir; }
+}  // namespace
+
 std::string ShardPlan::Describe() const {
-  return absl::StrCat(std::string(StrategyName(options_.strategy)), ": ", world_, " ranks, shard group ",
+  const ShardOptions& o = options_;
+  std::string offload;
+  if (ParamsWithOptimizer(o)) {
+    offload = ", parameters and optimizer offloaded to " + Place(o.offload_dir);
+  } else {
+    if (o.offload_params) offload += ", parameters offloaded to " + Place(ParamOffloadDir(o));
+    if (o.offload_optimizer) offload += ", optimizer offloaded to " + Place(o.offload_dir);
+  }
+  return absl::StrCat(std::string(StrategyName(o.strategy)), ": ", world_, " ranks, shard group ",
                       shard_size_, ", ", units_.size(), " units, ", total_shard_,
-                      " elements per shard (", total_padded_, " padded)",
-                      options_.offload_params      ? ", parameters and optimizer offloaded to "
-                      : options_.offload_optimizer ? ", optimizer offloaded to "
-                                                   : "",
-                      !options_.offload_optimizer    ? ""
-                      : options_.offload_dir.empty() ? "the host"
-                                                     : "files in " + options_.offload_dir);
+                      " elements per shard (", total_padded_, " padded)", offload);
 }
 
 }  // namespace accel::shard

@@ -72,15 +72,29 @@ struct ShardOptions {
   // param_dtype. Applies in fp32 too (then the masters are copies of the parameters). Not with
   // low precision.
   bool offload_optimizer = false;
-  // Parameter offload (FSDP's offload_params, DeepSpeed's offload_param.device: cpu): the
-  // resident parameter shards live in host memory too, and each all-gather starts from a copy
-  // of the shard on the compute device. Needs offload_optimizer and a strategy that shards
-  // parameters (full_shard, hybrid_shard).
+  // Parameter offload (FSDP's offload_params, DeepSpeed's offload_param.device: cpu / nvme):
+  // the kept parameter shards live off the compute memory, and each all-gather starts from a
+  // copy of the shard on the compute device. Needs a strategy that shards parameters
+  // (full_shard, hybrid_shard) and fp32 masters (not low precision). With offload_optimizer
+  // the shards go where the optimizer's state goes (offload_dir) unless offload_param_dir says
+  // otherwise; without it (DeepSpeed's offload_param alone) the optimizer's state, its step and
+  // the reduced gradients stay in compute memory, and the shards go to offload_param_dir
+  // (files) or host memory (empty).
   bool offload_params = false;
-  // Where offloaded state goes: empty for host memory, else a directory for NVMe offload
-  // (DeepSpeed's nvme_path): the state lives in files there, paged in while it is used and
-  // written back and dropped from memory after every step (CreateFileBackedDeviceOps).
+  // Where offloaded optimizer state goes: empty for host memory, else a directory for NVMe
+  // offload (DeepSpeed's offload_optimizer.nvme_path): the state lives in files there, paged in
+  // while it is used and written back and dropped from memory after every step
+  // (CreateFileBackedDeviceOps).
   std::string offload_dir;
+  // NVMe offload of the parameter shards to a directory of their own (DeepSpeed's
+  // offload_param.nvme_path, which users put on another drive than the optimizer's for
+  // bandwidth): the shards are files there, read per unit at each gather and written back
+  // after each update. Empty: with the optimizer's state (above). Needs offload_params.
+  std::string offload_param_dir;
+  // The parameter shards in host memory even where the optimizer's state is in files
+  // (DeepSpeed's offload_param.device cpu beside offload_optimizer.device nvme). Needs
+  // offload_params; not with offload_param_dir.
+  bool offload_params_to_host = false;
   // NVMe offload streams the update in tiles of at most this many elements (DeepSpeed's
   // sub_group_size, capped): the optimizer reads each tile's masters, moments and gradients
   // into two sets of staging buffers and writes it back through AsyncIo (shard::TileStream),
@@ -103,6 +117,15 @@ struct ShardOptions {
   int64_t max_live_numel = 0;
   int64_t max_reuse_distance = 0;
 };
+
+// The directory the offloaded parameter shards live in, empty for host memory (or without
+// parameter offload): offload_param_dir, else the optimizer's offload_dir when it is offloaded
+// and offload_params_to_host does not say otherwise.
+std::string ParamOffloadDir(const ShardOptions& options);
+// Whether the parameter shards live in the optimizer's own offload storage (offload_params
+// with offload_optimizer, both in the same place) rather than in a storage of their own
+// (shard::CreateParamStorage).
+bool ParamsWithOptimizer(const ShardOptions& options);
 
 struct UnitShard {
   int64_t offset = 0;        // the unit's first element in the flat layout

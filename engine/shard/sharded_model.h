@@ -35,10 +35,12 @@
 // than host waits. The host-pointer arguments of LoadFull, LoadUnitRange, LoadUnit, GatherUnit,
 // GatherFull and BroadcastFull stay host memory either way.
 //
-// Offload (ShardOptions::offload_optimizer / offload_params / offload_dir): the fp32 masters,
-// the optimizer's gradient copies and, with parameter offload, the kept parameter shards live
-// in optimizer_ops() (host memory or files; the ledger's host or nvme pool); OwnedRanges and
-// ParamViews then point there. Without offload optimizer_ops() is ops().
+// Offload (ShardOptions::offload_optimizer / offload_params / offload_dir /
+// offload_param_dir): the fp32 masters and the optimizer's gradient copies live in
+// optimizer_ops() (host memory or files; the ledger's host or nvme pool), and with parameter
+// offload the kept parameter shards in ShardContext::param_ops() (the same memory, or a
+// storage of their own: parameter offload alone, or another directory); OwnedRanges and
+// ParamViews then point there. Without offload both are ops().
 // Not thread-safe (one trainer thread); communication runs on the communicators' threads.
 #pragma once
 
@@ -51,6 +53,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "engine/base/memory_ledger.h"
+#include "engine/base/status_macros.h"
 #include "engine/model/param_access.h"
 #include "engine/shard/device_ops.h"
 #include "engine/shard/parallelize.h"
@@ -108,7 +111,8 @@ class ShardedModel final : public model::ParamAccess {
   // NVMe offload: writes the offloaded state back to its files and drops it from memory (after
   // loading; FinishStep does it after every update). Nothing otherwise.
   [[nodiscard]] absl::Status EvictOffloaded() {
-    return ctx().optimizer_offloaded() ? optimizer_ops().Evict() : absl::OkStatus();
+    if (ctx().optimizer_offloaded()) ACCEL_RETURN_IF_ERROR(optimizer_ops().Evict());
+    return ctx().params_apart() ? ctx().param_ops().Evict() : absl::OkStatus();
   }
   // The stream the optimizer's update runs through when its storage streams it
   // (offload::Storage::StreamsUpdate: NVMe offload, OptimizerStreamOptions' tiles, its staging

@@ -120,10 +120,11 @@ grpc::Status CoordinatorService::SubmitJob(grpc::ServerContext* ctx,
     return ToGrpc(Refused(source, s));
   }
   // The NVMe offload directory a config names is written by the ranks: under the roots too.
-  if (const std::string& dir = lowered->options.shard.offload_dir; !dir.empty()) {
-    if (absl::Status s = access.Check("offload_dir", dir); !s.ok()) {
-      return ToGrpc(Refused(source, s));
-    }
+  for (const auto& [key, dir] :
+       {std::pair<const char*, const std::string&>{"offload_dir", lowered->options.shard.offload_dir},
+        {"offload_param_dir", lowered->options.shard.offload_param_dir}}) {
+    if (dir.empty()) continue;
+    if (absl::Status s = access.Check(key, dir); !s.ok()) return ToGrpc(Refused(source, s));
   }
   absl::StatusOr<JobRecord> record = JobRecordFromSpec(spec, *lowered);
   if (!record.ok()) return ToGrpc(record.status());

@@ -4,9 +4,15 @@
 // (640 MiB against 1.76 GB) and on 2 ranks (1280 MiB). The run must finish without an OOM kill,
 // and the losses are the same bits as the same job trained with everything resident (outside
 // the cgroup) — whose losses differ from a run with lr 0, so the parameters really changed. bench/larger_than_memory.sh does the same at gpt2-xl size.
+// And DeepSpeed's parameter offload alone (issue 32): the parameter shards in files, the
+// optimizer state on the rank, inside a cgroup (1536 MiB) that holds its 12 bytes per
+// parameter but not the resident run's 16 — which the memory plan refuses there at start —
+// with the resident run's bits.
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -71,6 +77,14 @@ class LargerThanMemoryTest : public ::testing::Test {
     return losses;
   }
 
+  // Runs one rank inside `cgroup` expecting it to fail: {exit code, stderr}.
+  std::pair<int, std::string> RunRefused(const std::string& name, std::vector<std::string> extra,
+                                         const MemoryCgroup& cgroup) {
+    ChildProcess c = StartProcess(cgroup.Wrap(Worker(name, 0, 1, extra)), dir_, name);
+    const int code = WaitProcess(c, 600);
+    return {code, ReadAll(c.stderr_path)};
+  }
+
   std::string dir_;
 };
 
@@ -106,6 +120,41 @@ TEST_F(LargerThanMemoryTest, TrainsInsideACgroupSmallerThanItsStateWithTheSameBi
   ASSERT_EQ(resident.size(), 2u);
   EXPECT_EQ(resident[0], frozen[0]);
   EXPECT_NE(resident[1], frozen[1]);
+}
+
+TEST_F(LargerThanMemoryTest, ParameterOffloadAloneTrainsWhereTheResidentRunCannot) {
+  if (std::string why = MemoryCgroup::WhyUnavailable(); !why.empty()) GTEST_SKIP() << why;
+  // fp32 resident ZeRO-3 keeps 16 bytes per parameter (1.76 GB), with its step's transients
+  // (gathered units, local gradients, activations: ~0.35 GB) more than the limit; with the
+  // parameters in files the rank keeps the moments and the reduced gradients, 12 (1.32 GB).
+  constexpr int64_t kLimit = 1920ll << 20;
+  ASSERT_GT(16 * kModel.NumParams() + (256ll << 20), kLimit);
+  ASSERT_LT(12 * kModel.NumParams() + (512ll << 20), kLimit);
+  absl::StatusOr<MemoryCgroup> cgroup =
+      MemoryCgroup::Create(absl::StrCat("accel_ltm_params_", ::getpid()), kLimit);
+  ASSERT_TRUE(cgroup.ok()) << cgroup.status();
+  // Resident, the plan does not fit the cgroup: refused at start, before the OOM killer.
+  const auto [code, err] = RunRefused("resident_in_cgroup", {}, *cgroup);
+  EXPECT_EQ(code, 1) << err;
+  EXPECT_NE(err.find("memory plan does not fit"), std::string::npos) << err;
+  // And the plan is right to: forced past it, the resident run meets the OOM killer.
+  const auto [forced, forced_err] = RunRefused("resident_forced", {"--ignore-memory-plan"}, *cgroup);
+  EXPECT_EQ(forced, 128 + 9) << forced_err;
+  // The offloaded run gets a fresh cgroup of the same limit, so its peak is its own.
+  absl::StatusOr<MemoryCgroup> fresh =
+      MemoryCgroup::Create(absl::StrCat("accel_ltm_params_fresh_", ::getpid()), kLimit);
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  ASSERT_TRUE(Env::Default()->CreateDirs(dir_ + "/nvme_params").ok());
+  const std::vector<double> offloaded = Run(
+      "params_offloaded", 1, {"--offload-params", "--offload-param-dir", dir_ + "/nvme_params"},
+      &*fresh);
+  EXPECT_EQ(fresh->OomKills(), 0);
+  std::printf("parameters alone in files: cgroup peak %.0f MB (limit %.0f MB) for %.0f MB of "
+              "training state\n",
+              fresh->MaxUsageBytes() / 1e6, kLimit / 1e6, 16.0 * kModel.NumParams() / 1e6);
+  const std::vector<double> resident = Run("resident_outside", 1, {});
+  ASSERT_EQ(resident.size(), 2u);
+  EXPECT_EQ(offloaded, resident);
 }
 
 }  // namespace

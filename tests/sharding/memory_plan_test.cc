@@ -9,7 +9,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/config/planned_run.h"
+#include "engine/model/param_specs.h"
 #include "engine/plan/memory_plan.h"
+#include "engine/shard/shard_plan.h"
 #include "tests/sharding/gang_fixture.h"
 
 namespace accel::testing {
@@ -119,6 +121,63 @@ TEST_F(MemoryPlanTest, EqualsTheLedgerPeaksForHybridAccumulationAndParameterOffl
     ExpectPlanMatches(o, world, absl::StrCat("full_shard bf16 offload_params N=", world));
     o.shard.offload_dir = dir_;
     ExpectPlanMatches(o, world, absl::StrCat("full_shard bf16 nvme N=", world));
+  }
+}
+
+// Issue 32: the parameters offloaded alone (DeepSpeed's offload_param without
+// offload_optimizer), to the host or to files, and offloaded apart from the optimizer's state
+// (their own NVMe directory; cpu parameters beside an nvme optimizer; nvme parameters beside a
+// cpu one). The shards are counted where they live, the optimizer state on the rank.
+TEST_F(MemoryPlanTest, EqualsTheLedgerPeaksForParameterOffloadApartFromTheOptimizer) {
+  const std::string params_dir = dir_ + "/params", optimizer_dir = dir_ + "/optimizer";
+  ASSERT_TRUE(Env::Default()->CreateDirs(params_dir).ok());
+  ASSERT_TRUE(Env::Default()->CreateDirs(optimizer_dir).ok());
+  struct Case {
+    const char* name;
+    bool optimizer;
+    std::string param_dir, optimizer_dir;
+    bool to_host;
+  };
+  const Case cases[] = {{"params alone on host", false, "", "", false},
+                        {"params alone in files", false, params_dir, "", false},
+                        {"two directories", true, params_dir, optimizer_dir, false},
+                        {"host params, nvme optimizer", true, "", optimizer_dir, true},
+                        {"nvme params, host optimizer", true, params_dir, "", false}};
+  for (int world : {1, 2}) {
+    for (DType dtype : {DType::kF32, DType::kBF16}) {
+      for (const Case& c : cases) {
+        train::TrainOptions o = Options(Strategy::kFullShard, dtype, c.optimizer, false, world);
+        o.shard.offload_params = true;
+        o.shard.offload_param_dir = c.param_dir;
+        o.shard.offload_dir = c.optimizer_dir;
+        o.shard.offload_params_to_host = c.to_host;
+        const std::string what =
+            absl::StrCat(c.name, " ", std::string(DTypeName(dtype)), " N=", world);
+        ExpectPlanMatches(o, world, what);
+        // The plan's own figure: the parameter shards, and nothing else of the parameters,
+        // where they live.
+        accel::plan::MemoryPlanOptions po;
+        po.world = world;
+        absl::StatusOr<accel::plan::MemoryPlan> plan =
+            accel::plan::PlanMemory(config(), config::PlannedRunOf(o), po);
+        ASSERT_TRUE(plan.ok()) << what << plan.status();
+        absl::StatusOr<model::ModelLayout> layout = model::ModelLayout::Create(config());
+        ASSERT_TRUE(layout.ok());
+        absl::StatusOr<shard::ShardPlan> shards =
+            shard::ShardPlan::Create(*layout, world, 0, o.shard);
+        ASSERT_TRUE(shards.ok());
+        int64_t shard_bytes = 0;
+        for (int u = 0; u < shards->num_units(); ++u) {
+          shard_bytes += shards->unit(u).shard_numel * DTypeSize(dtype);
+        }
+        const MemoryPool home = c.param_dir.empty() ? MemoryPool::kHost : MemoryPool::kNvme;
+        EXPECT_EQ(plan->Peak(home, MemoryCategory::kParams), shard_bytes) << what;
+        if (!c.optimizer) {
+          EXPECT_EQ(plan->Peak(MemoryPool::kHost, MemoryCategory::kOptimizerState), 0) << what;
+          EXPECT_EQ(plan->Peak(MemoryPool::kNvme, MemoryCategory::kOptimizerState), 0) << what;
+        }
+      }
+    }
   }
 }
 
