@@ -109,9 +109,9 @@ class ControlPlaneFinetune : public ::testing::Test {
     const std::string prepared = PreparedDir(cache);
     ASSERT_TRUE(fs::exists(prepared + "/train.mask")) << format << " data carries a loss mask";
     const nlohmann::json ref = nlohmann::json::parse(
-        RunCommand("/usr/bin/python3 " + Reference() + " first-loss --model " + model + " --tokens " +
-            prepared + "/train.bin --mask " + prepared +
-            "/train.mask --batch 2 --seq 32 --world 2"));
+        RunCommand("/usr/bin/python3 " + Reference() + " first-loss --model " + model +
+                   " --tokens " + prepared + "/train.bin --mask " + prepared +
+                   "/train.mask --batch 2 --seq 32 --world 2"));
     ASSERT_GT(ref["targets"].get<int>(), 0);
     EXPECT_LT(ref["targets"].get<int>(), 2 * 2 * 32) << "some targets are masked";
     EXPECT_NEAR(loss, ref["loss"].get<double>(), 1e-4 * ref["loss"].get<double>()) << format;
