@@ -125,7 +125,7 @@ TEST_F(DatasetPhaseTest, WhatSubmitCanKnowIsRefusedThereNamingTheKeyOrLine) {
   in.job.model = "gpt2-tiny";  // a preset: no folder with a tokenizer.json
   lowered = config::Lower(in);
   ASSERT_FALSE(lowered.ok());
-  EXPECT_THAT(lowered.status().message(), StartsWith("data.tokenizer: required"));
+  EXPECT_THAT(std::string(lowered.status().message()), StartsWith("data.tokenizer: required"));
 }
 
 TEST_F(DatasetPhaseTest, RankZeroPreparesWhileTheOthersWaitForIt) {
