@@ -259,6 +259,9 @@ absl::Status StateStore::Migrate() {
     if (s.ok() && v < 4) s = Exec(kSchemaV4);
     if (s.ok() && v < 5) s = Exec(kSchemaV5);
     if (s.ok() && v < 6) s = Exec(kSchemaV6);
+    // The checkpoints table is version 1's, but databases written before it joined that schema
+    // lack it; its CREATE IF NOT EXISTS makes it before the column is added.
+    if (s.ok() && v < 7 && v >= 1) s = Exec(kSchemaV1);
     if (s.ok() && v < 7) s = Exec(kSchemaV7);
     if (s.ok()) s = Exec(absl::StrCat("PRAGMA user_version=", kSchemaVersion).c_str());
     return s;

@@ -212,7 +212,8 @@ TEST(StateStoreTest, MigratesAVersionFourDatabaseComputingSpecChecksums) {
   StoreTwoEndedJobs(path);
   RunSql(path,
          "ALTER TABLE jobs DROP COLUMN spec_crc32c; DROP TABLE quarantine; "
-         "ALTER TABLE jobs DROP COLUMN training_plan; PRAGMA user_version=4;");
+         "ALTER TABLE jobs DROP COLUMN training_plan; "
+         "ALTER TABLE checkpoints DROP COLUMN eval_loss; PRAGMA user_version=4;");
   {
     auto store = StateStore::Open(path);
     ASSERT_TRUE(store.ok()) << store.status();
@@ -259,7 +260,8 @@ TEST(StateStoreTest, MigratesAVersionFiveDatabaseLoweringEachRunnableSpecOnce) {
       ASSERT_TRUE((*store)->PutJob(job).ok());
     }
   }
-  RunSql(path, "ALTER TABLE jobs DROP COLUMN training_plan; PRAGMA user_version=5;");
+  RunSql(path, "ALTER TABLE jobs DROP COLUMN training_plan; "
+         "ALTER TABLE checkpoints DROP COLUMN eval_loss; PRAGMA user_version=5;");
   int fills = 0;
   PlanHooks hooks;
   hooks.fill = [&fills](const JobRecord& job) -> absl::StatusOr<std::string> {
@@ -294,6 +296,35 @@ TEST(StateStoreTest, MigratesAVersionFiveDatabaseLoweringEachRunnableSpecOnce) {
     // Once: the second open finds job-2's plan stored and job-3 ended.
     EXPECT_EQ(fills, 2);
   }
+}
+
+// A database of schema version 6 gets the checkpoints' eval_loss column; its checkpoints read
+// back as not evaluated.
+TEST(StateStoreTest, MigratesAVersionSixDatabaseAddingTheCheckpointsEvalLoss) {
+  const std::string path = FreshTestDir() + "/state.db";
+  {
+    auto store = StateStore::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    JobRecord job = SampleJob();
+    ASSERT_TRUE((*store)->Write(&job, {}).ok());
+    ASSERT_TRUE((*store)->AddCheckpoint({"job-7", 1, 10, "/ckpt/step_10", "sharded", 1, 0.1, 5})
+                    .ok());
+  }
+  RunSql(path, "ALTER TABLE checkpoints DROP COLUMN eval_loss; PRAGMA user_version=6;");
+  auto store = StateStore::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto ckpts = (*store)->ListCheckpoints("job-7");
+  ASSERT_TRUE(ckpts.ok()) << ckpts.status();
+  ASSERT_EQ(ckpts->size(), 1u);
+  EXPECT_EQ((*ckpts)[0].path, "/ckpt/step_10");
+  EXPECT_FALSE((*ckpts)[0].eval_loss.has_value());
+  CheckpointRecord evaluated{"job-7", 1, 20, "/ckpt/step_20", "sharded", 1, 0.1, 6};
+  evaluated.eval_loss = 1.5;
+  ASSERT_TRUE((*store)->AddCheckpoint(evaluated).ok());
+  ckpts = (*store)->ListCheckpoints("job-7");
+  ASSERT_TRUE(ckpts.ok());
+  ASSERT_EQ(ckpts->size(), 2u);
+  EXPECT_EQ((*ckpts)[1].eval_loss, 1.5);
 }
 
 TEST(StateStoreTest, AStoredPlanThatDoesNotDecodeIsQuarantined) {
