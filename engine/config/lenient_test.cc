@@ -130,7 +130,7 @@ TEST(LenientConfigTest, SequenceParallelismIsRefusedInOneLine) {
               ::testing::EndsWith("/ds_ulysses_sequence_parallel_size.json: "
                                   "sequence_parallel_size: 4: sequence parallelism is not "
                                   "supported by this engine"));
-  EXPECT_EQ(CountLines(plan.status().message()), 1);
+  EXPECT_EQ(CountLines(std::string(plan.status().message())), 1);
   // Size 1 is no sequence parallelism.
   EXPECT_TRUE(ResolveText("distributed_type: DEEPSPEED\nnum_processes: 2\n",
                           R"({"zero_optimization": {"stage": 2}, "sequence_parallel_size": 1})",

@@ -65,7 +65,7 @@ class ControlPlaneFinetune : public ::testing::Test {
     return model;
   }
 
-  // Trains `data` (format `format`) for 2 steps on 2 ranks; returns step 1's loss as acceld
+  // Trains `data` (format `format`) for 2 steps on 2 ranks; takes the first step's loss as acceld
   // recorded it, and checks it against the float64 reference on the prepared ids and mask.
   // With `evaluate`, a quarter of the documents is held out and evaluated after every step:
   // the eval events reach acceld, `accelctl status` and `accelctl watch`.
@@ -89,9 +89,9 @@ class ControlPlaneFinetune : public ::testing::Test {
     const std::string id = nlohmann::json::parse(out.substr(0, out.find('\n')))["id"];
     double loss = -1;
     for (const v1::Event& e : d.Events(id)) {
-      if (e.has_metrics() && e.metrics().step() == 1) loss = e.metrics().loss();
+      if (e.has_metrics() && e.metrics().step() == 0) loss = e.metrics().loss();  // 0-based
     }
-    ASSERT_GT(loss, 0) << "no step-1 metrics event";
+    ASSERT_GT(loss, 0) << "no metrics event of the first step";
     if (evaluate) {
       int evals = 0;
       for (const v1::Event& e : d.Events(id)) {

@@ -206,7 +206,13 @@ TEST_F(TorchrunE2eTest, NprocPerNodeForwardsSigterm) {
       Worker({"MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port)},
              {"--nproc-per-node", "2", "--steps", "100000", "--run-id", dir_}),
       dir_, "pod");
-  for (int i = 0; i < 100 && ProcessesMentioning(dir_).size() < 3; ++i) usleep(50 * 1000);
+  // Up to 30 s for three processes seen in 5 polls in a row: under load the ranks take seconds
+  // to start, and a child between fork and exec still shows the launcher's command line.
+  int seen = 0;
+  for (int i = 0; i < 600 && seen < 5; ++i) {
+    seen = ProcessesMentioning(dir_).size() == 3 ? seen + 1 : 0;
+    usleep(50 * 1000);
+  }
   ASSERT_EQ(ProcessesMentioning(dir_).size(), 3u);  // the launcher and its two ranks
   kill(pod.pid, SIGTERM);
   EXPECT_EQ(WaitProcess(pod, 30), 128 + SIGTERM);
