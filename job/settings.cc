@@ -245,7 +245,8 @@ absl::Status CheckSettings(const JobSpec& spec, Echo echo) {
     const FieldDescriptor* f = SettingField(s);
     for (int i = 0; i < m.GetReflection()->FieldSize(m, f); ++i) {
       const Message& e = m.GetReflection()->GetRepeatedMessage(m, f, i);
-      const std::string path = e.GetReflection()->GetString(e, e.GetDescriptor()->FindFieldByName("path"));
+      const std::string path =
+          e.GetReflection()->GetString(e, e.GetDescriptor()->FindFieldByName("path"));
       const double weight =
           e.GetReflection()->GetDouble(e, e.GetDescriptor()->FindFieldByName("weight"));
       const std::string name = echo == Echo::kContent ? path : absl::StrCat("entry ", i + 1);

@@ -115,7 +115,9 @@ void AddModelDataTrainRows(std::vector<Setting>& rows) {
            .apply =
                [](const JobSpec& s, O& o) {
                  o.dataset.mix.clear();
-                 for (const auto& m : s.data().mix()) o.dataset.mix.push_back({m.path(), m.weight()});
+                 for (const auto& m : s.data().mix()) {
+                   o.dataset.mix.push_back({m.path(), m.weight()});
+                 }
                },
            .doc_default = "absent"},
           {.key = "data.tokenizer",

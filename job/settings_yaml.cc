@@ -63,6 +63,12 @@ std::vector<std::string> KnownKeys(const std::string& prefix, const Setting* set
 absl::Status ReadValue(const YamlSource& c, const Setting& row, const YAML::Node& n,
                        const std::string& path, JobSpec& spec);
 
+// A path as the job file gives it, made absolute against the file's folder.
+std::string Resolved(const YamlSource& c, const std::string& path) {
+  if (fs::path(path).is_absolute()) return path;
+  return (fs::path(c.base_dir) / path).lexically_normal().string();
+}
+
 // `{a.jsonl: 3, "web/*.jsonl": 1}`: paths relative to the job file, each a positive weight, kept
 // in the file's order (the mixture's draw depends on it).
 absl::Status ReadWeightedPaths(const YamlSource& c, const Setting& row, const YAML::Node& n,
@@ -75,7 +81,7 @@ absl::Status ReadWeightedPaths(const YamlSource& c, const Setting& row, const YA
     if (!it->first.IsScalar() || it->first.Scalar().empty()) {
       return Bad(c, it->first, path, "each key must be a path");
     }
-    std::string file = it->first.Scalar();
+    const std::string file = it->first.Scalar();
     const std::string where = c.quote() ? absl::StrCat(path, ".", file) : path;
     const auto [seen, inserted] = first_line.emplace(file, it->first.Mark().line + 1);
     if (!inserted) {
@@ -85,10 +91,10 @@ absl::Status ReadWeightedPaths(const YamlSource& c, const Setting& row, const YA
     double weight;
     if (!it->second.IsScalar() || !YAML::convert<double>::decode(it->second, weight) ||
         !std::isfinite(weight) || weight <= 0) {
-      return Bad(c, it->second, where, absl::StrCat("must be a positive weight", Got(c, it->second)));
+      return Bad(c, it->second, where,
+                 absl::StrCat("must be a positive weight", Got(c, it->second)));
     }
-    if (!fs::path(file).is_absolute()) file = (fs::path(c.base_dir) / file).lexically_normal().string();
-    AddSettingWeightedPath(row, file, weight, spec);
+    AddSettingWeightedPath(row, Resolved(c, file), weight, spec);
   }
   return absl::OkStatus();
 }
@@ -187,9 +193,7 @@ absl::Status ReadValue(const YamlSource& c, const Setting& row, const YAML::Node
     case SettingType::kPath: {
       if (!n.IsScalar()) return Bad(c, n, path, absl::StrCat("must be text", Got(c, n)));
       std::string v = n.Scalar();
-      if (row.type == SettingType::kPath && !v.empty() && !fs::path(v).is_absolute()) {
-        v = (fs::path(c.base_dir) / v).lexically_normal().string();
-      }
+      if (row.type == SettingType::kPath && !v.empty()) v = Resolved(c, v);
       SetSettingText(row, v, spec);
       return absl::OkStatus();
     }
