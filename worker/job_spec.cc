@@ -37,6 +37,10 @@ absl::StatusOr<JobRun> JobRunFromAssignment(const accel::v1::Assignment& assignm
   return run;
 }
 
+double SampleHeartbeatSeconds(absl::Duration comm_timeout) {
+  return std::min(1.0, absl::ToDoubleSeconds(comm_timeout) / 4);
+}
+
 absl::StatusOr<JobRun> JobRunFromPlan(const accel::v1::TrainingPlan& plan) {
   ACCEL_ASSIGN_OR_RETURN(job::PlannedJob planned, job::PlannedJobFromPlan(plan));
   JobRun run;
@@ -52,6 +56,7 @@ absl::StatusOr<JobRun> JobRunFromPlan(const accel::v1::TrainingPlan& plan) {
   if (planned.world.comm_timeout_s > 0) {
     run.comm_timeout = absl::Seconds(planned.world.comm_timeout_s);
   }
+  run.train.sample.heartbeat_s = SampleHeartbeatSeconds(run.comm_timeout);
   run.device = planned.world.device;
   run.plan_version = planned.version;
   return run;

@@ -38,6 +38,10 @@ struct JobRun {
   uint32_t plan_version = 0;  // the typed plan's version it was built from
 };
 
+// train.sample.heartbeat_s for a communicator deadline: a quarter of it, at most 1 s, so the
+// ranks waiting for rank 0's sample never reach the deadline (train/sample_heartbeat.h).
+double SampleHeartbeatSeconds(absl::Duration comm_timeout);
+
 // The rank's run from its plan: no lowering, no config.json read (the plan carries the model;
 // train.resolved_model holds it). InvalidArgument naming the field for a plan this build cannot
 // read (job::PlannedJobFromPlan).

@@ -66,6 +66,13 @@ struct SampleOptions {
   // tokenizer.json or its folder; "" = bytes (a vocabulary-256 model). The lowering fills it
   // from data.tokenizer or the tokenizer.json beside model.config (sample_lowering.h).
   std::string tokenizer;
+  // Not a job key: the longest gap between rank 0's heartbeats while it samples
+  // (train/sample_heartbeat.h); it must be well under the communicator's deadline. The worker
+  // sets it to a quarter of comm_timeout_s, at most 1 s.
+  double heartbeat_s = 1.0;
+  // Not a job key: how long the other ranks wait for rank 0's sample at most (a sample that
+  // hangs fails the gang after it).
+  double limit_s = 1800;
   bool enabled() const { return every > 0; }
 };
 

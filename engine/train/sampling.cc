@@ -1,5 +1,5 @@
 // Samples during training (sampling.h): Trainer::Sample — one gather on every rank, generation
-// on rank 0.
+// on rank 0, the other ranks kept waiting by its heartbeat.
 #include "engine/train/sampling.h"
 
 #include <algorithm>
@@ -8,6 +8,7 @@
 #include "engine/base/status_macros.h"
 #include "engine/tensor/buffer.h"
 #include "engine/text/utf8.h"
+#include "engine/train/sample_heartbeat.h"
 #include "engine/train/trainer.h"
 #include "nlohmann/json.hpp"
 
@@ -39,7 +40,8 @@ absl::Status Trainer::OpenSampler(const model::ModelConfig& config) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::optional<SampleResult>> Trainer::Sample() {
+absl::StatusOr<std::optional<SampleResult>> Trainer::Sample(
+    const std::function<absl::Status(const SampleResult&)>& on_sample) {
   if (!options_.sample.enabled()) {
     return absl::FailedPreconditionError("Sample: the job has no train.sample_every");
   }
@@ -56,9 +58,33 @@ absl::StatusOr<std::optional<SampleResult>> Trainer::Sample() {
     std::copy(values, values + unit.numel, full.as<float>() + unit.offset);
     return absl::OkStatus();
   }));
-  if (rank() != 0) return std::nullopt;
+  // The other ranks wait for rank 0 here, kept alive by its heartbeat, not in the next step's
+  // collective under comm_timeout_s (sample_heartbeat.h).
+  if (rank() != 0) {
+    ACCEL_RETURN_IF_ERROR(WaitForRankZeroSample(host_world_));
+    return std::nullopt;
+  }
+  std::optional<SampleHeartbeat> heartbeat;
+  if (world() > 1) {
+    heartbeat.emplace(host_world_, absl::Seconds(options_.sample.heartbeat_s),
+                      absl::Seconds(options_.sample.limit_s));
+    heartbeat->Start();
+  }
+  absl::StatusOr<SampleResult> s = SampleOnRankZero(full.as<float>());
+  if (s.ok() && on_sample) {
+    if (absl::Status reported = on_sample(*s); !reported.ok()) s = reported;
+  }
+  if (heartbeat.has_value()) {
+    absl::Status rendezvous = heartbeat->Finish(s.ok());
+    if (s.ok() && !rendezvous.ok()) return rendezvous;
+  }
+  if (!s.ok()) return s.status();
+  return *std::move(s);
+}
+
+absl::StatusOr<SampleResult> Trainer::SampleOnRankZero(const float* full) {
   const int64_t start = env_->NowMicros();
-  ACCEL_ASSIGN_OR_RETURN(generate::GenerateResult g, sampler_->Run(*layout_, full.as<float>(), step_));
+  ACCEL_ASSIGN_OR_RETURN(generate::GenerateResult g, sampler_->Run(*layout_, full, step_));
   SampleResult s;
   s.step = step_;
   s.prompt = options_.sample.prompt;

@@ -296,8 +296,7 @@ absl::Status Trainer::Train(
     }
     if (EvalDue(options_.eval, step_, options_.steps)) ACCEL_RETURN_IF_ERROR(evaluate());
     if (SampleDue(options_.sample, step_, options_.steps)) {
-      ACCEL_ASSIGN_OR_RETURN(const std::optional<SampleResult> s, Sample());
-      if (s.has_value() && on_sample) ACCEL_RETURN_IF_ERROR(on_sample(*s));
+      ACCEL_RETURN_IF_ERROR(Sample(on_sample).status());
     }
     if (options_.checkpoint_every > 0 && !options_.checkpoint_dir.empty() &&
         step_ % options_.checkpoint_every == 0) {

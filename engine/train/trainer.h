@@ -109,8 +109,13 @@ class Trainer {
   // without eval data.
   [[nodiscard]] absl::StatusOr<EvalMetrics> Evaluate();
   // One sample of the current weights (sampling.h): the result on rank 0, nullopt on the
-  // others. Collective: every rank must call it. FailedPrecondition without sample.every.
-  [[nodiscard]] absl::StatusOr<std::optional<SampleResult>> Sample();
+  // others; rank 0 hands it to `on_sample` before the ranks go on. However long rank 0 takes
+  // (generation and on_sample), the others wait for it under its heartbeat
+  // (sample_heartbeat.h), not under the communicator's deadline. Collective: every rank must
+  // call it. FailedPrecondition without sample.every; on the other ranks, Aborted when rank 0's
+  // sample failed.
+  [[nodiscard]] absl::StatusOr<std::optional<SampleResult>> Sample(
+      const std::function<absl::Status(const SampleResult&)>& on_sample = nullptr);
   // The latest evaluation, if any.
   const std::optional<EvalMetrics>& last_eval() const { return last_eval_; }
   // One optimizer step.
@@ -177,6 +182,8 @@ class Trainer {
   [[nodiscard]] absl::Status OpenEvalData(const model::ModelConfig& config);
   // sampling.cc: rank 0's sampler (none without options_.sample or on other ranks).
   [[nodiscard]] absl::Status OpenSampler(const model::ModelConfig& config);
+  // sampling.cc: rank 0's generation on the gathered parameters `full`.
+  [[nodiscard]] absl::StatusOr<SampleResult> SampleOnRankZero(const float* full);
 
   TrainOptions options_;
   Env* env_ = nullptr;
