@@ -97,6 +97,19 @@ TEST(EventFormatTest, EvalSummaryShowsTheLatestAndTheBest) {
             "  eval loss 2.7500 (perplexity 15.643) at step 10; best 2.5000 at step 5\n");
 }
 
+TEST(EventFormatTest, LatestSampleIsOneEscapedLineWithItsTokenCount) {
+  EXPECT_EQ(LatestSampleText({}), "");
+  v1::SampleEvent s;
+  s.set_step(200);
+  s.set_text("Once upon\na \"time\"");
+  for (int id : {10, 11, 12}) s.add_ids(id);
+  EXPECT_EQ(LatestSampleText(s),
+            "  latest step 200 sample: \"Once upon\\na \\\"time\\\"\" (3 tokens)\n");
+  s.clear_ids();
+  s.add_ids(7);
+  EXPECT_THAT(LatestSampleText(s), ::testing::EndsWith("(1 token)\n"));
+}
+
 TEST(EventFormatTest, MetricsLineSplitsTheBytesSentByLink) {
   v1::Event e;
   v1::MetricsEvent* m = e.mutable_metrics();

@@ -225,25 +225,35 @@ class Session {
     absl::StatusOr<v1::Job> job = GetJob(c_.job_id);
     if (!job.ok()) return Fail(job.status());
     PrintJob(*job);
-    if (!json()) out_ << EvalSummaryText(EvalRecords(c_.job_id));
+    if (!json()) {
+      const QualityRecords records = ReadQualityRecords(c_.job_id);
+      out_ << EvalSummaryText(records.evals) << LatestSampleText(records.latest_sample);
+    }
     return kOk;
   }
 
-  // The job's eval records so far (none when they cannot be read: status shows the rest).
-  std::vector<v1::EvalEvent> EvalRecords(const std::string& id) {
+  // The job's eval records so far and its latest sample (none when they cannot be read: status
+  // shows the rest).
+  struct QualityRecords {
+    std::vector<v1::EvalEvent> evals;
+    v1::SampleEvent latest_sample;
+  };
+  QualityRecords ReadQualityRecords(const std::string& id) {
     grpc::ClientContext ctx;
     Prepare(ctx, absl::Seconds(30));
     v1::WatchJobRequest req;
     req.set_job_id(id);
     req.set_follow(false);
     req.add_kinds(v1::EVAL);
+    req.add_kinds(v1::SAMPLE);
     auto reader = stub_->WatchJob(&ctx, req);
-    std::vector<v1::EvalEvent> evals;
+    QualityRecords records;
     for (v1::Event e; reader->Read(&e);) {
-      if (e.has_eval()) evals.push_back(e.eval());
+      if (e.has_eval()) records.evals.push_back(e.eval());
+      if (e.has_sample()) records.latest_sample = e.sample();
     }
     (void)reader->Finish();
-    return evals;
+    return records;
   }
 
   int List() {

@@ -68,7 +68,8 @@ class ControlPlaneFinetune : public ::testing::Test {
   // Trains `data` (format `format`) for 2 steps on 2 ranks; takes the first step's loss as acceld
   // recorded it, and checks it against the float64 reference on the prepared ids and mask.
   // With `evaluate`, a quarter of the documents is held out and evaluated after every step:
-  // the eval events reach acceld, `accelctl status` and `accelctl watch`.
+  // the eval events reach acceld, `accelctl status` and `accelctl watch`; a 3-token sample after
+  // the last step shows in `accelctl status`.
   void TrainAndCompare(Daemon& d, const std::string& model, const std::string& data,
                        const std::string& format, bool evaluate = false) {
     const std::string cache = d.dir() + "/cache-" + format;
@@ -81,7 +82,10 @@ class ControlPlaneFinetune : public ::testing::Test {
                        << (evaluate ? ", validation_fraction: 0.25}\neval: {every_n_steps: 1}\n"
                                     : "}\n")
                        << "train: {steps: 2, micro_batch: 2, seq_len: 32, log_every: 1, "
-                          "lr: 1.0e-3}\n"
+                          "lr: 1.0e-3"
+                       << (evaluate ? ", sample_every: 2, sample_prompt: What, "
+                                      "sample_max_new_tokens: 3}\n"
+                                    : "}\n")
                        << "resources: {num_processes: 2}\n";
     std::string out, err;
     ASSERT_EQ(d.Accelctl({"submit", job, "--wait", "--output", "json"}, &out, &err), 0)
@@ -103,6 +107,8 @@ class ControlPlaneFinetune : public ::testing::Test {
       EXPECT_EQ(evals, 2) << "after steps 1 and 2 (at_end adds none at the last step)";
       ASSERT_EQ(d.Accelctl({"status", id}, &out, &err), 0) << err;
       EXPECT_THAT(out, HasSubstr("eval loss")) << out;
+      EXPECT_THAT(out, HasSubstr("latest step 2 sample: \"")) << out;
+      EXPECT_THAT(out, HasSubstr(" (3 tokens)")) << out;
       ASSERT_EQ(d.Accelctl({"watch", id}, &out, &err), 0) << err;
       EXPECT_THAT(out, HasSubstr("eval step 2 | eval loss")) << out;
     }
