@@ -5,8 +5,13 @@
 //
 //   accel_bench_generate [--models gpt2,smollm-135m] [--dtypes fp32,bf16] [--prompt 128]
 //                        [--new 128] [--threads N] [--python /usr/bin/python3] [--no-peer]
+//                        [--output text|json]
 //
-// tokens/s counts the N new tokens over the whole call (prefill + decode), both sides.
+// tokens/s counts the N new tokens over the whole call (prefill + decode), both sides; decode
+// tok/s the new tokens over the decode alone, and weights GB/s what that decode reads if every
+// parameter is read once per token (params × 4 or 2 bytes × decode tok/s: the lm_head reads the
+// tied embedding whole; the position table and the embedding rows a token does not use are
+// counted though not read, under 2% for gpt2), to set against the machine's memory bandwidth.
 #include <omp.h>
 
 #include <chrono>
@@ -29,6 +34,10 @@ using Clock = std::chrono::steady_clock;
 
 struct Result {
   double prefill_s = 0, total_s = 0, tokens_per_s = 0;
+  // The new tokens over the decode alone (total - prefill): each costs one pass over the weights.
+  double decode_tokens_per_s(int new_tokens) const {
+    return total_s > prefill_s ? new_tokens / (total_s - prefill_s) : 0;
+  }
 };
 
 Result RunAccel(const accel::model::ModelLayout& layout, const std::vector<float>& params,
@@ -90,6 +99,7 @@ int main(int argc, char** argv) {
   std::string models = "gpt2,smollm-135m", dtypes = "fp32,bf16", python = "/usr/bin/python3";
   int prompt_len = 128, new_tokens = 128, threads = 0;
   bool no_peer = false;
+  std::string output = "text";
   app.add_option("--models", models);
   app.add_option("--dtypes", dtypes);
   app.add_option("--prompt", prompt_len);
@@ -97,14 +107,20 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "0: OpenMP's default");
   app.add_option("--python", python);
   app.add_flag("--no-peer", no_peer);
+  app.add_option("--output", output, "text | json (one object per line)")
+      ->check(CLI::IsMember({"text", "json"}));
   CLI11_PARSE(app, argc, argv);
   if (threads > 0) omp_set_num_threads(threads);
   threads = omp_get_max_threads();
-  std::printf("batch 1, prompt %d, %d new tokens, %d threads; tokens/s = new tokens / (prefill + "
-              "decode)\n",
-              prompt_len, new_tokens, threads);
-  std::printf("%-14s %-5s %12s %12s %12s %12s %8s\n", "model", "dtype", "accel tok/s",
-              "accel pre s", "torch tok/s", "torch pre s", "ratio");
+  const bool json = output == "json";
+  if (!json) {
+    std::printf("batch 1, prompt %d, %d new tokens, %d threads; tok/s = new tokens / (prefill + "
+                "decode); decode tok/s = new tokens / decode\n",
+                prompt_len, new_tokens, threads);
+    std::printf("%-14s %-5s %11s %11s %11s %11s %11s %11s %11s %8s\n", "model", "dtype",
+                "accel tok/s", "accel pre s", "acc dec t/s", "acc dec GB/s", "torch tok/s",
+                "torch pre s", "tch dec t/s", "ratio");
+  }
   for (const std::string& name : std::vector<std::string>(absl::StrSplit(models, ','))) {
     auto config = accel::model::ModelPreset(name);
     if (!config.ok()) {
@@ -121,11 +137,32 @@ int main(int argc, char** argv) {
       const Result t = no_peer ? Result{}
                                : RunPeer(python, config_path, dtype, prompt_len, new_tokens,
                                          threads);
-      std::printf("%-14s %-5s %12.1f %12.3f %12.1f %12.3f %8s\n", name.c_str(), dtype.c_str(),
-                  a.tokens_per_s, a.prefill_s, t.tokens_per_s, t.prefill_s,
-                  t.tokens_per_s > 0
-                      ? (std::to_string(a.tokens_per_s / t.tokens_per_s).substr(0, 5) + "x").c_str()
-                      : "-");
+      const double bytes_per_token =
+          static_cast<double>(layout->num_params()) * (dtype == "bf16" ? 2 : 4);
+      const double accel_decode = a.decode_tokens_per_s(new_tokens);
+      const double ratio = t.tokens_per_s > 0 ? a.tokens_per_s / t.tokens_per_s : 0;
+      if (json) {
+        nlohmann::json j = {{"model", name},
+                            {"dtype", dtype},
+                            {"threads", threads},
+                            {"prompt", prompt_len},
+                            {"new_tokens", new_tokens},
+                            {"accel_tokens_per_s", a.tokens_per_s},
+                            {"accel_prefill_s", a.prefill_s},
+                            {"accel_decode_tokens_per_s", accel_decode},
+                            {"accel_decode_weight_gb_per_s", accel_decode * bytes_per_token / 1e9},
+                            {"torch_tokens_per_s", t.tokens_per_s},
+                            {"torch_prefill_s", t.prefill_s},
+                            {"torch_decode_tokens_per_s", t.decode_tokens_per_s(new_tokens)},
+                            {"ratio", ratio}};
+        std::printf("%s\n", j.dump().c_str());
+      } else {
+        std::printf("%-14s %-5s %11.1f %11.3f %11.1f %11.2f %11.1f %11.3f %11.1f %8s\n",
+                    name.c_str(), dtype.c_str(), a.tokens_per_s, a.prefill_s, accel_decode,
+                    accel_decode * bytes_per_token / 1e9, t.tokens_per_s, t.prefill_s,
+                    t.decode_tokens_per_s(new_tokens),
+                    ratio > 0 ? (std::to_string(ratio).substr(0, 5) + "x").c_str() : "-");
+      }
       std::fflush(stdout);
     }
   }

@@ -8,7 +8,9 @@
 // bias gradient. LinearForwardBf16 and LinearBackwardBf16 are the same for the nn.Linear
 // orientation (weight stored (OC, IC), out = inp · weightᵀ + bias; matmul.h's Linear*).
 //
-// Fast path: oneDNN's matmul primitive, bf16 x bf16 -> f32, which runs on AMX where the CPU has
+// A product of at most 4 activation rows (op(A) not transposed: a decode step) runs a GEMV of
+// our own on any x86-64 (cpu/gemv_bf16.h): the bf16 weights read once, widened in registers.
+// Fast path otherwise: oneDNN's matmul primitive, bf16 x bf16 -> f32, which runs on AMX where the CPU has
 // it and on AVX512_BF16's dot products otherwise (on this project's AVX-512 EPYC, 1.5-2.1x the
 // fp32 linear layers: accel_bench_kernels --benchmark_filter=Matmul, docs/performance.md). Primitives are cached per calling
 // thread, keyed by shape, strides, beta and thread count, so concurrent callers (ranks as

@@ -131,6 +131,25 @@ TEST(GemmBf16Test, FastMatchesRefModelShapes) {
   }
 }
 
+TEST(GemmBf16Test, DecodeRowsMatchRefInEveryBlockAndTail) {
+  // M <= 4 (not transposed) runs the GEMV of cpu/gemv_bf16.h: whole column blocks (64 columns
+  // under AVX2, 128 under AVX-512) and their tails, vector and scalar parts of each dot product.
+  uint64_t seed = 100;
+  for (int threads : {1, 2}) {
+    ScopedThreads scoped(threads);
+    for (int64_t M : {1, 2, 4}) {
+      for (int64_t N : {64, 129, 300, 1000}) {
+        for (int64_t K : {5, 16, 37, 768}) {
+          for (bool tb : {false, true}) {
+            CheckGemmBf16(false, tb, M, N, K, (seed % 2) ? 0.5f : 0.0f, seed % 3, seed);
+            ++seed;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(GemmBf16Test, ZeroSizedKIsAnEmptySum) {
   float c[] = {2.0f, -4.0f};
   GemmBf16(false, false, 1, 2, 0, nullptr, 1, nullptr, 2, 0.5f, c, 2);

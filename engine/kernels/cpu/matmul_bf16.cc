@@ -22,6 +22,7 @@
 #include <atomic>
 #include <vector>
 
+#include "engine/kernels/cpu/gemv_bf16.h"
 #include "engine/kernels/cpu/linear_layer.h"
 #include "engine/kernels/matmul.h"
 #include "engine/kernels/matmul_bf16.h"
@@ -152,6 +153,11 @@ void GemmBf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const
   if (A == nullptr || B == nullptr) Die("A or B is null", M, N);
   if (lda < (trans_a ? M : K)) Die("lda smaller than op(A)'s stored row", lda, trans_a ? M : K);
   if (ldb < (trans_b ? K : N)) Die("ldb smaller than op(B)'s stored row", ldb, trans_b ? K : N);
+  // A few activation rows (a decode step): bound by the weights' bytes, read once by the GEMV.
+  if (!trans_a && M <= internal::kGemvMaxRows) {
+    internal::GemvBf16(trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc);
+    return;
+  }
   if (g_widen_to_fp32.load(std::memory_order_relaxed)) {
     WidenedGemm(trans_a, trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc);
     return;
