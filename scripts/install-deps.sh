@@ -18,6 +18,7 @@ PACKAGES=(
   libpcre2-dev libicu-dev  # engine/text: Unicode regexes (PCRE2) and NFC (ICU) for tokenizers
   libssl-dev  # engine/data: SHA-256 (OpenSSL EVP) keys the prepared-dataset cache
   python3-torch  # float64 references (tests/golden generators, generation and loss-mask fixtures)
+  libopenblas0-pthread  # the BLAS Debian's torch runs on (the bench/peers figures); else netlib's reference BLAS
   linux-perf  # profiling the CPU kernels (docs/performance.md)
 )
 
