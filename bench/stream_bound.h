@@ -1,0 +1,22 @@
+// Measured memory-bandwidth bound of this machine, the yardstick of the memory-bound kernels in
+// accel_bench_kernels: a STREAM-style triad a[i] = b[i] + s * c[i] (two streams read, one
+// written, as most elementwise kernels are) over three arrays of `footprint_bytes` together, on
+// `threads` OpenMP threads (the pool the kernels run on). A footprint that fits the last-level
+// cache measures that cache, a larger one DRAM, so a kernel is compared with a triad over the same
+// number of distinct bytes it touches. The best of several passes is returned, as STREAM does:
+// the bound is what the memory system can do, not a typical run.
+#pragma once
+
+#include <cstdint>
+
+namespace accel::bench {
+
+// GB/s (1e9 bytes, reads + writes, no write-allocate traffic counted) of the triad, measured for
+// about `seconds`.
+double MeasureTriadGBps(int64_t footprint_bytes, int threads, double seconds);
+
+// MeasureTriadGBps(footprint_bytes, threads, 0.2), measured once per (footprint, threads) in a
+// process and cached.
+double TriadBoundGBps(int64_t footprint_bytes, int threads);
+
+}  // namespace accel::bench
