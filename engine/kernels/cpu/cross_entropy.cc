@@ -3,7 +3,9 @@
 // A row (V = 50257 floats, 200 KB) stays in L2 across its passes: max, Σ exp, and in the
 // backward the write of dloss * (p - onehot). exp is our own vectorisable one: glibc declares its
 // vector expf only under -ffast-math, which we do not use, and a scalar expf call per logit would
-// cost more than the rest of the kernel.
+// cost more than the rest of the kernel. The file is compiled with -fno-trapping-math
+// (engine/kernels/CMakeLists.txt), without which GCC 12 keeps VecExp's clamps as branches and
+// the exp loops scalar.
 #include "engine/kernels/cross_entropy.h"
 #include "engine/kernels/cpu/vec_math.h"
 

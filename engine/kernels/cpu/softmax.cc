@@ -1,5 +1,7 @@
 // Fast causal softmax of attention scores: vector loops along a row (at most T floats, in L1
-// across the passes). The exp is our own vectorisable one (vec_math.h).
+// across the passes). The exp is our own vectorisable one (vec_math.h); the file is compiled with
+// -fno-trapping-math (engine/kernels/CMakeLists.txt), without which GCC 12 keeps VecExp's clamps
+// as branches and the exp loop scalar.
 #include "engine/kernels/softmax.h"
 
 #include <algorithm>
