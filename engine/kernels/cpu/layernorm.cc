@@ -1,5 +1,5 @@
-// Fast LayerNorm: OpenMP over rows, vector loops along C, row sums in several accumulators
-// (cpu::LaneSum). The backward's dweight and dbias are
+// Fast LayerNorm: OpenMP over rows, vector loops along C, the forward's row sums in several
+// accumulators (cpu::LaneSum). The backward's dweight and dbias are
 // sums over rows: each thread accumulates its rows into a private (2, C) partial, and the
 // partials are added up afterwards, so there are no races and, for a fixed thread count, the
 // result is deterministic.
@@ -60,10 +60,14 @@ void LayerNormBackward(float* dinp, float* dweight, float* dbias, const float* d
       const float* dy = dout + i * C;
       const float m = mean[i];
       const float s = rstd[i];
-      // Two sums, one pass each: the row is in L1 after the first.
-      const float g_sum = LaneSum<float>(C, [=](int64_t c) { return weight[c] * dy[c]; });
-      const float g_xhat_sum =
-          LaneSum<float>(C, [=](int64_t c) { return weight[c] * dy[c] * ((x[c] - m) * s); });
+      // One pass, two accumulators whose chains interleave (two LaneSum passes measured slower).
+      float g_sum = 0.0f, g_xhat_sum = 0.0f;
+#pragma omp simd reduction(+ : g_sum, g_xhat_sum)
+      for (int64_t c = 0; c < C; ++c) {
+        const float g = weight[c] * dy[c];
+        g_sum += g;
+        g_xhat_sum += g * ((x[c] - m) * s);
+      }
       const float g_mean = g_sum / static_cast<float>(C);
       const float g_xhat_mean = g_xhat_sum / static_cast<float>(C);
       float* dx = dinp + i * C;

@@ -50,7 +50,8 @@ inline T LaneSum(int64_t n, const Term& term) {
     for (int l = 0; l < kSumLanes; ++l) part[l] += term(j + l);
   }
   T sum = 0;
-  for (; j < n; ++j) sum += term(j);
+#pragma omp simd reduction(+ : sum)
+  for (int64_t k = j; k < n; ++k) sum += term(k);
 #pragma omp simd reduction(+ : sum)
   for (int l = 0; l < kSumLanes; ++l) sum += part[l];
   return sum;
