@@ -4,8 +4,9 @@
 // SmolLM-135M-like shapes with N = 1024 (nn.Linear orientation: C = 576, I = 1536, 9 query heads,
 // 3 key/value heads, head size 64), the tied lm_head GEMMs, and AdamW over all 124M parameters
 // (params/s), each at 1 and 2 threads; kernels_bench_blocks.cc adds the norms, RoPE, SwiGLU and
-// attention. The measured FMA peak is printed first (and stored in the JSON context) as the
-// yardstick.
+// attention, kernels_bench_elementwise.cc GELU, LayerNorm, the softmaxes and AdamW against a
+// bandwidth bound. The measured FMA peak and DRAM triad bandwidth are printed first (and stored
+// in the JSON context) as the yardsticks.
 //   accel_bench_kernels [--benchmark_filter=Lm] [--benchmark_min_time=0.1]
 #include <benchmark/benchmark.h>
 #include <oneapi/dnnl/dnnl.h>
@@ -17,6 +18,7 @@
 
 #include "bench/fma_peak.h"
 #include "bench/kernels_bench_util.h"
+#include "bench/stream_bound.h"
 #include "engine/kernels/adamw.h"
 #include "engine/kernels/matmul.h"
 #include "engine/kernels/matmul_bf16.h"
@@ -188,7 +190,7 @@ void BM_AdamW(benchmark::State& state) {
   }
   const double iters = static_cast<double>(state.iterations());
   state.counters["params"] = benchmark::Counter(n * iters, benchmark::Counter::kIsRate);
-  state.counters["GB"] = benchmark::Counter(28.0 * n * iters / 1e9, benchmark::Counter::kIsRate);
+  SetBoundRate(state, 28.0 * n, 16.0 * n, static_cast<int>(state.range(0)));
 }
 
 // Args: threads. The global-norm pass over all gradients.
@@ -261,6 +263,14 @@ int main(int argc, char** argv) {
     std::printf("fp32 FMA peak, %d thread(s): %.1f GFLOP/s\n", threads, peak);
     benchmark::AddCustomContext("fma_peak_gflops_" + std::to_string(threads) + "t",
                                 std::to_string(peak));
+  }
+  // The DRAM bandwidth (a triad over 3 x 128 MiB); the memory-bound kernels also compare with a
+  // triad over their own footprint, which may be cache resident (SetBoundRate).
+  for (int threads : {1, 2}) {
+    const double dram = accel::bench::MeasureTriadGBps(int64_t{384} << 20, threads, 0.5);
+    std::printf("DRAM triad, %d thread(s): %.1f GB/s\n", threads, dram);
+    benchmark::AddCustomContext("dram_triad_gbps_" + std::to_string(threads) + "t",
+                                std::to_string(dram));
   }
   std::fflush(stdout);
   benchmark::RunSpecifiedBenchmarks();

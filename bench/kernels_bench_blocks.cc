@@ -1,7 +1,7 @@
 // Fast-path CPU throughput of the per-block kernels besides the GEMMs, in accel_bench_kernels
 // (main and the linear layers in kernels_bench.cc): RMSNorm, RoPE and SwiGLU at SmolLM-135M-like
 // shapes (N = 1024 tokens, C = 576, I = 1536, 9 query heads over 3 key/value heads of 64), in
-// GB/s; causal attention forward and backward (GPT-2's attention.h at its 12 heads of 64,
+// GB/s (RMSNorm also against the triad bound, kernels_bench_elementwise.cc); causal attention forward and backward (GPT-2's attention.h at its 12 heads of 64,
 // grouped-query gqa_attention.h at H = 9, KV = 3 and at H = KV = 12, all at B = 4, T = 256), in
 // GFLOP/s of the causal half; each at 1 and 2 threads.
 #include <benchmark/benchmark.h>
@@ -33,7 +33,7 @@ void BM_RmsNormForward(benchmark::State& state) {
     kernels::RmsNormForward(out, rstd, inp, w, N, C, 1e-5f);
     benchmark::ClobberMemory();
   }
-  SetByteRate(state, 8.0 * N * C);
+  SetBoundRate(state, 8.0 * N * C, 8.0 * N * C, static_cast<int>(state.range(0)));
 }
 
 // Args: threads. RMSNorm backward: reads dout, inp and dinp, writes dinp (16 bytes per element).
@@ -51,7 +51,7 @@ void BM_RmsNormBackward(benchmark::State& state) {
     kernels::RmsNormBackward(dinp, dw, dout, inp, w, rstd, N, C);
     benchmark::ClobberMemory();
   }
-  SetByteRate(state, 16.0 * N * C);
+  SetBoundRate(state, 16.0 * N * C, 12.0 * N * C, static_cast<int>(state.range(0)));
 }
 
 // Args: threads, inverse (0 forward, 1 backward). RoPE in place on the q and k heads of a packed

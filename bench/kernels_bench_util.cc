@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/stream_bound.h"
 #include "engine/tensor/dtype.h"
 
 namespace accel::bench {
@@ -50,6 +51,18 @@ void SetFlopRate(benchmark::State& state, double flops_per_iter) {
 void SetByteRate(benchmark::State& state, double bytes_per_iter) {
   state.counters["GB"] = benchmark::Counter(
       bytes_per_iter * static_cast<double>(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+}
+
+void SetBoundRate(benchmark::State& state, double bytes_per_iter, double footprint_bytes,
+                  int threads) {
+  SetByteRate(state, bytes_per_iter);
+  const double bound = TriadBoundGBps(static_cast<int64_t>(footprint_bytes), threads);
+  state.counters["bound_GB"] = bound;
+  // Rate-inverted: Google Benchmark shows seconds / value, i.e. the time of one iteration over
+  // the time its bytes take at the bound.
+  state.counters["x_bound"] = benchmark::Counter(
+      bytes_per_iter * static_cast<double>(state.iterations()) / (bound * 1e9),
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
 void ThreadArgs(benchmark::internal::Benchmark* b) {

@@ -27,6 +27,12 @@ const uint16_t* Bf16Buffer(int slot, int64_t n);
 // GFLOP/s and GB/s counters from the work of one iteration.
 void SetFlopRate(benchmark::State& state, double flops_per_iter);
 void SetByteRate(benchmark::State& state, double bytes_per_iter);
+// For a memory-bound kernel: SetByteRate, plus "bound_GB", the triad bandwidth on `threads`
+// threads over the same `footprint_bytes` of distinct memory (stream_bound.h, measured once in
+// this run), and "x_bound", the kernel's time as a multiple of moving its bytes at that rate
+// (1.0 is the bound; the goal is at most 1.5).
+void SetBoundRate(benchmark::State& state, double bytes_per_iter, double footprint_bytes,
+                  int threads);
 
 // Args: threads 1 and 2, real time in microseconds.
 void ThreadArgs(benchmark::internal::Benchmark* b);

@@ -2,8 +2,8 @@
 // (attention.cc, GPT-2) and GqaAttentionForward (gqa_attention.cc, grouped-query): the products
 // with K and V are GEMMs (kernels::Gemm, oneDNN; the callers run these inside their own OpenMP
 // region over heads, where nested OpenMP is inactive and each GEMM runs on its calling thread);
-// the softmax and its backward are vector loops. Against plain vector loops this was 3x faster
-// at T = 64 and 5x at T = 1024 (one thread, B = 4, C = 768, NH = 12).
+// the softmax and its backward are vector loops (softmax.h). Against plain vector loops this was
+// 3x faster at T = 64 and 5x at T = 1024 (one thread, B = 4, C = 768, NH = 12).
 //
 // Causality: query rows go in blocks of kAttentionRowBlock, and a block [r0, r1) only multiplies
 // against keys [0, r1), so for long sequences about half of the T x T work is skipped; inside a
@@ -21,8 +21,8 @@
 #include <cmath>
 #include <cstdint>
 
-#include "engine/kernels/cpu/vec_math.h"
 #include "engine/kernels/matmul.h"
+#include "engine/kernels/softmax.h"
 
 namespace accel::kernels::cpu {
 
@@ -36,30 +36,6 @@ inline constexpr int64_t kAttentionRowBlock = 64;
 // Floats of scratch CausalAttentionHeadBackward needs.
 inline int64_t AttentionHeadScratch(int64_t T) { return std::min(T, kAttentionRowBlock) * T; }
 
-// In place: row[0, len) becomes softmax(row[0, len)) and row[len, T) zero.
-inline void CausalSoftmaxRow(float* row, int64_t len, int64_t T) {
-  float max_score = -INFINITY;
-#pragma omp simd reduction(max : max_score)
-  for (int64_t j = 0; j < len; ++j) max_score = max_score > row[j] ? max_score : row[j];
-  float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t j = 0; j < len; ++j) {
-    row[j] = VecExp(row[j] - max_score);
-    sum += row[j];
-  }
-  const float inv_sum = 1.0f / sum;
-#pragma omp simd
-  for (int64_t j = 0; j < len; ++j) row[j] *= inv_sum;
-  std::fill(row + len, row + T, 0.0f);
-}
-
-// In place: row[0, first) zero, row[first, len) its softmax, row[len, T) zero.
-inline void WindowedSoftmaxRow(float* row, int64_t first, int64_t len, int64_t T) {
-  if (first == 0) return CausalSoftmaxRow(row, len, T);
-  std::fill(row, row + first, 0.0f);
-  CausalSoftmaxRow(row + first, len - first, T - first);
-}
-
 // att = causal softmax(scale · q kᵀ) (zeros above the diagonal and, with a window, left of it);
 // out = att · v.
 inline void CausalAttentionHeadForward(float* out, int64_t ld_out, float* att, const float* q,
@@ -70,10 +46,7 @@ inline void CausalAttentionHeadForward(float* out, int64_t ld_out, float* att, c
     float* att_blk = att + r0 * T;
     // scores[r0:r1, 0:r1] = scale * q[r0:r1] · k[0:r1]ᵀ
     Gemm(false, true, r1 - r0, r1, D, scale, q + r0 * ld_qkv, ld_qkv, k, ld_qkv, 0.0f, att_blk, T);
-    for (int64_t t = r0; t < r1; ++t) {
-      const int64_t first = window > 0 ? std::max<int64_t>(0, t - window + 1) : 0;
-      WindowedSoftmaxRow(att + t * T, first, t + 1, T);
-    }
+    CausalSoftmaxForward(att_blk, T, r0, r1, window);
     // out[r0:r1] = att[r0:r1, 0:r1] · v[0:r1]
     Gemm(false, false, r1 - r0, D, r1, 1.0f, att_blk, T, v, ld_qkv, 0.0f, out + r0 * ld_out,
          ld_out);
@@ -98,17 +71,7 @@ inline void CausalAttentionHeadBackward(float* dq, int64_t ld_dq, float* dk, flo
     const float* dout_blk = dout + r0 * ld_dout;
     Gemm(true, false, r1, D, rows, 1.0f, att_blk, T, dout_blk, ld_dout, 1.0f, dv, ld_dkv);
     Gemm(false, true, rows, r1, D, 1.0f, dout_blk, ld_dout, v, ld_qkv, 0.0f, ds, T);
-    for (int64_t t = r0; t < r1; ++t) {
-      const float* a = att + t * T;
-      float* d = ds + (t - r0) * T;
-      const int64_t len = t + 1;
-      float weighted = 0.0f;
-#pragma omp simd reduction(+ : weighted)
-      for (int64_t j = 0; j < len; ++j) weighted += a[j] * d[j];
-#pragma omp simd
-      for (int64_t j = 0; j < len; ++j) d[j] = scale * a[j] * (d[j] - weighted);
-      std::fill(d + len, d + r1, 0.0f);
-    }
+    CausalSoftmaxBackward(ds, att_blk, T, r0, r1, scale);
     Gemm(false, false, rows, D, r1, 1.0f, ds, T, k, ld_qkv, 1.0f, dq + r0 * ld_dq, ld_dq);
     Gemm(true, false, r1, D, rows, 1.0f, ds, T, q + r0 * ld_qkv, ld_qkv, 1.0f, dk, ld_dkv);
   }

@@ -6,7 +6,9 @@
 //   gelu(x) = x s,  gelu'(x) = s + 2 x s (1 - s) u'(x).
 // exp never overflows, neither 1 + tanh u nor 1 - s is formed by cancellation, and s is exactly
 // 0 or 1 once e underflows. The exp is our own vectorisable one: glibc declares its vector expf
-// only under -ffast-math, which we do not use.
+// only under -ffast-math, which we do not use. The file is compiled with -fno-trapping-math
+// (engine/kernels/CMakeLists.txt): without it GCC 12 keeps the clamps and selects as branches
+// and the GELU loops scalar, 50x slower than with it.
 #include "engine/kernels/elementwise.h"
 #include "engine/kernels/cpu/vec_math.h"
 
