@@ -1,23 +1,25 @@
 #include "bench/fma_peak.h"
 
 #include <immintrin.h>
-#include <omp.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <thread>
+#include <vector>
 
 namespace accel::bench {
 namespace {
 
-// FMAs per accumulator between clock reads: long enough that omp_get_wtime is noise.
-constexpr int64_t kInnerIters = 1 << 14;
+using Clock = std::chrono::steady_clock;
 
-// Twelve independent accumulators cover an FMA latency of 4-6 cycles on two FMA pipes
-// (AVX-512 on Zen 4/5 and Intel server cores). a * x + b with a just under 1 converges to
-// b / (1 - a), so values stay normal and finite for any run length.
+// a * x + b with a just under 1 converges to b / (1 - a), so values stay normal and finite for
+// any run length (no denormal slow path).
 #if defined(__AVX512F__)
 using Vec = __m512;
 constexpr int kLanes = 16;
+constexpr const char* kIsa = "avx512f";
 inline Vec Set1(float x) { return _mm512_set1_ps(x); }
 inline Vec Fma(Vec a, Vec x, Vec b) { return _mm512_fmadd_ps(a, x, b); }
 inline float Sum(Vec x) {  // (GCC 12's _mm512_reduce_add_ps warns about its own internals)
@@ -30,6 +32,7 @@ inline float Sum(Vec x) {  // (GCC 12's _mm512_reduce_add_ps warns about its own
 #elif defined(__AVX2__) && defined(__FMA__)
 using Vec = __m256;
 constexpr int kLanes = 8;
+constexpr const char* kIsa = "avx2+fma";
 inline Vec Set1(float x) { return _mm256_set1_ps(x); }
 inline Vec Fma(Vec a, Vec x, Vec b) { return _mm256_fmadd_ps(a, x, b); }
 inline float Sum(Vec x) {
@@ -42,50 +45,104 @@ inline float Sum(Vec x) {
 #else
 using Vec = float;  // no vector FMA: measures scalar multiply-add, a floor rather than a peak
 constexpr int kLanes = 1;
+constexpr const char* kIsa = "scalar";
 inline Vec Set1(float x) { return x; }
 inline Vec Fma(Vec a, Vec x, Vec b) { return a * x + b; }
 inline float Sum(Vec x) { return x; }
 #endif
 
-constexpr int kAccumulators = 12;
+// 12 chains: FMA latency is 4-5 cycles on Zen 2-5 and Intel cores since Skylake, with two FMA
+// ports, so 8-10 FMAs must be in flight; 12 leaves margin and, with a and b, fits the 16 ymm
+// registers of AVX2 without spills.
+constexpr int kChains = 12;
+constexpr int64_t kInnerIters = 1024;  // rounds of kChains FMAs per block
 
-// Runs until `seconds` have passed; returns the number of FMA instructions issued.
-int64_t FmaLoop(double seconds, float seed, float* sink) {
+// Runs `blocks` × kInnerIters × kChains FMAs and returns their sum so the work stays live.
+// The empty asm makes each accumulator opaque after every round: the compiler must keep it in
+// a register and cannot fold, hoist or shorten the chain (checked in the disassembly:
+// docs/performance.md, "FMA peak").
+__attribute__((noinline)) float RunChains(int64_t blocks, float seed) {
   const Vec a = Set1(0.9999999f), b = Set1(1e-7f);
-  Vec acc[kAccumulators];
-  for (int j = 0; j < kAccumulators; ++j) acc[j] = Set1(seed + 0.01f * j);
-  int64_t fmas = 0;
-  const double start = omp_get_wtime();
-  do {
-    for (int64_t i = 0; i < kInnerIters; ++i) {
+  Vec acc[kChains];
+  for (int j = 0; j < kChains; ++j) acc[j] = Set1(seed + 0.01f * j);
+  for (int64_t i = 0; i < blocks * kInnerIters; ++i) {
 #pragma GCC unroll 12
-      for (int j = 0; j < kAccumulators; ++j) acc[j] = Fma(a, acc[j], b);
+    for (int j = 0; j < kChains; ++j) {
+      acc[j] = Fma(a, acc[j], b);
+      asm volatile("" : "+x"(acc[j]));
     }
-    fmas += kInnerIters * kAccumulators;
-  } while (omp_get_wtime() - start < seconds);
+  }
   float s = 0;
-  for (int j = 0; j < kAccumulators; ++j) s += Sum(acc[j]);
-  *sink = s;  // keeps the loop's results live
-  return fmas;
+  for (int j = 0; j < kChains; ++j) s += Sum(acc[j]);
+  return s;
+}
+
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+// Blocks one thread needs for about `seconds`.
+int64_t CalibrateBlocks(double seconds) {
+  int64_t blocks = 16;
+  for (;;) {
+    const auto t0 = Clock::now();
+    volatile float sink = RunChains(blocks, 0.5f);
+    (void)sink;
+    const double took = Seconds(t0, Clock::now());
+    if (took >= 0.02 || blocks > (int64_t{1} << 40)) {
+      return std::max<int64_t>(1, static_cast<int64_t>(blocks * seconds / took));
+    }
+    blocks *= 4;
+  }
+}
+
+// One try: `threads` threads released together, each running `blocks`; GFLOP/s over the span
+// from the earliest start to the latest end.
+double TryConcurrent(int threads, int64_t blocks) {
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
+  std::vector<Clock::time_point> start(threads), end(threads);
+  std::vector<float> sums(threads);
+  std::vector<std::thread> pool;
+  pool.reserve(threads);
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      ready.fetch_add(1);
+      while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+      start[t] = Clock::now();
+      sums[t] = RunChains(blocks, 0.5f + t);
+      end[t] = Clock::now();
+    });
+  }
+  while (ready.load() < threads) std::this_thread::yield();
+  go.store(true, std::memory_order_release);
+  for (auto& th : pool) th.join();
+  volatile float sink = 0;
+  for (float s : sums) sink = sink + s;
+  const double span = Seconds(*std::min_element(start.begin(), start.end()),
+                              *std::max_element(end.begin(), end.end()));
+  const double flops = 2.0 * kLanes * kChains * kInnerIters * static_cast<double>(blocks) * threads;
+  return flops / span / 1e9;
 }
 
 }  // namespace
 
-double MeasureFmaPeakGflops(int threads, double seconds) {
-  threads = std::max(threads, 1);
-  int64_t total_fmas = 0;
-  float sink = 0;
-  const double start = omp_get_wtime();
-#pragma omp parallel num_threads(threads) reduction(+ : total_fmas, sink)
-  {
-    float s = 0;
-    total_fmas += FmaLoop(seconds, 0.5f + omp_get_thread_num(), &s);
-    sink += s;
+FmaPeak MeasureFmaPeak(int threads, double seconds_per_try, int tries) {
+  FmaPeak p;
+  p.threads = std::max(threads, 1);
+  p.tries = std::max(tries, 1);
+  p.chains = kChains;
+  p.vector_bits = 32 * kLanes;
+  p.isa = kIsa;
+  const int64_t blocks = CalibrateBlocks(seconds_per_try);
+  for (int i = 0; i < p.tries; ++i) {
+    p.per_core_gflops = std::max(p.per_core_gflops, TryConcurrent(1, blocks));
+    if (p.threads > 1) {
+      p.all_core_gflops = std::max(p.all_core_gflops, TryConcurrent(p.threads, blocks));
+    }
   }
-  const double elapsed = omp_get_wtime() - start;
-  volatile float keep = sink;
-  (void)keep;
-  return static_cast<double>(total_fmas) * kLanes * 2.0 / elapsed / 1e9;
+  if (p.threads == 1) p.all_core_gflops = p.per_core_gflops;
+  return p;
 }
 
 }  // namespace accel::bench

@@ -5,8 +5,9 @@
 // 3 key/value heads, head size 64), the tied lm_head GEMMs, and AdamW over all 124M parameters
 // (params/s), each at 1 and 2 threads; kernels_bench_blocks.cc adds the norms, RoPE, SwiGLU and
 // attention, kernels_bench_elementwise.cc GELU, LayerNorm, the softmaxes and AdamW against a
-// bandwidth bound. The measured FMA peak and DRAM triad bandwidth are printed first (and stored
-// in the JSON context) as the yardsticks.
+// bandwidth bound. The CPU's model and key ISA flags, the measured FMA peak (1 core, and 2 threads
+// at once) and the DRAM triad bandwidth are printed first (and stored in the JSON context) as the
+// yardsticks.
 //   accel_bench_kernels [--benchmark_filter=Lm] [--benchmark_min_time=0.1]
 #include <benchmark/benchmark.h>
 #include <oneapi/dnnl/dnnl.h>
@@ -16,8 +17,8 @@
 #include <string>
 #include <utility>
 
-#include "bench/fma_peak.h"
 #include "bench/kernels_bench_util.h"
+#include "bench/machine.h"
 #include "bench/stream_bound.h"
 #include "engine/kernels/adamw.h"
 #include "engine/kernels/matmul.h"
@@ -252,23 +253,29 @@ BENCHMARK(BM_SquaredL2Norm)->Apply(BigArgs);
 }  // namespace accel::bench
 
 int main(int argc, char** argv) {
+  // The machine's lines go to stderr when stdout carries Google Benchmark's JSON.
+  bool json = false;
+  for (int i = 1; i < argc; ++i) json |= std::string(argv[i]) == "--benchmark_format=json";
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   const dnnl_version_t* ver = dnnl_version();
   std::string onednn = std::to_string(ver->major) + "." + std::to_string(ver->minor) + "." +
                        std::to_string(ver->patch);
   benchmark::AddCustomContext("onednn", onednn);
-  for (int threads : {1, 2}) {
-    const double peak = accel::bench::MeasureFmaPeakGflops(threads, 0.25);
-    std::printf("fp32 FMA peak, %d thread(s): %.1f GFLOP/s\n", threads, peak);
-    benchmark::AddCustomContext("fma_peak_gflops_" + std::to_string(threads) + "t",
-                                std::to_string(peak));
-  }
+  // The benchmarks run at 1 and 2 threads: the peak on one core and on two threads at once.
+  const accel::bench::Machine machine = accel::bench::MeasureMachine(2);
+  std::FILE* text = json ? stderr : stdout;
+  std::fprintf(text, "%s", accel::bench::MachineText(machine).c_str());
+  benchmark::AddCustomContext("cpu_model_name", machine.cpu.model_name);
+  benchmark::AddCustomContext("cpu_flags", accel::bench::KeyFlagsLine(machine.cpu));
+  benchmark::AddCustomContext("fma_peak_isa", machine.peak.isa);
+  benchmark::AddCustomContext("fma_peak_gflops_1t", std::to_string(machine.peak.per_core_gflops));
+  benchmark::AddCustomContext("fma_peak_gflops_2t", std::to_string(machine.peak.all_core_gflops));
   // The DRAM bandwidth (a triad over 3 x 128 MiB); the memory-bound kernels also compare with a
   // triad over their own footprint, which may be cache resident (SetBoundRate).
   for (int threads : {1, 2}) {
     const double dram = accel::bench::MeasureTriadGBps(int64_t{384} << 20, threads, 0.5);
-    std::printf("DRAM triad, %d thread(s): %.1f GB/s\n", threads, dram);
+    std::fprintf(text, "DRAM triad, %d thread(s): %.1f GB/s\n", threads, dram);
     benchmark::AddCustomContext("dram_triad_gbps_" + std::to_string(threads) + "t",
                                 std::to_string(dram));
   }

@@ -1,6 +1,7 @@
 // Training throughput: tokens/s of full optimizer steps (forward, backward, clipping, AdamW) for
 // GPT-2 shapes at B=4, T=64 on 1 and 2 threads, with achieved GFLOP/s (6·N·tokens + attention)
-// beside this machine's fp32 FMA peak measured in the same run (the baseline: fraction of peak).
+// beside this machine's fp32 FMA peak measured in the same run (the baseline: fraction of peak;
+// the CPU's model, key ISA flags and the peak per core and on all threads are printed first).
 // --dtypes fp32,bf16 adds bf16 mixed precision (bf16 params and matmuls where the CPU has bf16
 // dot products, fp32 masters) with its speed against fp32 in the same run ("vs fp32").
 //
@@ -19,7 +20,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_split.h"
 #include "bench/bench_models.h"
-#include "bench/fma_peak.h"
+#include "bench/machine.h"
 #include "engine/kernels/matmul_bf16.h"
 #include "engine/kernels/threading.h"
 #include "engine/model/model_config.h"
@@ -79,15 +80,28 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   const bool json = output == "json";
 
+  std::vector<int> thread_counts;
+  for (const std::string& t : std::vector<std::string>(absl::StrSplit(threads_list, ','))) {
+    thread_counts.push_back(std::stoi(t));
+  }
+  // The peak on the most threads asked for (all started together) and on one core; another
+  // thread count in between gets its own concurrent measurement below.
+  const int max_threads = *std::max_element(thread_counts.begin(), thread_counts.end());
+  const accel::bench::Machine machine = accel::bench::MeasureMachine(max_threads);
+  auto peak_for = [&](int threads) {
+    if (threads == 1) return machine.peak.per_core_gflops;
+    if (threads == max_threads) return machine.peak.all_core_gflops;
+    return accel::bench::MeasureFmaPeak(threads).all_core_gflops;
+  };
   nlohmann::json results = nlohmann::json::array();
   if (!json) {
+    std::printf("%s", accel::bench::MachineText(machine).c_str());
     std::printf("%-12s %3s %-5s %10s %10s %10s %10s %8s %8s %9s\n", "model", "thr", "dtype",
                 "step ms", "tok/s", "GFLOP/s", "FMA peak", "of peak", "vs fp32", "RSS MiB");
   }
-  for (const std::string& threads_s : std::vector<std::string>(absl::StrSplit(threads_list, ','))) {
-    const int threads = std::stoi(threads_s);
+  for (const int threads : thread_counts) {
     accel::kernels::SetNumThreads(threads);
-    const double peak = accel::bench::MeasureFmaPeakGflops(threads, 0.5);
+    const double peak = peak_for(threads);
     for (const std::string& name : std::vector<std::string>(absl::StrSplit(models, ','))) {
       // A preset of any architecture (smollm-135m next to gpt2 compares the two at one size).
       auto written = accel::bench::WriteBenchModel(name, scratch, "");
@@ -136,6 +150,10 @@ int main(int argc, char** argv) {
       }
     }
   }
-  if (json) std::printf("%s\n", results.dump(2).c_str());
+  if (json) {
+    nlohmann::json out = accel::bench::MachineJson(machine);
+    out["results"] = results;
+    std::printf("%s\n", out.dump(2).c_str());
+  }
   return 0;
 }
