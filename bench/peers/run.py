@@ -127,6 +127,9 @@ def print_text(machine, peer_info, rows):
           f"{peak['all_core_gflops']:.1f} on {peak['threads']} threads at once")
     if peer_info:
         print(f"peer: torch {peer_info['torch']}, BLAS {peer_info['blas']}")
+        if peer_info["blas"].startswith("netlib"):
+            print("note: the peer's fp32 GEMMs run on netlib's unoptimised reference BLAS; install "
+                  "libopenblas0-pthread or pass --peer-blas DIR for a fair peer")
     head = ["model", "setup", "strategy", "dtype", "accel tok/s", "torch tok/s", "torch setup",
             "accel/torch", "accel bf16/fp32", "accel GFLOP/s", "of fp32 peak"]
     print("| " + " | ".join(head) + " |")

@@ -26,10 +26,11 @@ import sys
 import time
 
 # name: (n_layer, n_head, n_embd, vocab_size, n_positions): bench/bench_models.cc's "small" and
-# the engine's GPT-2 presets.
+# the engine's GPT-2 presets (engine/model/gpt2_config.cc).
 MODELS = {
     "small": (4, 4, 256, 50257, 1024),
-    "gpt2-mini": (4, 4, 128, 50257, 1024),
+    "gpt2-tiny": (2, 4, 64, 256, 256),
+    "gpt2-mini": (4, 4, 128, 256, 256),
     "gpt2": (12, 12, 768, 50257, 1024),
     "gpt2-medium": (24, 16, 1024, 50257, 1024),
 }
