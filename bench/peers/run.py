@@ -7,6 +7,7 @@ same shapes (1 rank x --threads threads; --ranks ranks with DDP over gloo, 1 thr
 1.13 cannot run FSDP on a CPU, so both accel strategies are compared with the DDP peer.
 
   bench/peers.sh [--models small] [--steps 3] [--peer-blas DIR] [--output text|json]
+  bench/peers.sh --from-json saved.json      the table of an earlier --output json run
 
 Columns: tok/s of each; accel/torch; accel bf16 over accel fp32 of the same setup; accel's
 achieved GFLOP/s (6*N + attention per token, as accel_bench_train counts it) as a fraction of
@@ -40,6 +41,7 @@ def parse_args():
                     help="a directory holding an optimised libblas.so.3 (e.g. OpenBLAS's), put "
                          "first on the peer's LD_LIBRARY_PATH")
     ap.add_argument("--skip-peer", action="store_true")
+    ap.add_argument("--from-json", default="", help="print the table of a saved --output json run")
     ap.add_argument("--output", default="text", choices=["text", "json"])
     return ap.parse_args()
 
@@ -145,6 +147,11 @@ def print_text(machine, peer_info, rows):
 
 def main():
     a = parse_args()
+    if a.from_json:
+        with open(a.from_json) as f:
+            saved = json.load(f)
+        print_text(saved["machine"], saved["peer"], saved["rows"])
+        return
     dtypes = a.dtypes.split(",")
     machine, peer_info, rows, raw = None, None, [], []
     port = 29571
