@@ -1,10 +1,10 @@
 """accel against its PyTorch peer (train_peer.py) on one machine in one run, as a table.
 
 Runs, for each model, in this order: accel_bench_train (1 rank x --threads threads, fp32 and
-bf16; it also prints the CPU's model, key flags and the true FMA peak), accel_bench_sharding
-(--ranks ranks x 1 thread, no_shard and full_shard, fp32 and bf16), then train_peer.py for the
-same shapes (1 rank x --threads threads; --ranks ranks with DDP over gloo, 1 thread each). torch
-1.13 cannot run FSDP on a CPU, so both accel strategies are compared with the DDP peer.
+bf16; it also prints the CPU's model, key flags and the true FMA peak), then train_peer.py at
+that setup; accel_bench_sharding (--ranks ranks x 1 thread, no_shard and full_shard, fp32 and
+bf16), then train_peer.py with DDP over gloo, --ranks processes of 1 thread each. torch 1.13
+cannot run FSDP on a CPU, so both accel strategies are compared with the DDP peer.
 
   bench/peers.sh [--models small] [--steps 3] [--peer-blas DIR] [--output text|json]
   bench/peers.sh --from-json saved.json      the table of an earlier --output json run
@@ -56,14 +56,20 @@ def run_json(cmd, env=None):
     return out
 
 
-def accel_runs(a, model):
-    common = ["--models", model, "--dtypes", a.dtypes, "--steps", str(a.steps), "--warmup",
-              str(a.warmup), "--batch", str(a.batch), "--seq", str(a.seq), "--output", "json"]
-    train = json.loads(run_json([os.path.join(a.build_dir, "bench", "accel_bench_train"),
-                                 "--threads", str(a.threads)] + common))
-    shard = json.loads(run_json([os.path.join(a.build_dir, "bench", "accel_bench_sharding"),
-                                 "--ranks", str(a.ranks), "--strategies", a.strategies] + common))
-    return train, shard
+def accel_common(a, model):
+    return ["--models", model, "--dtypes", a.dtypes, "--steps", str(a.steps), "--warmup",
+            str(a.warmup), "--batch", str(a.batch), "--seq", str(a.seq), "--output", "json"]
+
+
+def accel_train(a, model):
+    return json.loads(run_json([os.path.join(a.build_dir, "bench", "accel_bench_train"),
+                                "--threads", str(a.threads)] + accel_common(a, model)))
+
+
+def accel_sharding(a, model):
+    return json.loads(run_json([os.path.join(a.build_dir, "bench", "accel_bench_sharding"),
+                                "--ranks", str(a.ranks), "--strategies", a.strategies]
+                               + accel_common(a, model)))
 
 
 def peer_run(a, model, dtype, ranks, threads, port):
@@ -156,16 +162,20 @@ def main():
     machine, peer_info, rows, raw = None, None, [], []
     port = 29571
     for model in a.models.split(","):
-        train, shard = accel_runs(a, model)
-        machine = machine or {"cpu": train["cpu"], "fma_peak": train["fma_peak"]}
+        # Each accel setup is followed by its peer, so that a shared machine's load drifts as
+        # little as possible between the two sides of a ratio.
         peers = {}
-        if not a.skip_peer:
-            for dtype in dtypes:
-                for setup in (("single", 1, a.threads), ("ddp", a.ranks, 1)):
-                    port += 1
-                    p = peer_run(a, model, dtype, setup[1], setup[2], port)
-                    peers[(setup, dtype)] = p
-                    peer_info = {"torch": p["torch"], "blas": p["blas"]}
+        for setup in (("single", 1, a.threads), ("ddp", a.ranks, 1)):
+            if setup[0] == "single":
+                train = accel_train(a, model)
+            else:
+                shard = accel_sharding(a, model)
+            for dtype in dtypes if not a.skip_peer else []:
+                port += 1
+                p = peer_run(a, model, dtype, setup[1], setup[2], port)
+                peers[(setup, dtype)] = p
+                peer_info = {"torch": p["torch"], "blas": p["blas"]}
+        machine = machine or {"cpu": train["cpu"], "fma_peak": train["fma_peak"]}
         rows += build_rows(a, model, train, shard, peers)
         raw.append({"model": model, "accel_train": train["results"], "accel_sharding": shard,
                     "peer": list(peers.values())})
