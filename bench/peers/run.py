@@ -144,7 +144,8 @@ def print_text(machine, peer_info, rows):
     print("|" + "---|" * len(head))
     for r in rows:
         cells = [r["model"], r["setup"], r["strategy"], r["dtype"], fmt(r["accel_tok_s"], ".0f"),
-                 fmt(r["peer_tok_s"], ".1f"), r["peer_setup"], fmt(r["accel_over_peer"], ".2f", "x"),
+                 fmt(r["peer_tok_s"], ".1f"), r["peer_setup"],
+                 fmt(r["accel_over_peer"], ".2f", "x"),
                  fmt(r["accel_bf16_over_fp32"], ".2f", "x"), fmt(r["accel_gflops"], ".0f"),
                  fmt(None if r["accel_of_fp32_peak"] is None else 100 * r["accel_of_fp32_peak"],
                      ".0f", "%")]
