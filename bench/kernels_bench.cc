@@ -20,7 +20,7 @@
 #include "bench/kernels_bench_util.h"
 #include "bench/machine.h"
 #include "bench/stream_bound.h"
-#include "engine/kernels/adamw.h"
+#include "engine/kernels/adamw.h"  // SquaredL2Norm
 #include "engine/kernels/matmul.h"
 #include "engine/kernels/matmul_bf16.h"
 #include "engine/kernels/threading.h"
@@ -175,23 +175,10 @@ void BM_LmHeadBackward(benchmark::State& state) {
 // Args: threads. One optimizer step over all GPT-2 124M parameters (reads p, m, v, g; writes
 // p, m, v: 28 bytes per parameter).
 void BM_AdamW(benchmark::State& state) {
-  kernels::SetNumThreads(static_cast<int>(state.range(0)));
   const int64_t n = kGpt2Params;
-  float* p = Buffer(20, n);
-  float* m = Buffer(21, n);
-  float* v = Buffer(22, n);
-  const float* g = Buffer(23, n);
-  kernels::AdamWHyper h;
-  h.lr = 6e-4f;
-  h.weight_decay = 0.1f;
-  for (auto _ : state) {
-    kernels::AdamWUpdate(p, m, v, g, n, h);
-    ++h.step;
-    benchmark::ClobberMemory();
-  }
+  RunAdamWSteps(state, n, static_cast<int>(state.range(0)), /*slot=*/20);
   const double iters = static_cast<double>(state.iterations());
   state.counters["params"] = benchmark::Counter(n * iters, benchmark::Counter::kIsRate);
-  SetBoundRate(state, 28.0 * n, 16.0 * n, static_cast<int>(state.range(0)));
 }
 
 // Args: threads. The global-norm pass over all gradients.

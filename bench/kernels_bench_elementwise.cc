@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "bench/kernels_bench_util.h"
-#include "engine/kernels/adamw.h"
 #include "engine/kernels/cross_entropy.h"
 #include "engine/kernels/elementwise.h"
 #include "engine/kernels/layernorm.h"
@@ -186,22 +185,7 @@ void BM_CausalSoftmaxBackward(benchmark::State& state) {
 
 // Args: n, threads. One optimizer step (reads p, m, v, g; writes p, m, v: 28 bytes a parameter).
 void BM_AdamWRange(benchmark::State& state) {
-  const int64_t n = state.range(0);
-  const int threads = static_cast<int>(state.range(1));
-  kernels::SetNumThreads(threads);
-  float* p = Buffer(81, n);
-  float* m = Buffer(82, n);
-  float* v = Buffer(83, n);
-  const float* g = Buffer(84, n);
-  kernels::AdamWHyper h;
-  h.lr = 6e-4f;
-  h.weight_decay = 0.1f;
-  for (auto _ : state) {
-    kernels::AdamWUpdate(p, m, v, g, n, h);
-    ++h.step;
-    benchmark::ClobberMemory();
-  }
-  SetBoundRate(state, 28.0 * n, 16.0 * n, threads);
+  RunAdamWSteps(state, state.range(0), static_cast<int>(state.range(1)), /*slot=*/81);
 }
 
 BENCHMARK(BM_GeluForward)->Apply(ThreadArgs);

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "bench/stream_bound.h"
+#include "engine/kernels/adamw.h"
+#include "engine/kernels/threading.h"
 #include "engine/tensor/dtype.h"
 
 namespace accel::bench {
@@ -67,6 +69,23 @@ void SetBoundRate(benchmark::State& state, double bytes_per_iter, double footpri
 
 void ThreadArgs(benchmark::internal::Benchmark* b) {
   b->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+
+void RunAdamWSteps(benchmark::State& state, int64_t n, int threads, int slot) {
+  kernels::SetNumThreads(threads);
+  float* p = Buffer(slot, n);
+  float* m = Buffer(slot + 1, n);
+  float* v = Buffer(slot + 2, n);
+  const float* g = Buffer(slot + 3, n);
+  kernels::AdamWHyper h;
+  h.lr = 6e-4f;
+  h.weight_decay = 0.1f;
+  for (auto _ : state) {
+    kernels::AdamWUpdate(p, m, v, g, n, h);
+    ++h.step;
+    benchmark::ClobberMemory();
+  }
+  SetBoundRate(state, 28.0 * n, 16.0 * n, threads);
 }
 
 }  // namespace accel::bench

@@ -1,6 +1,7 @@
 // Shared by the kernel benchmarks of accel_bench_kernels (kernels_bench.cc: the linear layers,
 // the lm_head and AdamW; kernels_bench_blocks.cc: norms, RoPE, SwiGLU and attention): operand
-// buffers kept for the whole run, the rate counters, and the SmolLM-135M-like Llama shapes.
+// buffers kept for the whole run, the rate counters, one AdamW step (for the 124M and the 1M-10M
+// benchmarks alike) and the SmolLM-135M-like Llama shapes.
 #pragma once
 
 #include <benchmark/benchmark.h>
@@ -33,6 +34,10 @@ void SetByteRate(benchmark::State& state, double bytes_per_iter);
 // (1.0 is the bound; the goal is at most 1.5).
 void SetBoundRate(benchmark::State& state, double bytes_per_iter, double footprint_bytes,
                   int threads);
+
+// One AdamW step over n parameters per iteration, on buffers slot..slot+3 (p, m, v, g), with the
+// bound counters of its 28 bytes read and written per parameter (16 bytes of footprint).
+void RunAdamWSteps(benchmark::State& state, int64_t n, int threads, int slot);
 
 // Args: threads 1 and 2, real time in microseconds.
 void ThreadArgs(benchmark::internal::Benchmark* b);

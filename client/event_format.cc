@@ -121,10 +121,10 @@ std::string EvalSummaryText(const std::vector<v1::EvalEvent>& evals) {
                          best->eval_loss(), best->step());
 }
 
-std::string LatestSampleText(const v1::SampleEvent& latest) {
-  if (latest.ByteSizeLong() == 0) return "";
-  return absl::StrCat("  latest ", generate::SampleLine(latest.step(), latest.text()), " (",
-                      latest.ids_size(), latest.ids_size() == 1 ? " token)\n" : " tokens)\n");
+std::string LatestSampleText(const std::optional<v1::SampleEvent>& latest) {
+  if (!latest.has_value()) return "";
+  return absl::StrCat("  latest ", generate::SampleLine(latest->step(), latest->text()), " (",
+                      latest->ids_size(), latest->ids_size() == 1 ? " token)\n" : " tokens)\n");
 }
 
 // What the job runs, as acceld lowered it at submit (JobPlan); older jobs show their spec.

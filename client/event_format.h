@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,9 +28,9 @@ std::string EventLine(const accel::v1::Event& e);
 // (lowest) eval loss with their steps; empty without records.
 std::string EvalSummaryText(const std::vector<accel::v1::EvalEvent>& evals);
 // `accelctl status`'s sample line from the job's latest sample (train.sample_every): its step,
-// the new tokens' count and the text escaped on one line ("  latest sample: step 200 sample:
-// \"...\" (32 tokens)"); empty for a job without samples (a default SampleEvent).
-std::string LatestSampleText(const accel::v1::SampleEvent& latest);
+// the new tokens' count and the text escaped on one line ("  latest step 200 sample: \"...\"
+// (32 tokens)"); empty for a job without samples.
+std::string LatestSampleText(const std::optional<accel::v1::SampleEvent>& latest);
 // The job's plan as `accelctl status` and `submit` show it: indented lines, each ending in "\n".
 std::string PlanText(const accel::v1::Job& j);
 

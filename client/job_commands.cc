@@ -236,7 +236,7 @@ class Session {
   // shows the rest).
   struct QualityRecords {
     std::vector<v1::EvalEvent> evals;
-    v1::SampleEvent latest_sample;
+    std::optional<v1::SampleEvent> latest_sample;
   };
   QualityRecords ReadQualityRecords(const std::string& id) {
     grpc::ClientContext ctx;

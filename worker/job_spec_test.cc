@@ -56,6 +56,13 @@ comm_timeout_s: 30
   EXPECT_EQ(run->checkpoint_every, 20);
   EXPECT_EQ(run->keep_last, 2);
   EXPECT_EQ(run->comm_timeout, absl::Seconds(30));
+  EXPECT_EQ(run->train.sample.heartbeat_s, 1.0);  // a quarter of 30 s, at most 1 s
+}
+
+TEST(JobSpecTest, SampleHeartbeatIsAQuarterOfTheDeadlineAtMostOneSecond) {
+  EXPECT_EQ(SampleHeartbeatSeconds(absl::Seconds(120)), 1.0);
+  EXPECT_EQ(SampleHeartbeatSeconds(absl::Seconds(2)), 0.5);
+  EXPECT_EQ(SampleHeartbeatSeconds(absl::Milliseconds(400)), 0.1);
 }
 
 TEST(JobSpecTest, BadValuesNameTheKey) {
