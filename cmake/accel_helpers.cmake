@@ -17,3 +17,13 @@ function(accel_test name)
     gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60)
   endif()
 endfunction()
+
+# accel_control_plane_directory(): called at the top of a directory of control-plane code (the
+# daemon, the clients, the worker's glue, the job spec, RPC glue and generated protos, config
+# resolution). Its Release objects are compiled at -O1 instead of -O3: nothing there is a hot
+# loop (the engine's kernels and sharding stay at -O3), and these files (gRPC, protobuf, CLI11
+# and nlohmann templates) are most of a fresh build's compile time; -O1 compiles them about
+# 25% faster (docs/architecture.md, "Building"). bench/metrics_bench.cc watches the daemon side.
+function(accel_control_plane_directory)
+  add_compile_options($<$<AND:$<CONFIG:Release>,$<COMPILE_LANGUAGE:CXX>>:-O1>)
+endfunction()
