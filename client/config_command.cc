@@ -10,6 +10,7 @@
 #include "engine/config/mode.h"
 #include "engine/config/plan_json.h"
 #include "engine/config/resolve.h"
+#include "engine/kernels/matmul_bf16.h"
 #include "nlohmann/json.hpp"
 
 namespace accel::client {
@@ -150,10 +151,20 @@ int ConfigExplain(const ExplainArgs& args, const config::EnvMap& env, std::ostre
     if (memory) {
       j["memory_plan"] = nlohmann::ordered_json::parse(accel::plan::MemoryPlanJson(*memory));
     }
+    if (lowered->options.shard.param_dtype == DType::kBF16) {
+      const kernels::Bf16MatmulChoice& here = kernels::ChosenBf16Matmul();
+      j["engine"]["matmuls_here"] = {{"bf16", here.native},
+                                     {"bf16_over_fp32", here.measured_speedup},
+                                     {"reason", here.reason}};
+    }
     out << j.dump() << "\n";
   } else {
     out << config::PlanToText(*plan);
     out << "engine: " << config::DescribeMode(lowered->options) << "\n";
+    // Decided per machine at each rank's start (kernels::ChosenBf16Matmul); this is this one's.
+    if (lowered->options.shard.param_dtype == DType::kBF16) {
+      out << "matmuls on this machine's CPU: " << kernels::ChosenBf16Matmul().reason << "\n";
+    }
     if (memory) out << accel::plan::MemoryPlanTable(*memory);
   }
   return kExitOk;

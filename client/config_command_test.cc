@@ -11,6 +11,7 @@
 
 #include "client/accelctl.h"
 #include "engine/base/env.h"
+#include "engine/kernels/matmul_bf16.h"
 #include "engine/model/gpt2.h"
 #include "engine/model/gpt2_config.h"
 #include "engine/testing/mem_env.h"
@@ -88,6 +89,28 @@ TEST(AccelctlConfigTest, ExplainTextAndFlags) {
                 "--mixed-precision", "fp64"});
   EXPECT_EQ(r.code, kExitInvalid);
   EXPECT_NE(r.err.find("--mixed-precision: \"fp64\""), std::string::npos);
+}
+
+// bf16 plans say how this machine multiplies (decided per host: kernels::ChosenBf16Matmul), in
+// text and JSON; other precisions have no such line.
+TEST(AccelctlConfigTest, ExplainShowsThisMachinesBf16MatmulChoice) {
+  const kernels::Bf16MatmulChoice& here = kernels::ChosenBf16Matmul();
+  ASSERT_FALSE(here.reason.empty());
+  Outcome r = Accelctl({"config", "explain", Src("configs/fsdp_full_shard.yaml"),
+                        "--mixed-precision", "bf16"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("matmuls on this machine's CPU: " + here.reason + "\n"), std::string::npos)
+      << r.out;
+  r = Accelctl({"config", "explain", Src("configs/fsdp_full_shard.yaml"), "--mixed-precision",
+                "bf16", "--output", "json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["engine"]["matmuls_here"]["bf16"], here.native);
+  EXPECT_EQ(j["engine"]["matmuls_here"]["reason"], here.reason);
+  r = Accelctl({"config", "explain", Src("configs/fsdp_full_shard.yaml"), "--mixed-precision",
+                "fp16"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(r.out.find("matmuls on this machine"), std::string::npos) << r.out;
 }
 
 TEST(AccelctlConfigTest, InvalidInputsExitWithTwoAndNameTheKey) {

@@ -109,6 +109,7 @@ class DaemonSink final : public RankSink {
       ACCEL_LOG(info, "{} on {}; {} steps{}", t.sharded().plan().Describe(), t.device(),
                 t.options().steps,
                 t.step() > 0 ? absl::StrCat(", resumed at step ", t.step()) : "");
+      if (!t.matmuls().empty()) ACCEL_LOG(info, "matmuls: {}", t.matmuls());
     }
     reporter_.Send(Memory(-1));
     return absl::OkStatus();

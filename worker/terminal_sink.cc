@@ -84,6 +84,7 @@ class TerminalSink final : public RankSink {
                   config.Describe().c_str(), f_.train.data.c_str(),
                   static_cast<long long>(f_.train.batch), static_cast<long long>(f_.train.seq),
                   static_cast<long long>(f_.train.grad_accum), threads_);
+      if (!trainer.matmuls().empty()) std::printf("matmuls: %s\n", trainer.matmuls().c_str());
       if (trainer.step() > 0) {
         std::printf("resumed at step %lld from %s\n", static_cast<long long>(trainer.step()),
                     f_.train.resume_dir.c_str());

@@ -23,14 +23,25 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace accel::kernels {
 
-// Whether this CPU multiplies bf16 natively (oneDNN's effective ISA has AVX512_BF16 or AMX).
-// Elsewhere oneDNN would emulate bf16 and run slower than fp32, so callers keep fp32 compute.
-// ACCEL_BF16_MATMUL=0 in the environment forces false (to compare the two paths), =1 forces
-// true (tests of the fast path on any CPU).
-bool Bf16MatmulIsNative();
+// How bf16 mixed precision multiplies on this host, decided once per process
+// (cpu/matmul_bf16_choice.h has the rules): natively (bf16 operands, oneDNN's bf16 kernels)
+// only where the CPU has bf16 dot products (AVX512_BF16 or AMX) and a short measurement, cached
+// per host, finds them faster than the fp32 GEMM; otherwise the bf16 parameters' fp32 copies go
+// through the fp32 GEMM. ACCEL_BF16_MATMUL=0 in the environment forces fp32 (to compare the two
+// paths), =1 forces bf16 (tests of the fast path on any CPU).
+struct Bf16MatmulChoice {
+  bool native = false;
+  double measured_speedup = 0;  // fp32 GEMM time / bf16 GEMM time here; 0: not measured
+  // One line for the worker's mode line and `accelctl config explain`, e.g. "bf16 (oneDNN
+  // avx512_core_bf16: 1.74x the fp32 GEMM here, measured)".
+  std::string reason;
+};
+const Bf16MatmulChoice& ChosenBf16Matmul();
+bool Bf16MatmulIsNative();  // ChosenBf16Matmul().native
 
 #define ACCEL_MATMUL_BF16_KERNELS                                                               \
   void GemmBf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,                    \

@@ -43,13 +43,16 @@ struct ModelRunnerOptions {
 struct ModelRunnerResult {
   std::unique_ptr<ModelRunner> runner;
   bool bf16_matmuls = false;
+  // With bf16 parameters: how the matmuls run and why, one line for the worker's log
+  // (kernels::Bf16MatmulChoice::reason on the CPU); empty otherwise.
+  std::string matmuls;
 };
 
 using ModelRunnerFactory = std::function<absl::StatusOr<ModelRunnerResult>(
     const model::ModelLayout* layout, const ModelRunnerOptions& options)>;
 
-// The model's architecture's CPU runner (its registry entry); bf16 matmuls where the CPU multiplies
-// bf16 natively (kernels::Bf16MatmulIsNative).
+// The model's architecture's CPU runner (its registry entry); bf16 matmuls where this host's
+// choice says so (kernels::ChosenBf16Matmul: bf16 dot products that measured faster than fp32).
 [[nodiscard]] absl::StatusOr<ModelRunnerResult> CreateCpuModelRunner(
     const model::ModelLayout* layout, const ModelRunnerOptions& options);
 

@@ -137,6 +137,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
   ro.ledger = t->ledger_;
   ACCEL_ASSIGN_OR_RETURN(ModelRunnerResult runner, t->backend_.runner(t->layout_.get(), ro));
   t->runner_ = std::move(runner.runner);
+  t->matmuls_ = std::move(runner.matmuls);
   if (runner.bf16_matmuls) {
     // The model reads the blocks' matmul weights only in bf16: their fp32 copies are skipped.
     t->sharded_->SkipFp32Copy(model::Bf16OnlyWeightRanges(*t->layout_));

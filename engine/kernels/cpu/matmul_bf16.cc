@@ -128,17 +128,6 @@ void WidenedGemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, co
 
 }  // namespace
 
-bool Bf16MatmulIsNative() {
-  static const bool native = [] {
-    if (const char* env = std::getenv("ACCEL_BF16_MATMUL"); env != nullptr && *env != '\0') {
-      return std::strcmp(env, "0") != 0;
-    }
-    const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
-    return isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
-  }();
-  return native;
-}
-
 void GemmBf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const uint16_t* A,
               int64_t lda, const uint16_t* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   if (M == 0 || N == 0) return;
