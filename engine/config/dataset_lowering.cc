@@ -8,19 +8,11 @@
 #include "engine/data/records.h"
 
 namespace accel::config {
-namespace {
-
-absl::Status Prefixed(absl::string_view key, const absl::Status& s) {
-  if (s.ok()) return s;
-  return absl::Status(s.code(), absl::StrCat(key, ": ", s.message()));
-}
-
-}  // namespace
 
 absl::StatusOr<data::PrepareOptions> PrepareOptionsOf(const DatasetOptions& d, int threads) {
   data::PrepareOptions p;
   absl::StatusOr<data::DatasetFormat> format = data::ParseDatasetFormat(d.format);
-  if (!format.ok()) return Prefixed("data.format", format.status());
+  if (!format.ok()) return Annotate(format.status(), "data.format");
   p.format = *format;
   if (!d.source.empty()) p.sources.push_back({d.source, 1.0});
   for (const auto& [path, weight] : d.mix) p.sources.push_back({path, weight});

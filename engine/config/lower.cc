@@ -24,11 +24,6 @@
 namespace accel::config {
 namespace {
 
-absl::Status Prefixed(const std::string& prefix, const absl::Status& s) {
-  if (s.ok()) return s;
-  return absl::Status(s.code(), absl::StrCat(prefix, ": ", s.message()));
-}
-
 absl::StatusOr<Document> ReadDocument(const ConfigFile& file, bool json, Env* env) {
   std::string text = file.text;
   if (text.empty()) {
@@ -149,19 +144,19 @@ absl::Status CheckEngine(const LoweringInputs& in, const LoweredJob& job) {
   // the rank's memory plan's to say, where the machine is known.
   absl::StatusOr<int64_t> activations = model::PlannedActivationBytes(
       job.model, o.batch, o.seq, {.checkpoint_blocks = o.activation_checkpointing});
-  if (!activations.ok()) return Prefixed("train.micro_batch", activations.status());
+  if (!activations.ok()) return Annotate(activations.status(), "train.micro_batch");
   ACCEL_ASSIGN_OR_RETURN(model::ModelLayout layout, model::ModelLayout::Create(job.model));
   absl::StatusOr<shard::ShardPlan> plan = shard::ShardPlan::Create(layout, job.world_size, 0,
                                                                    o.shard);
   if (!plan.ok()) {
-    return Prefixed(job.plan ? job.source : std::string("sharding"), plan.status());
+    return Annotate(plan.status(), job.plan ? job.source : std::string("sharding"));
   }
   for (const bool params : {false, true}) {
     const std::string& dir = params ? o.shard.offload_param_dir : o.shard.offload_dir;
     if (!in.check_files || dir.empty()) continue;
-    ACCEL_RETURN_IF_ERROR(Prefixed(OffloadDirKey(in, job, params), CheckWritableDirectory(dir)));
+    ACCEL_RETURN_IF_ERROR(Annotate(CheckWritableDirectory(dir), OffloadDirKey(in, job, params)));
     // Files on tmpfs are memory: offload there would lower nothing.
-    ACCEL_RETURN_IF_ERROR(Prefixed(OffloadDirKey(in, job, params), io::CheckNotMemoryBacked(dir)));
+    ACCEL_RETURN_IF_ERROR(Annotate(io::CheckNotMemoryBacked(dir), OffloadDirKey(in, job, params)));
   }
   return absl::OkStatus();
 }
@@ -245,7 +240,7 @@ absl::StatusOr<LoweredJob> Lower(const LoweringInputs& in, Env* env) {
     if (!file.empty() && absl::StrContains(model.status().message(), file)) {
       return model.status();
     }
-    return Prefixed(file.empty() ? "model" : file, model.status());
+    return Annotate(model.status(), file.empty() ? "model" : file);
   }
   out.model = *std::move(model);
   // What the model's config.json warned about (an architectures class we do not know), with
